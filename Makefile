@@ -1,0 +1,65 @@
+# clirlib: reproduce "Cross-Lingual Document Retrieval with Smooth Learning".
+# `make help` lists the targets. Every target creates the virtual environment first
+# when it is missing, so a fresh clone needs nothing but Python 3.11 and make.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON_SYS ?= python3
+VENV       ?= .venv
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.installed
+KERNEL     := clirlib
+
+# Profile of the embedded benchmark for `make reproduce`: ci | default | paper.
+PROFILE    ?= default
+# A WikiCLIR root (the folder holding wiki-clir/) to run on the real data instead.
+DATA       ?=
+# FORCE=1 retrains every experiment instead of reading the results/ cache.
+FORCE      ?= 0
+
+NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+
+export PYTHONHASHSEED := 0
+export MPLBACKEND     := Agg
+
+.PHONY: help venv reproduce test test-fast bench notebooks-refresh clean-results clean
+
+help: ## List the targets (default goal)
+	@echo "clirlib make targets:"
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
+	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>  FORCE=1 (retrain)"
+
+venv: $(STAMP) ## Create .venv with the pinned dependencies and the clirlib kernel
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "clirlib (.venv)" >/dev/null
+	@touch $(STAMP)
+
+reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE) and write figures/ and tables/
+	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) --kernel $(KERNEL)
+
+test: $(STAMP) ## Run pytest over tests/ and nbval over every notebook
+	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+
+test-fast: $(STAMP) ## Run pytest only (no notebooks)
+	$(PY) -m pytest -q tests
+
+bench: $(STAMP) ## Run the speed and memory benchmarks; writes bench/results.md
+	$(PY) bench/run_all.py
+
+notebooks-refresh: $(STAMP) ## Re-execute the committed notebooks in place with their fast defaults (updates stored outputs)
+	$(PY) -m clirlib refresh-notebooks --kernel $(KERNEL)
+
+clean-results: ## Delete the experiment cache results/ (next reproduce retrains)
+	rm -rf results
+
+clean: clean-results ## Delete the cache, generated data and the virtual environment
+	rm -rf data $(VENV)

@@ -1,0 +1,160 @@
+"""Command line: ``python -m clirlib train | reproduce | refresh-notebooks | generate``.
+
+``train`` runs one configuration of Section 5 and prints the seven test metrics;
+``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
+calls); ``refresh-notebooks`` re-executes the committed notebooks in place with their
+fast defaults; ``generate`` writes an embedded-benchmark profile to disk.
+Bad arguments and bad data give a one-line error and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .metrics import METRIC_NAMES
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .train import TrainConfig, train
+
+    cfg = TrainConfig(
+        data=args.data, lang=args.lang, loss=args.loss, encoder=args.encoder, epsilon=args.epsilon,
+        thresholds=tuple(args.thresholds) if args.thresholds else None, epochs=args.epochs,
+        batch_size=args.batch_size, lr=args.lr, clip=None if args.clip == 0 else args.clip,
+        seed=args.seed, data_seed=args.data_seed, n_queries=args.n_queries, n_nr=args.n_nr,
+        select_metric=args.select_metric,
+    )
+    cfg.resolved()  # validate before loading any data
+    res = train(cfg, progress=None if not args.quiet else False)
+    width = max(len(m) for m in METRIC_NAMES)
+    info = res.data_info
+    print(f"data={cfg.data} lang={cfg.lang} loss={cfg.loss} encoder={cfg.encoder} epsilon={cfg.epsilon} "
+          f"thresholds={res.config.thresholds} epochs={res.config.epochs} seed={cfg.seed} "
+          f"best_epoch={res.best_epoch} ({res.seconds:.1f}s)")
+    if "candidates_per_query" in info:
+        print(f"chance P_mr@1 = 1/{info['candidates_per_query']:.1f} = {1 / info['candidates_per_query']:.3f}")
+    for m in METRIC_NAMES:
+        print(f"{m:<{width}}  {res.test_metrics[m]:.4f}")
+    if args.out:
+        from .experiments import _jsonable
+
+        out = {"config": res.config.to_dict(), "test": res.test_metrics, "dev": res.dev_metrics,
+               "best_epoch": res.best_epoch, "history": res.history, "seconds": res.seconds,
+               "data_info": _jsonable(info)}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True))
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _notebooks() -> list[Path]:
+    from .paths import NOTEBOOKS_DIR
+
+    return sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    import papermill as pm
+
+    from .paths import RESULTS_DIR
+
+    params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
+    out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    total = time.perf_counter()
+    for nb in _notebooks():
+        t0 = time.perf_counter()
+        print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
+        pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
+                            cwd=str(nb.parent), progress_bar=False, log_output=False)
+        print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
+    print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}")
+    return 0
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    import papermill as pm
+
+    for nb in _notebooks():
+        print(f"[refresh] {nb.name}", flush=True)
+        pm.execute_notebook(str(nb), str(nb), kernel_name=args.kernel, cwd=str(nb.parent),
+                            progress_bar=False, log_output=False)
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .data import generate_benchmark
+
+    for lang in args.lang:
+        path = generate_benchmark(args.profile, lang, seed=args.seed)
+        print(f"{args.profile}/{lang}: {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .encoders import ENCODER_NAMES
+    from .losses import LOSSES
+
+    p = _Parser(prog="python -m clirlib", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("train", help="train and test one configuration")
+    t.add_argument("--data", default="ci", help="embedded-benchmark profile (ci, default, paper) or a WikiCLIR directory")
+    t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
+    t.add_argument("--loss", default="sosl", choices=list(LOSSES))
+    t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES))
+    t.add_argument("--epsilon", type=float, default=1.0, help="smoothing of r_eps (0 = plain cosine)")
+    t.add_argument("--thresholds", type=float, nargs="+", help="inner thresholds (default: the loss's own)")
+    t.add_argument("--epochs", type=int, help="default: the paper's for the encoder (30 / 30 / 15)")
+    t.add_argument("--batch-size", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--clip", type=float, default=5.0, help="gradient-norm clipping (0 disables)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--data-seed", type=int, default=0)
+    t.add_argument("--n-queries", type=int)
+    t.add_argument("--n-nr", type=int, default=40)
+    t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES))
+    t.add_argument("--out", help="write the metrics and the full config as JSON here")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_train)
+
+    r = sub.add_parser("reproduce", help="run every notebook headless (make reproduce)")
+    r.add_argument("--profile", default="default", choices=["ci", "default", "paper"])
+    r.add_argument("--data", help="a WikiCLIR root to use instead of the embedded benchmark")
+    r.add_argument("--force", action="store_true", help="retrain instead of reading results/")
+    r.add_argument("--kernel", default="clirlib")
+    r.set_defaults(func=_reproduce)
+
+    f = sub.add_parser("refresh-notebooks", help="re-execute committed notebooks in place (fast defaults)")
+    f.add_argument("--kernel", default="clirlib")
+    f.set_defaults(func=_refresh)
+
+    g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")
+    g.add_argument("--profile", default="default", choices=["ci", "default", "paper"])
+    g.add_argument("--lang", nargs="+", default=["fr", "it", "sw", "tl"])
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(func=_generate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, FileNotFoundError, NotADirectoryError, FloatingPointError, KeyError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"python -m clirlib {args.command}: error: {msg}", file=sys.stderr)
+        return 2

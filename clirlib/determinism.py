@@ -1,0 +1,68 @@
+"""Determinism switches, in one place: seeds, deterministic kernels, thread count.
+
+Used by the library (``train``, ``experiments``), the notebooks and the tests, so the
+same command gives the same numbers on the same machine. Every random draw in clirlib
+takes an explicit seed or a ``numpy.random.Generator`` / ``torch.Generator`` made here.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+#: Threads used by torch on the CPU. The target machines have 2 cores.
+DEFAULT_THREADS = int(os.environ.get("CLIRLIB_THREADS", "2"))
+
+
+def configure(threads: int = DEFAULT_THREADS) -> None:
+    """Deterministic kernels and a fixed thread count (call once per process)."""
+    torch.use_deterministic_algorithms(True, warn_only=False)
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    # cuBLAS needs this for deterministic matmuls when a GPU is used.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if torch.backends.cudnn.is_available():
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy's legacy global state and torch (CPU and GPU)."""
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def rng(seed: int, *stream: int | str) -> np.random.Generator:
+    """An independent NumPy generator for ``seed`` and a named sub-stream.
+
+    ``rng(seed, "nr-sampling")`` and ``rng(seed, "split")`` never share draws, so adding
+    a new use of randomness does not shift the others.
+    """
+    key = [seed] + [_stable_int(s) for s in stream]
+    return np.random.default_rng(np.random.SeedSequence(key))
+
+
+def torch_generator(seed: int, *stream: int | str) -> torch.Generator:
+    """A torch CPU generator seeded like :func:`rng`."""
+    g = torch.Generator()
+    g.manual_seed(int(rng(seed, *stream).integers(0, 2**63 - 1)))
+    return g
+
+
+def device() -> torch.device:
+    """The GPU when one is present, the CPU otherwise (never required)."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _stable_int(s: int | str) -> int:
+    if isinstance(s, int):
+        return s
+    # Python's hash() of str is salted per process; this is not.
+    h = 0
+    for ch in s.encode("utf-8"):
+        h = (h * 131 + ch) % (2**61 - 1)
+    return h

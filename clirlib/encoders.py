@@ -1,0 +1,171 @@
+"""Text encoders f_q, f_d and the ranker r_eps(f_q(q), f_d(d)) (Sections 3.1-3.3, 5.1).
+
+- ``AvgPoolEncoder``: v = tanh(mean of the text's own token embeddings) (Section 3.2).
+  Padding never enters the mean: texts are passed as ragged ``(ids, offsets)`` and
+  pooled with ``nn.EmbeddingBag(mode="mean")``. (The released code averages over the
+  batch's padded length instead; see the README for why clirlib follows the paper.)
+- ``CNNEncoder``: DSSM-CNN (Shen et al. 2014) as set up in Section 5.1: dropout 0.4 on
+  the embeddings, word-3-gram convolution with 300 filters, tanh, max pooling over the
+  text's own positions, a fully connected layer to 64, tanh.
+- ``LSTMEncoder``: DSSM-LSTM (Palangi et al. 2016) as in Section 5.1: dropout 0.4 on the
+  embeddings, a bidirectional LSTM with 64 hidden units, the forward LSTM's final state
+  (after the last token) concatenated with the backward LSTM's final state (after the
+  first token), a fully connected layer to 64, tanh.
+
+Every encoder maps a batch of ``B`` texts given as ``ids: (T,)``, ``offsets: (B + 1,)``
+to ``(B, p_out)``. Queries and documents get separate encoders with separate
+vocabularies (``Ranker``). Embeddings can start from pretrained matrices and are always
+fine-tuned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from .similarity import smooth_cosine
+
+ENCODER_NAMES = ("avgpool", "cnn", "lstm")
+
+
+def _embedding_weight(vocab_size: int, dim: int, vectors: np.ndarray | None, init_scale: float | None,
+                      generator: torch.Generator | None) -> torch.Tensor:
+    """Initial embedding matrix: pretrained rows when given, else N(0, 1) like nn.Embedding.
+
+    ``init_scale`` rescales the rows to that mean norm (used by the stability study of
+    small-norm initialisations); ``None`` keeps them as they are.
+    """
+    if vectors is not None:
+        if vectors.shape[0] != vocab_size:
+            raise ValueError(f"pretrained matrix has {vectors.shape[0]} rows, vocabulary has {vocab_size}")
+        w = torch.tensor(np.asarray(vectors, dtype=np.float32))
+    else:
+        w = torch.randn(vocab_size, dim, generator=generator)
+    if init_scale is not None:
+        norms = w.norm(dim=1).mean().clamp_min(1e-12)
+        w = w * (init_scale / norms)
+    return w
+
+
+def padded(ids: torch.Tensor, offsets: torch.Tensor, min_len: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ragged -> padded: ``(B, L)`` ids (0 = padding) and ``(B,)`` lengths."""
+    lengths = offsets[1:] - offsets[:-1]  # (B,)
+    b = len(lengths)
+    width = max(int(lengths.max()) if b else 0, min_len)
+    pos = torch.arange(width, device=ids.device)  # (L,)
+    mask = pos.unsqueeze(0) < lengths.unsqueeze(1)  # (B, L)
+    out = torch.zeros(b, width, dtype=ids.dtype, device=ids.device)
+    out[mask] = ids
+    return out, lengths
+
+
+class AvgPoolEncoder(nn.Module):
+    """tanh(mean of token embeddings over the text's own tokens)."""
+
+    def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
+                 init_scale: float | None = None, generator: torch.Generator | None = None):
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(vocab_size, dim, mode="mean")
+        with torch.no_grad():
+            self.embedding.weight.copy_(_embedding_weight(vocab_size, dim, vectors, init_scale, generator))
+        self.out_dim = dim
+
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        # EmbeddingBag takes the start of each bag; an empty text pools to the zero vector.
+        return torch.tanh(self.embedding(ids, offsets[:-1]))  # (B, p)
+
+
+class CNNEncoder(nn.Module):
+    """DSSM-CNN: dropout -> 3-gram conv (300 filters) -> tanh -> max pool -> FC(64) -> tanh."""
+
+    def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
+                 init_scale: float | None = None, generator: torch.Generator | None = None,
+                 filters: int = 300, window: int = 3, out_dim: int = 64, dropout: float = 0.4):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=None)
+        with torch.no_grad():
+            self.embedding.weight.copy_(_embedding_weight(vocab_size, dim, vectors, init_scale, generator))
+        self.dropout = nn.Dropout(dropout)
+        self.window = window
+        self.conv = nn.Conv1d(dim, filters, kernel_size=window)
+        self.fc = nn.Linear(filters, out_dim)
+        self.out_dim = out_dim
+
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        tokens, lengths = padded(ids, offsets, min_len=self.window)  # (B, L), (B,)
+        x = self.dropout(self.embedding(tokens))  # (B, L, p)
+        h = torch.tanh(self.conv(x.transpose(1, 2)))  # (B, F, L - w + 1)
+        # A window is valid when it starts inside the text; texts shorter than the window
+        # keep their first window (zero-padded), so every text has one.
+        n_valid = (lengths - self.window + 1).clamp_min(1)  # (B,)
+        pos = torch.arange(h.shape[2], device=h.device)
+        invalid = pos.unsqueeze(0) >= n_valid.unsqueeze(1)  # (B, L - w + 1)
+        h = h.masked_fill(invalid.unsqueeze(1), float("-inf"))
+        pooled = h.max(dim=2).values  # (B, F)
+        return torch.tanh(self.fc(pooled))  # (B, 64)
+
+
+class LSTMEncoder(nn.Module):
+    """DSSM-LSTM: dropout -> BiLSTM(64) -> [h_fwd_final; h_bwd_final] -> FC(64) -> tanh."""
+
+    def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
+                 init_scale: float | None = None, generator: torch.Generator | None = None,
+                 hidden: int = 64, out_dim: int = 64, dropout: float = 0.4):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim)
+        with torch.no_grad():
+            self.embedding.weight.copy_(_embedding_weight(vocab_size, dim, vectors, init_scale, generator))
+        self.dropout = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * hidden, out_dim)
+        self.out_dim = out_dim
+
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        tokens, lengths = padded(ids, offsets)  # (B, L), (B,)
+        x = self.dropout(self.embedding(tokens))  # (B, L, p)
+        packed = pack_padded_sequence(x, lengths.clamp_min(1).cpu(), batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self.lstm(packed)  # h_n: (2, B, H): forward final, backward final
+        h = torch.cat([h_n[0], h_n[1]], dim=1)  # (B, 2H)
+        return torch.tanh(self.fc(h))  # (B, 64)
+
+
+ENCODERS: dict[str, type[nn.Module]] = {
+    "avgpool": AvgPoolEncoder,
+    "cnn": CNNEncoder,
+    "lstm": LSTMEncoder,
+}
+
+
+class Ranker(nn.Module):
+    """Two encoders (query language, document language) scored by r_eps (Eq. 1)."""
+
+    def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module, eps: float = 1.0):
+        super().__init__()
+        self.query_encoder = query_encoder
+        self.doc_encoder = doc_encoder
+        self.eps = eps
+
+    @classmethod
+    def build(cls, encoder: str, q_vocab_size: int, d_vocab_size: int, *, dim: int = 64,
+              q_vectors: np.ndarray | None = None, d_vectors: np.ndarray | None = None,
+              eps: float = 1.0, init_scale: float | None = None, seed: int = 0) -> "Ranker":
+        from .determinism import torch_generator
+
+        try:
+            enc = ENCODERS[encoder]
+        except KeyError:
+            raise ValueError(f"unknown encoder {encoder!r}; choose one of {', '.join(ENCODERS)}") from None
+        torch.manual_seed(seed)  # the layers' own default initialisers
+        q = enc(q_vocab_size, dim, q_vectors, init_scale, torch_generator(seed, "q-embedding"))
+        d = enc(d_vocab_size, dim, d_vectors, init_scale, torch_generator(seed, "d-embedding"))
+        return cls(q, d, eps)
+
+    def forward(self, q_ids, q_offsets, d_ids, d_offsets) -> torch.Tensor:
+        vq = self.query_encoder(q_ids, q_offsets)  # (B, p)
+        vd = self.doc_encoder(d_ids, d_offsets)  # (B, p)
+        return smooth_cosine(vq, vd, self.eps)  # (B,)
+
+    def score_vectors(self, vq: torch.Tensor, vd: torch.Tensor) -> torch.Tensor:
+        return smooth_cosine(vq, vd, self.eps)

@@ -1,0 +1,180 @@
+"""A cached experiment runner: one JSON per training configuration in ``results/runs``.
+
+The notebooks never train directly: they describe runs as ``TrainConfig`` objects and call
+:func:`run` / :func:`run_many`, which return the cached result when the same resolved
+config (plus ``CACHE_VERSION``) was trained before. Each entry holds the full config,
+test / dev metrics, the per-epoch history, per-query test metrics (for significance
+tests) and, when asked, a sample of training scores per class (Figure 3). Entries are
+written atomically (temporary file, then rename), so an interrupted ``make reproduce``
+loses at most the run in progress and never leaves a corrupt entry.
+
+Set ``force=True`` (or the environment variable ``CLIRLIB_FORCE=1``, or
+``make reproduce FORCE=1``) to retrain instead of reading the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from . import determinism, paths
+from .metrics import METRIC_NAMES
+from .train import TrainConfig, _progress_enabled, train
+
+#: Bump when a change of the code changes results, so old cache entries are not reused.
+CACHE_VERSION = 1
+#: Scores kept per class for the density plots (Figure 3).
+SCORE_SAMPLE = 3000
+
+#: Experiment-level settings per profile: training epochs for average pooling and for
+#: the DSSM models (the paper's 30 / 30 / 15 on the paper profile), seeds for the
+#: mean / std tables, and the threshold grid of Figure 4.
+PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
+    "ci": {"epochs": {"avgpool": 4, "cnn": 2, "lstm": 2}, "seeds": (0, 1, 2),
+           "threshold_grid": ((0.2, 0.7), (0.1, 0.5))},
+    "default": {"epochs": {"avgpool": 10, "cnn": 6, "lstm": 4}, "seeds": (0, 1, 2),
+                "threshold_grid": ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8))},
+    "paper": {"epochs": {"avgpool": 30, "cnn": 30, "lstm": 15}, "seeds": (0, 1, 2),
+              "threshold_grid": ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8), (0.2, 0.9), (0.0, 0.5))},
+}
+
+
+def settings(profile: str) -> dict[str, Any]:
+    try:
+        return PROFILE_SETTINGS[profile]
+    except KeyError:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_SETTINGS)}") from None
+
+
+def runs_dir() -> Path:
+    d = paths.RESULTS_DIR / "runs"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def cache_key(config: TrainConfig) -> str:
+    return f"v{CACHE_VERSION}-{config.key()}"
+
+
+def _force(force: bool | None) -> bool:
+    return bool(force) if force is not None else os.environ.get("CLIRLIB_FORCE", "0") == "1"
+
+
+def _atomic_write_json(path: Path, record: dict[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _score_sample(scores: np.ndarray, labels: np.ndarray, seed: int) -> dict[str, list[float]]:
+    out = {}
+    for label in np.unique(labels):
+        s = scores[labels == label]
+        if len(s) > SCORE_SAMPLE:
+            s = s[np.sort(determinism.rng(seed, "score-sample", int(label)).choice(len(s), SCORE_SAMPLE, replace=False))]
+        out[str(int(label))] = [round(float(x), 6) for x in s]
+    return out
+
+
+def run(config: TrainConfig, *, force: bool | None = None, dataset=None) -> dict[str, Any]:
+    """Train ``config`` (or read it from the cache) and return its record."""
+    path = runs_dir() / f"{cache_key(config)}.json"
+    if path.exists() and not _force(force):
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except json.JSONDecodeError:
+            path.unlink()  # cannot happen with atomic writes; retrain rather than fail
+    res = train(config, dataset)
+    record = {
+        "key": cache_key(config),
+        "config": res.config.to_dict(),
+        "test": res.test_metrics,
+        "dev": res.dev_metrics,
+        "best_epoch": res.best_epoch,
+        "history": res.history,
+        "seconds": res.seconds,
+        "data_info": _jsonable(res.data_info),
+        "test_per_query": {c: res.test_per_query[c].tolist() for c in res.test_per_query.columns},
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    if res.step_grad_norms is not None:
+        record["step_grad_norms"] = [float(x) for x in res.step_grad_norms]
+    if res.train_scores is not None:
+        record["train_scores"] = _score_sample(res.train_scores, res.train_labels, res.config.seed)
+    _atomic_write_json(path, record)
+    return record
+
+
+def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> pd.DataFrame:
+    """Run (or load) every config; one tidy row per run: config columns, then the metrics."""
+    configs = list(configs)
+    rows = []
+    for cfg in tqdm(configs, desc=desc, disable=_progress_enabled(), leave=False):
+        rows.append(summary_row(run(cfg, force=force)))
+    return pd.DataFrame(rows)
+
+
+def summary_row(record: dict[str, Any]) -> dict[str, Any]:
+    cfg = dict(record["config"])
+    cfg["thresholds"] = tuple(cfg["thresholds"])
+    row = {**cfg, "best_epoch": record["best_epoch"], "seconds": record["seconds"]}
+    row.update({m: record["test"][m] for m in METRIC_NAMES})
+    row.update({f"dev_{m}": record["dev"][m] for m in METRIC_NAMES})
+    return row
+
+
+def history_frame(records: Iterable[dict[str, Any]], by: Iterable[str]) -> pd.DataFrame:
+    """Per-epoch histories of several runs, labelled with the config fields ``by``."""
+    frames = []
+    for rec in records:
+        h = pd.DataFrame(rec["history"])
+        for k in by:
+            v = rec["config"][k]
+            h[k] = tuple(v) if isinstance(v, list) else v
+        frames.append(h)
+    return pd.concat(frames, ignore_index=True)
+
+
+def per_query_frame(record: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(record["test_per_query"])
+
+
+def config(**kw: Any) -> TrainConfig:
+    """``TrainConfig`` ignoring unknown keys (handy for notebooks' parameter dicts)."""
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    if "thresholds" in kw and kw["thresholds"] is not None:
+        kw["thresholds"] = tuple(kw["thresholds"])
+    return TrainConfig(**{k: v for k, v in kw.items() if k in names})
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return str(x)

@@ -1,0 +1,138 @@
+"""Ordinal losses on the relevance score r in [-1, 1]: SOSL (Section 3.4, Eq. 2) and the
+three baselines of Table 2 (Section 5.1).
+
+Classes are y = 0 .. K-1 (0 = NR, 1 = SR, 2 = MR). ``thresholds`` are the K-1 inner
+thresholds theta_1 < ... < theta_{K-1}; clirlib adds theta_0 = -1 and theta_K = 1, so
+class y owns the segment [theta_y, theta_{y+1}] of [-1, 1] (the paper numbers classes
+from 1, so its segment [theta_{y-1}, theta_y] is the same thing).
+
+- ``sosl``: (r - hi)^2 [r > hi] + (lo - r)^2 [r < lo]; exactly zero inside the segment.
+- ``mse``: (r - (lo + hi) / 2)^2, squared distance to the segment's midpoint.
+- ``proportional_odds``: cumulative-logit negative log-likelihood,
+  -log(sigmoid((hi - r) / s) - sigmoid((lo - r) / s)). As in the released code the outer
+  cut points are -1 and 1 (the score's range); ``bounded=False`` gives the textbook
+  model with -inf and +inf instead.
+- ``three_part_l2`` (Nigam et al. 2019): squared hinges with their own three thresholds
+  (0.2, 0.55, 0.9): NR is penalised above 0.2, SR above 0.55, MR below 0.9.
+
+Every loss takes scores ``(B,)``, integer labels ``(B,)`` and thresholds and returns the
+mean over the batch. ``LOSSES`` maps the names used in configs to these functions and
+``DEFAULT_THRESHOLDS`` gives the thresholds each uses unless told otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+#: SOSL's thresholds chosen by the paper's grid search (Section 5, Experimental Setup).
+PAPER_THRESHOLDS = (0.2, 0.7)
+#: 3Part_L2's hinges (Nigam et al. 2019, as in the released code).
+THREE_PART_THRESHOLDS = (0.2, 0.55, 0.9)
+
+
+def segment_bounds(labels: torch.Tensor, thresholds: Sequence[float], like: torch.Tensor):
+    """Lower and upper bound ``(B,), (B,)`` of each label's segment of [-1, 1]."""
+    full = _full_thresholds(thresholds, like)  # (K + 1,)
+    labels = labels.long()
+    k = len(full) - 1
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= k):
+        raise ValueError(f"labels must lie in 0..{k - 1} for {k - 1} inner thresholds")
+    return full[labels], full[labels + 1]
+
+
+def sosl(scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> torch.Tensor:
+    """Smooth Ordinal Search Loss, Eq. 2 (immediate thresholds with a squared penalty)."""
+    lo, hi = segment_bounds(labels, thresholds, scores)  # (B,), (B,)
+    above = F.relu(scores - hi)
+    below = F.relu(lo - scores)
+    return (above.square() + below.square()).mean()
+
+
+def mse(scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> torch.Tensor:
+    """Squared distance between the score and the midpoint of the label's segment."""
+    lo, hi = segment_bounds(labels, thresholds, scores)
+    return (scores - (lo + hi) / 2).square().mean()
+
+
+def proportional_odds(
+    scores: torch.Tensor,
+    labels: torch.Tensor,
+    thresholds: Sequence[float] = PAPER_THRESHOLDS,
+    scale: float = 1.0,
+    bounded: bool = True,
+) -> torch.Tensor:
+    """Proportional odds (McCullagh 1980): -log P(y | r) under a cumulative-logit model.
+
+    P(y | r) = sigmoid((hi - r) / s) - sigmoid((lo - r) / s), computed stably as
+    log sigmoid(a) + log sigmoid(-b) + log(1 - exp(b - a)) with a = (hi - r)/s, b = (lo - r)/s.
+    """
+    lo, hi = segment_bounds(labels, thresholds, scores)
+    if not bounded:
+        k = len(thresholds)
+        inf = torch.tensor(float("inf"), dtype=scores.dtype, device=scores.device)
+        lo = torch.where(labels == 0, -inf, lo)
+        hi = torch.where(labels == k, inf, hi)
+    a = (hi - scores) / scale
+    b = (lo - scores) / scale
+    gap = torch.log(-torch.expm1(b - a))  # log(1 - exp(b - a)); 0 when b = -inf or a = inf
+    return -(F.logsigmoid(a) + F.logsigmoid(-b) + gap).mean()
+
+
+def three_part_l2(
+    scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] = THREE_PART_THRESHOLDS
+) -> torch.Tensor:
+    """3Part_L2 (Nigam et al. 2019): NR above t0, SR above t1, MR below t2, squared hinges."""
+    if len(thresholds) != 3:
+        raise ValueError(f"three_part_l2 needs 3 thresholds, got {tuple(thresholds)}")
+    t = torch.as_tensor(thresholds, dtype=scores.dtype, device=scores.device)  # (3,)
+    labels = labels.long()
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > 2):
+        raise ValueError("three_part_l2 labels must lie in 0..2")
+    hinge_down = F.relu(scores - t[labels])  # NR, SR: penalise scores above their hinge
+    hinge_up = F.relu(t[labels] - scores)  # MR: penalise scores below its hinge
+    per_pair = torch.where(labels == 2, hinge_up, hinge_down)
+    return per_pair.square().mean()
+
+
+LossFn = Callable[..., torch.Tensor]
+
+#: Loss registry keyed by the names used in configs and on the command line.
+LOSSES: dict[str, LossFn] = {
+    "sosl": sosl,
+    "mse": mse,
+    "po": proportional_odds,
+    "3part_l2": three_part_l2,
+}
+
+#: Thresholds each loss uses when a config does not give any.
+DEFAULT_THRESHOLDS: dict[str, tuple[float, ...]] = {
+    "sosl": PAPER_THRESHOLDS,
+    "mse": PAPER_THRESHOLDS,
+    "po": PAPER_THRESHOLDS,
+    "3part_l2": THREE_PART_THRESHOLDS,
+}
+
+
+def get_loss(name: str) -> LossFn:
+    try:
+        return LOSSES[name]
+    except KeyError:
+        raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)}") from None
+
+
+def sosl_grad_bound(label: int, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> float:
+    """Proposition 1: |d SOSL / d r| <= max(2 |1 + theta_lo|, 2 |1 - theta_hi|) on [-1, 1]."""
+    full = [-1.0, *thresholds, 1.0]
+    lo, hi = full[label], full[label + 1]
+    return max(2 * abs(1 + lo), 2 * abs(1 - hi))
+
+
+def _full_thresholds(thresholds: Sequence[float], like: torch.Tensor) -> torch.Tensor:
+    inner = [float(t) for t in thresholds]
+    full = [-1.0, *inner, 1.0]
+    if any(b <= a for a, b in zip(full, full[1:])):
+        raise ValueError(f"thresholds must increase strictly inside (-1, 1), got {tuple(inner)}")
+    return torch.tensor(full, dtype=like.dtype, device=like.device)

@@ -1,0 +1,265 @@
+"""The seven ranking metrics of Tables 2 and 3 (Section 5, "Evaluation Metrics").
+
+Every row of the input is one (query, candidate document) pair with a model score and a
+label: 2 = MR (the inter-language-linked article), 1 = SR (a mutually linked article),
+0 = NR. For each query the candidates are sorted by score, each metric is computed per
+query and then averaged over queries. The definitions follow the authors' released code
+(JiapengL/multi_ling_search); each one is also a standard trec_eval / ir-measures measure,
+which the tests use as an independent check. Ranks ``r`` count from 1.
+
+- ``P_mr@1``: 1 if the top-ranked document is MR, else 0 (trec_eval ``P_1``, level 2).
+- ``P_mr@5``: 1 if an MR document is within the top 5, else 0 (``success_5`` /
+  ir-measures ``Success(rel=2)@5``). The released evaluator computes 5 x P@5 at level 2,
+  which is the same number when a query has exactly one MR document, as in WikiCLIR.
+- ``P_r@5``: (number of documents with label >= 1 in the top 5) / 5; the denominator is
+  5 even when a query has fewer than 5 candidates (trec_eval ``P_5``, level 1).
+- ``NDCG@5``: DCG@5 / IDCG@5 with DCG@5 = sum over r <= 5 of label_r / log2(r + 1)
+  (linear gain); IDCG@5 is the same sum over the query's own labels sorted in
+  decreasing order; 0 if the query has no relevant document (``ndcg_cut_5``).
+- ``MAP``: mean over queries of AP = (1 / R) * sum over relevant r of
+  precision@r, with relevant = label >= 1 and R the number of relevant candidates of
+  the query; AP = 0 if R = 0 (``map``, level 1).
+- ``MRR_mr``: 1 / rank of the first MR document, 0 if none (``recip_rank``, level 2).
+- ``MRR_r``: 1 / rank of the first document with label >= 1, 0 if none (level 1).
+
+Tie rule (pessimistic): documents with equal scores are ranked with the LESS relevant
+label first, then by input row order. A tie therefore never helps the model: a model
+that gives every document the same score gets the worst possible ranking of every
+query. Because equally labelled documents are interchangeable, the metrics do not
+depend on the order of the input rows. (trec_eval instead breaks ties by document id.)
+
+Everything is vectorised: the rows are sorted once with ``np.lexsort`` and the per-query
+values come from ``np.add.reduceat`` / ``np.maximum.reduceat`` over the sorted rows.
+``METRICS`` maps each name of the paper to a function of a :class:`RankedLists` that
+returns one value per query; averaging is done separately by :func:`evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+NR, SR, MR = 0, 1, 2
+"""Label values: not relevant, second-level relevant, most relevant."""
+
+METRIC_NAMES = ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r")
+
+
+@dataclass(frozen=True)
+class RankedLists:
+    """All queries' candidate lists, ranked, stored as flat arrays.
+
+    Rows are sorted by query (in order of first appearance), then by score descending,
+    then by the pessimistic tie rule. Query ``q`` occupies rows
+    ``starts[q] : starts[q] + n_docs[q]``.
+    """
+
+    labels: np.ndarray  # int8 label of each ranked row
+    query: np.ndarray  # query code (0 .. n_queries - 1) of each ranked row
+    rank: np.ndarray  # 1-based rank of each row within its query
+    starts: np.ndarray  # index of each query's first ranked row
+    n_docs: np.ndarray  # number of candidates of each query
+    query_ids: np.ndarray  # original id of each query code
+    order: np.ndarray  # input row index of each ranked row
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.starts)
+
+    @classmethod
+    def from_scores(cls, scores: Any, labels: Any, query_ids: Any) -> RankedLists:
+        """Validate the three 1-D inputs and rank every query's candidates."""
+        scores, labels, query_ids = _as_numpy(scores), _as_numpy(labels), _as_numpy(query_ids)
+        for name, arr in (("scores", scores), ("labels", labels), ("query_ids", query_ids)):
+            if arr.ndim != 1:
+                raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+        if not len(scores) == len(labels) == len(query_ids):
+            raise ValueError(
+                "scores, labels and query_ids must have the same length, got "
+                f"{len(scores)}, {len(labels)}, {len(query_ids)}"
+            )
+        if len(scores) == 0:
+            raise ValueError("no rows to evaluate")
+        if scores.dtype.kind not in "biuf":
+            raise ValueError(f"scores must be real numbers, got dtype {scores.dtype}")
+        scores = scores.astype(np.float64, copy=False)
+        if not np.isfinite(scores).all():
+            raise ValueError(f"scores contain {np.count_nonzero(~np.isfinite(scores))} NaN/inf values")
+        if labels.dtype.kind not in "biuf":
+            raise ValueError(f"labels must be 0 (NR), 1 (SR) or 2 (MR), got dtype {labels.dtype}")
+        valid = (labels == NR) | (labels == SR) | (labels == MR)
+        if not valid.all():
+            raise ValueError(f"labels must be 0 (NR), 1 (SR) or 2 (MR); got e.g. {labels[~valid][:5].tolist()}")
+        labels = labels.astype(np.int8)
+
+        codes, uniques = pd.factorize(query_ids, sort=False)
+        if (codes < 0).any():
+            raise ValueError("query_ids contain missing values (None/NaN)")
+        n_docs = np.bincount(codes)
+        starts = np.zeros(len(n_docs), dtype=np.intp)
+        np.cumsum(n_docs[:-1], out=starts[1:])
+        order = _rank_order(-scores, labels, codes, n_docs, starts)
+        query = np.repeat(np.arange(len(n_docs)), n_docs)
+        return cls(
+            labels=labels[order],
+            query=query,
+            rank=np.arange(1, len(order) + 1) - starts[query],
+            starts=starts,
+            n_docs=n_docs,
+            query_ids=np.asarray(uniques),
+            order=order,
+        )
+
+    def per_query_sum(self, values: np.ndarray) -> np.ndarray:
+        """Sum of a per-row array within each query."""
+        return np.add.reduceat(values, self.starts)
+
+    def per_query_max(self, values: np.ndarray) -> np.ndarray:
+        """Maximum of a per-row array within each query."""
+        return np.maximum.reduceat(values, self.starts)
+
+    def count_at_least(self, level: int) -> np.ndarray:
+        """Number of candidates with label >= level, per query."""
+        return np.bincount(self.query[self.labels >= level], minlength=self.n_queries)
+
+
+def _rank_order(
+    neg_scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, n_docs: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """Row indices sorted by (query code, score descending, label ascending, row).
+
+    Equivalent to ``np.lexsort((labels, neg_scores, codes))``. When the candidate lists
+    fit in a (queries x longest list) matrix without much padding, the rows are sorted
+    within each query on that matrix instead: many short sorts are far faster than one
+    long one. Padding cells get the key +inf (scores are finite), so they sort last.
+    """
+    n_rows, n_queries, width = len(codes), len(n_docs), int(n_docs.max())
+    if n_queries * width > 2 * n_rows:
+        return np.lexsort((labels, neg_scores, codes))
+    if (codes[1:] >= codes[:-1]).all():  # each query's rows are contiguous already
+        grouped = np.arange(n_rows)
+    else:
+        grouped = np.argsort(codes, kind="stable")
+    if n_queries * width == n_rows:  # all lists have the same length: no padding
+        idx = grouped.reshape(n_queries, width)
+        key = neg_scores[idx]
+    else:
+        row = np.repeat(np.arange(n_queries), n_docs)
+        col = np.arange(n_rows) - starts[row]
+        idx = np.full((n_queries, width), -1, dtype=np.intp)
+        idx[row, col] = grouped
+        key = np.full((n_queries, width), np.inf)
+        key[row, col] = neg_scores[grouped]
+    perm = np.argsort(key, axis=-1)
+    ranked_key = np.take_along_axis(key, perm, axis=-1)
+    tied = ranked_key[:, 1:] == ranked_key[:, :-1]
+    if tied.any() and not np.isinf(ranked_key[:, 1:][tied]).all():
+        # Real ties (not just padding): apply the tie rule with a stable sort.
+        perm = np.lexsort((np.where(idx >= 0, labels[idx], 0), key), axis=-1)
+    ranked = np.take_along_axis(idx, perm, axis=-1).ravel()
+    return ranked if n_queries * width == n_rows else ranked[ranked >= 0]
+
+
+def _as_numpy(x: Any) -> np.ndarray:
+    """Convert a numpy array, torch tensor or sequence to a numpy array."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+# --- metric families (like ir_measures' P, Success, nDCG, AP, RR) --------------------
+
+
+def precision(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
+    """P@k: documents with label >= level among the top k, divided by k."""
+
+    def p_at_k(rl: RankedLists) -> np.ndarray:
+        return rl.per_query_sum((rl.labels >= level) & (rl.rank <= k)) / k
+
+    return p_at_k
+
+
+def success(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
+    """Success@k: 1 if a document with label >= level is within the top k."""
+
+    def success_at_k(rl: RankedLists) -> np.ndarray:
+        return (rl.per_query_sum((rl.labels >= level) & (rl.rank <= k)) > 0).astype(np.float64)
+
+    return success_at_k
+
+
+def ndcg(k: int) -> Callable[[RankedLists], np.ndarray]:
+    """NDCG@k with linear gain (the label) and discount log2(rank + 1)."""
+    # cum_disc[m] = sum_{r=1..m} 1 / log2(r + 1); disc[r] = discount of rank r, 0 past k.
+    disc = np.zeros(k + 2)
+    disc[1 : k + 1] = 1.0 / np.log2(np.arange(2, k + 2))
+    cum_disc = np.cumsum(disc[: k + 1])
+
+    def ndcg_at_k(rl: RankedLists) -> np.ndarray:
+        dcg = rl.per_query_sum(rl.labels * disc[np.minimum(rl.rank, k + 1)])
+        # Ideal ranking: a document of label g contributes 1 at each level 1..g, so
+        # IDCG = sum over levels of the discounts of the first n_{>=level} ranks.
+        idcg = cum_disc[np.minimum(rl.count_at_least(SR), k)] + cum_disc[np.minimum(rl.count_at_least(MR), k)]
+        return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+
+    return ndcg_at_k
+
+
+def average_precision(level: int) -> Callable[[RankedLists], np.ndarray]:
+    """AP: mean of precision@r over the ranks r of relevant documents (label >= level)."""
+
+    def ap(rl: RankedLists) -> np.ndarray:
+        hit_rows = np.flatnonzero(rl.labels >= level)  # relevant rows, in ranked order
+        hit_query = rl.query[hit_rows]
+        n_rel = np.bincount(hit_query, minlength=rl.n_queries)
+        first_hit = np.cumsum(n_rel) - n_rel
+        # precision at the rank of the j-th relevant document of a query = j / rank
+        hits_so_far = np.arange(1, len(hit_rows) + 1) - first_hit[hit_query]
+        total = np.bincount(hit_query, weights=hits_so_far / rl.rank[hit_rows], minlength=rl.n_queries)
+        return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
+
+    return ap
+
+
+def reciprocal_rank(level: int) -> Callable[[RankedLists], np.ndarray]:
+    """RR: 1 / rank of the first document with label >= level, 0 if none."""
+
+    def rr(rl: RankedLists) -> np.ndarray:
+        return rl.per_query_max(np.where(rl.labels >= level, 1.0 / rl.rank, 0.0))
+
+    return rr
+
+
+METRICS: dict[str, Callable[[RankedLists], np.ndarray]] = {
+    "P_mr@1": precision(1, MR),
+    "P_mr@5": success(5, MR),
+    "P_r@5": precision(5, SR),
+    "NDCG@5": ndcg(5),
+    "MAP": average_precision(SR),
+    "MRR_mr": reciprocal_rank(MR),
+    "MRR_r": reciprocal_rank(SR),
+}
+"""Each metric of the paper as a function of the ranked lists, one value per query."""
+
+assert tuple(METRICS) == METRIC_NAMES
+
+
+def evaluate_per_query(scores: Any, labels: Any, query_ids: Any) -> pd.DataFrame:
+    """Per-query metrics: column ``query_id`` then the seven metrics.
+
+    One row per query, in order of first appearance of the query in ``query_ids``.
+    """
+    rl = RankedLists.from_scores(scores, labels, query_ids)
+    table = {"query_id": rl.query_ids}
+    table.update({name: fn(rl) for name, fn in METRICS.items()})
+    return pd.DataFrame(table)
+
+
+def evaluate(scores: Any, labels: Any, query_ids: Any) -> dict[str, float]:
+    """The seven metrics of Tables 2-3, each averaged over queries."""
+    rl = RankedLists.from_scores(scores, labels, query_ids)
+    return {name: float(fn(rl).mean()) for name, fn in METRICS.items()}

@@ -1,0 +1,43 @@
+"""Every path the project reads or writes, in one place.
+
+The repository root is found from this file, so notebooks, tests and the command line
+agree wherever they are started from. ``CLIRLIB_HOME`` overrides the root (for example
+to keep results of an installed copy elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+ROOT = Path(os.environ.get("CLIRLIB_HOME", PACKAGE_DIR.parent)).resolve()
+
+#: Cached experiment results (one JSON per configuration) and tidy CSVs.
+RESULTS_DIR = ROOT / "results"
+#: Generated embedded-benchmark collections, in the WikiCLIR layout.
+DATA_DIR = ROOT / "data"
+#: Figures and tables of `make reproduce` on the default profile (committed).
+FIGURES_DIR = ROOT / "figures"
+TABLES_DIR = ROOT / "tables"
+NOTEBOOKS_DIR = ROOT / "notebooks"
+#: The paper's reported numbers, shipped with the package.
+REPORTED_DIR = PACKAGE_DIR / "reported"
+
+
+def output_dirs(profile: str, data: str | None = None) -> tuple[Path, Path]:
+    """(figures, tables) folders for a run.
+
+    Only the ``default`` profile on the embedded benchmark writes to the committed
+    ``figures/`` and ``tables/``; every other run (the fast ``ci`` profile that nbval
+    executes, the ``paper`` profile, real data) writes below ``results/`` so it never
+    overwrites the published outputs.
+    """
+    if profile == "default" and not data:
+        figs, tabs = FIGURES_DIR, TABLES_DIR
+    else:
+        tag = profile if not data else f"wikiclir-{profile}"
+        figs, tabs = RESULTS_DIR / tag / "figures", RESULTS_DIR / tag / "tables"
+    figs.mkdir(parents=True, exist_ok=True)
+    tabs.mkdir(parents=True, exist_ok=True)
+    return figs, tabs

@@ -1,0 +1,258 @@
+"""Training as in Section 5 ("Experimental Setup") and Section 5.1 (CNN / LSTM settings).
+
+Average pooling: Adam with learning rate 0.01, batch 128, training pairs shuffled every
+epoch, 30 epochs. DSSM-CNN: learning rate 0.001 with exponential decay 0.95 per epoch,
+batch 128, 30 epochs. DSSM-LSTM: the same with batch 64 and 15 epochs. Gradient-norm
+clipping at 5.0 (the released code's default) unless ``clip=None``.
+
+Each epoch records the training loss, gradient-norm statistics and the dev metrics; the
+epoch with the best dev ``select_metric`` (earliest on ties) is restored and evaluated on
+the test split. A non-finite loss or gradient stops training with ``NonFiniteError``
+naming the epoch, step and setting.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from . import determinism
+from .encoders import ENCODERS, Ranker
+from .losses import DEFAULT_THRESHOLDS, get_loss
+from .metrics import METRIC_NAMES, evaluate, evaluate_per_query
+
+#: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {
+    "avgpool": {"lr": 0.01, "lr_decay": 1.0, "batch_size": 128, "epochs": 30},
+    "cnn": {"lr": 0.001, "lr_decay": 0.95, "batch_size": 128, "epochs": 30},
+    "lstm": {"lr": 0.001, "lr_decay": 0.95, "batch_size": 64, "epochs": 15},
+}
+
+
+class NonFiniteError(FloatingPointError):
+    """A loss or gradient became NaN or infinite during training."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run. ``None`` means "the paper's setting"."""
+
+    data: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
+    lang: str = "fr"
+    loss: str = "sosl"
+    encoder: str = "avgpool"
+    epsilon: float = 1.0
+    thresholds: tuple[float, ...] | None = None  # None: the loss's default (losses.DEFAULT_THRESHOLDS)
+    epochs: int | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    lr_decay: float | None = None  # multiplicative per epoch (ExponentialLR)
+    clip: float | None = 5.0  # gradient-norm clipping; None disables it
+    seed: int = 0  # model initialisation and shuffling
+    data_seed: int = 0  # benchmark generation, query sampling, splits, NR sampling
+    n_queries: int | None = None  # None: the profile's (or 25,000 for real data)
+    n_nr: int = 40  # NR documents per query
+    train_fraction: float = 1.0  # keep this share of the training queries (Theorem 3 study)
+    select_metric: str = "NDCG@5"  # dev metric that picks the epoch
+    pretrained: bool = True  # start from the (Polyglot-format) embeddings when available
+    init_scale: float | None = None  # rescale initial embedding rows to this mean norm
+    record_steps: bool = False  # keep every step's gradient norm in the history
+    score_train: bool = False  # score the training pairs at the end (Figure 3)
+
+    def resolved(self) -> "TrainConfig":
+        """The same config with every ``None`` replaced by the paper's setting."""
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
+        get_loss(self.loss)
+        if self.select_metric not in METRIC_NAMES:
+            raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(METRIC_NAMES)}")
+        if self.epsilon < 0:
+            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
+        if not 0 < self.train_fraction <= 1:
+            raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
+        paper = PAPER_SETTINGS[self.encoder]
+        thresholds = self.thresholds if self.thresholds is not None else DEFAULT_THRESHOLDS[self.loss]
+        out = dataclasses.replace(
+            self,
+            thresholds=tuple(float(t) for t in thresholds),
+            epochs=self.epochs if self.epochs is not None else paper["epochs"],
+            batch_size=self.batch_size if self.batch_size is not None else paper["batch_size"],
+            lr=self.lr if self.lr is not None else paper["lr"],
+            lr_decay=self.lr_decay if self.lr_decay is not None else paper["lr_decay"],
+            clip=self.clip if self.clip else None,
+        )
+        if out.epochs < 1 or out.batch_size < 1:
+            raise ValueError("epochs and batch_size must be positive")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if d["thresholds"] is not None:
+            d["thresholds"] = list(d["thresholds"])
+        return d
+
+    def key(self) -> str:
+        """A stable hash of the resolved config (the cache key of ``experiments``)."""
+        blob = json.dumps(self.resolved().to_dict(), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class TrainResult:
+    config: TrainConfig  # resolved
+    history: list[dict[str, Any]]  # one entry per epoch
+    best_epoch: int  # 1-based
+    dev_metrics: dict[str, float]
+    test_metrics: dict[str, float]
+    test_per_query: pd.DataFrame
+    data_info: dict[str, Any]
+    seconds: float
+    step_grad_norms: list[float] | None = None
+    train_scores: np.ndarray | None = None  # (N_train,) at the selected epoch
+    train_labels: np.ndarray | None = None
+    model: Ranker | None = field(default=None, repr=False)
+
+
+def _progress_enabled() -> bool | None:
+    # tqdm's disable=None hides bars when output is not a terminal (papermill, nbval, CI).
+    if os.environ.get("CLIRLIB_PROGRESS", "") == "0" or os.environ.get("CI"):
+        return True
+    return None
+
+
+def _batch(texts, rows: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    ids, offsets = texts.take(rows)
+    return torch.from_numpy(ids).to(device), torch.from_numpy(offsets).to(device)
+
+
+@torch.no_grad()
+def score_split(model: Ranker, dataset, split, device: torch.device, chunk: int = 2048) -> np.ndarray:
+    """Scores ``(N,)`` of a split's pairs: each query and document is encoded once."""
+    model.eval()
+    uq, q_local = np.unique(split.qidx, return_inverse=True)
+    ud, d_local = np.unique(split.didx, return_inverse=True)
+    vq = torch.cat([model.query_encoder(*_batch(dataset.queries, uq[i:i + chunk], device))
+                    for i in range(0, len(uq), chunk)])  # (n_q, p)
+    vd = torch.cat([model.doc_encoder(*_batch(dataset.docs, ud[i:i + chunk], device))
+                    for i in range(0, len(ud), chunk)])  # (n_d, p)
+    scores = model.score_vectors(vq[torch.from_numpy(q_local).to(device)],
+                                 vd[torch.from_numpy(d_local).to(device)])  # (N,)
+    return scores.double().cpu().numpy()
+
+
+def evaluate_split(model: Ranker, dataset, split, device: torch.device) -> dict[str, float]:
+    return evaluate(score_split(model, dataset, split, device), split.labels, split.qidx)
+
+
+def _subsample_train(split, fraction: float, seed: int):
+    if fraction >= 1:
+        return split
+    from .data.dataset import Split
+
+    queries = np.unique(split.qidx)  # sorted
+    keep = determinism.rng(seed, "train-fraction").permutation(len(queries))[: max(1, round(fraction * len(queries)))]
+    mask = np.isin(split.qidx, queries[np.sort(keep)])
+    return Split(split.qidx[mask], split.didx[mask], split.labels[mask])
+
+
+def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, keep_model: bool = False) -> TrainResult:
+    """Train a ranker on ``dataset`` (loaded from ``config`` when not given) and test it."""
+    cfg = config.resolved()
+    determinism.configure()
+    determinism.seed_everything(cfg.seed)
+    if dataset is None:
+        from .data import load_dataset
+
+        dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
+    device = determinism.device()
+    loss_fn = get_loss(cfg.loss)
+    thresholds = cfg.thresholds
+    disable = (not progress) if progress is not None else _progress_enabled()
+
+    model = Ranker.build(
+        cfg.encoder, len(dataset.q_vocab), len(dataset.d_vocab), dim=dataset.embedding_dim,
+        q_vectors=dataset.q_vectors if cfg.pretrained else None,
+        d_vectors=dataset.d_vectors if cfg.pretrained else None,
+        eps=cfg.epsilon, init_scale=cfg.init_scale, seed=cfg.seed,
+    ).to(device)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=cfg.lr, fused=device.type in ("cpu", "cuda"))
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.lr_decay)
+
+    tr = _subsample_train(dataset.splits["train"], cfg.train_fraction, cfg.seed)
+    dev, test = dataset.splits["dev"], dataset.splits["test"]
+    labels_t = torch.from_numpy(tr.labels).to(device)
+    n = len(tr)
+    setting = (f"loss={cfg.loss}, encoder={cfg.encoder}, epsilon={cfg.epsilon}, lr={cfg.lr}, "
+               f"clip={cfg.clip}, lang={cfg.lang}, seed={cfg.seed}")
+
+    history: list[dict[str, Any]] = []
+    step_norms: list[float] | None = [] if cfg.record_steps else None
+    best_value, best_epoch, best_state, best_dev = -math.inf, 0, None, {}
+    t_start = time.perf_counter()
+    bar = tqdm(range(1, cfg.epochs + 1), desc=f"{cfg.lang}/{cfg.loss}/{cfg.encoder}", disable=disable, leave=False)
+    for epoch in bar:
+        model.train()
+        t0 = time.perf_counter()
+        order = determinism.rng(cfg.seed, "shuffle", epoch).permutation(n)
+        loss_sum, norms, clipped = 0.0, [], 0
+        for step, start in enumerate(range(0, n, cfg.batch_size), start=1):
+            rows = order[start:start + cfg.batch_size]
+            q_ids, q_off = _batch(dataset.queries, tr.qidx[rows], device)
+            d_ids, d_off = _batch(dataset.docs, tr.didx[rows], device)
+            scores = model(q_ids, q_off, d_ids, d_off)  # (B,)
+            loss = loss_fn(scores, labels_t[torch.from_numpy(rows).to(device)], thresholds)
+            if not torch.isfinite(loss):
+                raise NonFiniteError(f"non-finite loss ({loss.item()}) at epoch {epoch}, step {step}; {setting}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            total = torch.nn.utils.clip_grad_norm_(params, cfg.clip if cfg.clip else math.inf, foreach=True)
+            total = float(total)
+            if not math.isfinite(total):
+                raise NonFiniteError(f"non-finite gradient norm ({total}) at epoch {epoch}, step {step}; {setting}")
+            optimizer.step()
+            loss_sum += loss.item() * len(rows)
+            norms.append(total)
+            clipped += int(cfg.clip is not None and total > cfg.clip)
+        scheduler.step()
+        dev_m = evaluate_split(model, dataset, dev, device)
+        norms_a = np.asarray(norms)
+        history.append({
+            "epoch": epoch, "train_loss": loss_sum / n, "lr": optimizer.param_groups[0]["lr"],
+            "grad_norm_mean": float(norms_a.mean()), "grad_norm_max": float(norms_a.max()),
+            "n_steps": len(norms), "n_clipped": clipped, "seconds": time.perf_counter() - t0,
+            **{f"dev_{k}": v for k, v in dev_m.items()},
+        })
+        if step_norms is not None:
+            step_norms.extend(norms)
+        if dev_m[cfg.select_metric] > best_value:
+            best_value, best_epoch, best_dev = dev_m[cfg.select_metric], epoch, dev_m
+            best_state = copy.deepcopy(model.state_dict())
+        bar.set_postfix(loss=f"{loss_sum / n:.4f}", dev=f"{dev_m[cfg.select_metric]:.3f}")
+
+    model.load_state_dict(best_state)
+    test_scores = score_split(model, dataset, test, device)
+    per_query = evaluate_per_query(test_scores, test.labels, test.qidx)
+    per_query["query_id"] = [dataset.query_ids[i] for i in per_query["query_id"]]
+    result = TrainResult(
+        config=cfg, history=history, best_epoch=best_epoch, dev_metrics=best_dev,
+        test_metrics=evaluate(test_scores, test.labels, test.qidx), test_per_query=per_query,
+        data_info=dict(dataset.info), seconds=time.perf_counter() - t_start, step_grad_norms=step_norms,
+        model=model if keep_model else None,
+    )
+    if cfg.score_train:
+        result.train_scores = score_split(model, dataset, tr, device)
+        result.train_labels = tr.labels.copy()
+    return result

@@ -1,0 +1,129 @@
+"""SOSL (Eq. 2) and the baseline losses, with hand-computed values."""
+
+import math
+
+import pytest
+import torch
+
+from clirlib.losses import (DEFAULT_THRESHOLDS, LOSSES, mse, proportional_odds, segment_bounds,
+                            sosl, sosl_grad_bound, three_part_l2)
+
+T = (0.2, 0.7)  # the paper's SOSL thresholds: NR [-1, 0.2], SR [0.2, 0.7], MR [0.7, 1]
+
+
+def one(fn, r, y, *args, **kw):
+    return fn(torch.tensor([r], dtype=torch.float64), torch.tensor([y]), *args, **kw).item()
+
+
+def test_registry_keys():
+    assert set(LOSSES) == {"sosl", "mse", "po", "3part_l2"}
+    assert DEFAULT_THRESHOLDS["sosl"] == (0.2, 0.7)
+    assert DEFAULT_THRESHOLDS["3part_l2"] == (0.2, 0.55, 0.9)
+
+
+def test_sosl_hand_values():
+    assert one(sosl, 0.5, 0, T) == pytest.approx(0.09)  # NR above 0.2: (0.5 - 0.2)^2
+    assert one(sosl, 0.5, 1, T) == 0.0  # SR inside [0.2, 0.7]
+    assert one(sosl, 0.0, 1, T) == pytest.approx(0.04)  # SR below 0.2: (0.2 - 0)^2
+    assert one(sosl, 0.9, 1, T) == pytest.approx(0.04)  # SR above 0.7: (0.9 - 0.7)^2
+    assert one(sosl, 0.5, 2, T) == pytest.approx(0.04)  # MR below 0.7: (0.7 - 0.5)^2
+    assert one(sosl, -0.9, 0, T) == 0.0
+    # batch mean: (0.09 + 0 + 0.04) / 3
+    s = sosl(torch.tensor([0.5, 0.5, 0.5]), torch.tensor([0, 1, 2]), T).item()
+    assert s == pytest.approx(0.13 / 3)
+
+
+def test_sosl_is_exactly_zero_inside_each_segment():
+    r = torch.linspace(-1, 1, 2001, dtype=torch.float64)
+    for y, (lo, hi) in enumerate([(-1, 0.2), (0.2, 0.7), (0.7, 1)]):
+        inside = r[(r >= lo) & (r <= hi)]
+        per = [sosl(x.view(1), torch.tensor([y]), T).item() for x in inside[::50]]
+        assert all(v == 0.0 for v in per)
+        outside = r[(r < lo - 1e-9) | (r > hi + 1e-9)]
+        assert all(sosl(x.view(1), torch.tensor([y]), T).item() > 0 for x in outside[::50])
+
+
+def test_sosl_general_k():
+    # K = 4 classes, thresholds (-0.5, 0, 0.5): class 1 owns [-0.5, 0]
+    t4 = (-0.5, 0.0, 0.5)
+    assert one(sosl, -0.25, 1, t4) == 0.0
+    assert one(sosl, 0.25, 1, t4) == pytest.approx(0.0625)  # (0.25 - 0)^2
+    assert one(sosl, 0.25, 3, t4) == pytest.approx(0.0625)  # (0.5 - 0.25)^2
+    with pytest.raises(ValueError, match="labels"):
+        one(sosl, 0.0, 4, t4)
+
+
+def test_sosl_gradient_respects_proposition1():
+    # |d SOSL / d r| <= max(2|1 + theta_lo|, 2|1 - theta_hi|) for r in [-1, 1], and <= 4.
+    r = torch.linspace(-1, 1, 4001, dtype=torch.float64)
+    for y in (0, 1, 2):
+        rr = r.clone().requires_grad_(True)
+        # sum of per-pair losses = mean * n, so rr.grad is the per-pair derivative
+        (sosl(rr, torch.full_like(r, y, dtype=torch.long), T) * len(r)).backward()
+        bound = sosl_grad_bound(y, T)
+        assert rr.grad.abs().max().item() <= bound + 1e-12
+        assert bound <= 4
+    # the bound is attained at the far end: label 2 at r = -1 gives 2 * (0.7 + 1) = 3.4
+    assert sosl_grad_bound(2, T) == pytest.approx(3.4)
+
+
+def test_mse_hand_values():
+    assert one(mse, 0.5, 1, T) == pytest.approx(0.0025)  # midpoint 0.45
+    assert one(mse, 0.5, 0, T) == pytest.approx(0.81)  # midpoint -0.4: 0.9^2
+    assert one(mse, 0.5, 2, T) == pytest.approx(0.1225)  # midpoint 0.85: 0.35^2
+
+
+def _sig(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def test_proportional_odds_hand_values():
+    # label 1 segment [0.2, 0.7], r = 0.45: -log(sig(0.25) - sig(-0.25)) = -log(0.1243530) = 2.084631
+    assert one(proportional_odds, 0.45, 1, T) == pytest.approx(-math.log(_sig(0.25) - _sig(-0.25)))
+    assert one(proportional_odds, 0.45, 1, T) == pytest.approx(2.084631, abs=1e-6)
+    # label 0 segment [-1, 0.2] (bounded, as released), r = 0.5
+    assert one(proportional_odds, 0.5, 0, T) == pytest.approx(-math.log(_sig(-0.3) - _sig(-1.5)))
+    # textbook (unbounded) label 0: -log sig(0.2 - 0.5)
+    assert one(proportional_odds, 0.5, 0, T, bounded=False) == pytest.approx(-math.log(_sig(-0.3)))
+    # textbook label 2: -log(1 - sig(0.7 - 0.5))
+    assert one(proportional_odds, 0.5, 2, T, bounded=False) == pytest.approx(-math.log(1 - _sig(0.2)))
+
+
+def test_proportional_odds_matches_naive_formula_and_is_stable():
+    g = torch.Generator().manual_seed(0)
+    r = torch.rand(200, generator=g, dtype=torch.float64) * 2 - 1
+    y = torch.randint(0, 3, (200,), generator=g)
+    lo, hi = segment_bounds(y, T, r)
+    naive = -torch.log(torch.sigmoid(hi - r) - torch.sigmoid(lo - r)).mean()
+    torch.testing.assert_close(proportional_odds(r, y, T), naive)
+    far = proportional_odds(torch.tensor([50.0]), torch.tensor([0]), T, scale=0.01, bounded=False)
+    assert torch.isfinite(far)
+
+
+def test_three_part_l2_hand_values():
+    assert one(three_part_l2, 0.5, 0) == pytest.approx(0.09)  # NR above 0.2
+    assert one(three_part_l2, 0.5, 1) == 0.0  # SR below 0.55: no penalty
+    assert one(three_part_l2, 0.6, 1) == pytest.approx(0.0025)  # SR above 0.55: 0.05^2
+    assert one(three_part_l2, 0.5, 2) == pytest.approx(0.16)  # MR below 0.9: 0.4^2
+    assert one(three_part_l2, 0.95, 2) == 0.0
+    with pytest.raises(ValueError, match="3 thresholds"):
+        one(three_part_l2, 0.5, 1, (0.2, 0.7))
+
+
+def test_losses_autograd_gradients_match_hand_derivatives():
+    # d SOSL/dr for label 0 at r = 0.5: 2 (0.5 - 0.2) = 0.6; MSE label 1 at r = 0.5: 2 (0.05) = 0.1
+    r = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
+    sosl(r, torch.tensor([0]), T).backward()
+    assert r.grad.item() == pytest.approx(0.6)
+    r.grad = None
+    mse(r, torch.tensor([1]), T).backward()
+    assert r.grad.item() == pytest.approx(0.1)
+    assert torch.autograd.gradcheck(lambda x: proportional_odds(x, torch.tensor([0, 1, 2]), T),
+                                    (torch.tensor([0.1, 0.4, 0.8], dtype=torch.float64, requires_grad=True),))
+
+
+def test_bad_thresholds_rejected():
+    with pytest.raises(ValueError, match="increase"):
+        one(sosl, 0.0, 0, (0.7, 0.2))
+    with pytest.raises(ValueError, match="increase"):
+        one(sosl, 0.0, 0, (0.2, 1.0))

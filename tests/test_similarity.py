@@ -1,0 +1,124 @@
+"""Smooth cosine similarity (Eq. 1) and the Lemma 2 gradient bound."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from clirlib.similarity import (MIN_NORM, lemma2_bound, smooth_cosine, smooth_cosine_grad_q,
+                                smooth_cosine_many)
+
+
+def test_hand_computed_values():
+    q = torch.tensor([[3.0, 4.0]])
+    d = torch.tensor([[4.0, 3.0]])
+    # q.d = 12 + 12 = 24; ||q|| = ||d|| = 5; eps = 1: 24 / (6 * 6) = 0.6667
+    assert smooth_cosine(q, d, 1.0).item() == pytest.approx(24 / 36)
+    # eps = 0: plain cosine 24 / 25 = 0.96
+    assert smooth_cosine(q, d, 0.0).item() == pytest.approx(0.96)
+    # eps = 0.5: 24 / (5.5 * 5.5)
+    assert smooth_cosine(q, d, 0.5).item() == pytest.approx(24 / 30.25)
+
+
+def test_eps0_is_torch_cosine():
+    g = torch.Generator().manual_seed(0)
+    q, d = torch.randn(50, 8, generator=g), torch.randn(50, 8, generator=g)
+    torch.testing.assert_close(smooth_cosine(q, d, 0.0), F.cosine_similarity(q, d, dim=1))
+
+
+def test_range_is_within_minus1_1():
+    g = torch.Generator().manual_seed(1)
+    q, d = torch.randn(1000, 16, generator=g) * 10, torch.randn(1000, 16, generator=g) * 10
+    for eps in (0.0, 0.25, 1.0):
+        r = smooth_cosine(q, d, eps)
+        assert r.abs().max() <= 1.0 + 1e-6
+
+
+def test_many_form_matches_pairwise():
+    g = torch.Generator().manual_seed(2)
+    q, docs = torch.randn(8, generator=g), torch.randn(5, 8, generator=g)
+    many = smooth_cosine_many(q, docs, 0.5)  # (5,)
+    pair = smooth_cosine(q.expand(5, 8), docs, 0.5)
+    torch.testing.assert_close(many, pair)
+    qb, db = torch.randn(3, 8, generator=g), torch.randn(3, 4, 8, generator=g)
+    assert smooth_cosine_many(qb, db, 1.0).shape == (3, 4)
+
+
+def test_negative_eps_rejected():
+    with pytest.raises(ValueError, match="eps"):
+        smooth_cosine(torch.ones(1, 2), torch.ones(1, 2), -0.1)
+
+
+def _random_cases(n: int, p: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random directions with norms log-uniform in [1e-8, 1e2] (q) and [1e-3, 1e2] (d)."""
+    g = torch.Generator().manual_seed(seed)
+    q = F.normalize(torch.randn(n, p, generator=g, dtype=torch.float64), dim=1)
+    d = F.normalize(torch.randn(n, p, generator=g, dtype=torch.float64), dim=1)
+    q = q * 10 ** (torch.rand(n, 1, generator=g, dtype=torch.float64) * 10 - 8)
+    d = d * 10 ** (torch.rand(n, 1, generator=g, dtype=torch.float64) * 5 - 3)
+    return q, d
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.2, 0.5, 1.0, 2.0])
+def test_gradient_bound_lemma2_property(eps):
+    # 10,000 random cases per eps (half with ||q|| < 1e-3), p = 64 as in the paper.
+    q, d = _random_cases(10_000, 64, seed=int(eps * 100))
+    q.requires_grad_(True)
+    smooth_cosine(q, d, eps).sum().backward()  # rows are independent: row i of q.grad is grad_q r_i
+    norms = q.grad.norm(dim=1)
+    assert torch.isfinite(norms).all()
+    assert norms.max().item() <= lemma2_bound(eps) * (1 + 1e-9)
+    # Tighter form of the proof: ||grad|| <= 2 / (||q|| + eps).
+    assert (norms <= 2 / (q.detach().norm(dim=1) + eps) * (1 + 1e-9)).all()
+
+
+def test_gradient_bound_at_tiny_norms_exactly_1e8():
+    eps = 0.1
+    g = torch.Generator().manual_seed(3)
+    q = F.normalize(torch.randn(1000, 64, generator=g, dtype=torch.float64), dim=1) * 1e-8
+    d = torch.randn(1000, 64, generator=g, dtype=torch.float64)
+    q.requires_grad_(True)
+    smooth_cosine(q, d, eps).sum().backward()
+    assert q.grad.norm(dim=1).max().item() <= 2 / eps
+
+
+def test_autograd_matches_closed_form():
+    q, d = _random_cases(2000, 16, seed=7)
+    for eps in (0.0, 0.3, 1.0):
+        qq = q.clone().requires_grad_(True)
+        smooth_cosine(qq, d, eps).sum().backward()
+        torch.testing.assert_close(qq.grad, smooth_cosine_grad_q(q, d, eps), rtol=1e-7, atol=1e-12)
+
+
+def test_cosine_gradient_explodes_at_small_norm():
+    # The phenomenon of Section 1: ||grad_q cos|| grows like 1 / ||q||.
+    d = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
+    for scale in (1e-2, 1e-4, 1e-6):
+        q = (torch.tensor([[1.0, -0.5]], dtype=torch.float64) * scale).requires_grad_(True)
+        smooth_cosine(q, d, 0.0).sum().backward()
+        assert q.grad.norm().item() > 0.1 / scale
+
+
+def test_eps0_zero_vector_is_defined_and_finite():
+    # Documented convention: norms clamped at MIN_NORM, so r_0(0, d) = 0 and the gradient
+    # is finite (of order 1 / MIN_NORM), never NaN.
+    q = torch.zeros(1, 4, requires_grad=True)
+    d = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    r = smooth_cosine(q, d, 0.0)
+    assert r.item() == 0.0
+    r.sum().backward()
+    assert torch.isfinite(q.grad).all()
+    # grad = d / (MIN_NORM * ||d||): norm 1 / MIN_NORM
+    assert q.grad.norm().item() == pytest.approx(1 / MIN_NORM, rel=1e-4)
+    both_zero = smooth_cosine(torch.zeros(1, 4), torch.zeros(1, 4), 0.0)
+    assert both_zero.item() == 0.0
+
+
+def test_eps_positive_zero_vector_gradient_is_the_limit():
+    # At q = 0 with eps > 0: grad = d / (eps (||d|| + eps)); ||d|| = 5, eps = 1 -> d / 6
+    q = torch.zeros(1, 2, dtype=torch.float64, requires_grad=True)
+    d = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
+    smooth_cosine(q, d, 1.0).sum().backward()
+    torch.testing.assert_close(q.grad, d / 6)
+    assert math.isinf(lemma2_bound(0.0))
