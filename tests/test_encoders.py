@@ -1,0 +1,94 @@
+"""Encoders (Sections 3.2 and 5.1) and the ranker."""
+
+import numpy as np
+import pytest
+import torch
+
+from clirlib.encoders import AvgPoolEncoder, CNNEncoder, LSTMEncoder, Ranker, padded
+from clirlib.similarity import smooth_cosine
+
+
+def ragged(texts):
+    ids = torch.tensor([t for x in texts for t in x], dtype=torch.long)
+    offsets = torch.tensor(np.concatenate([[0], np.cumsum([len(x) for x in texts])]), dtype=torch.long)
+    return ids, offsets
+
+
+def test_avgpool_is_tanh_of_mean_of_own_tokens():
+    vectors = np.arange(5 * 3, dtype=np.float32).reshape(5, 3) / 10
+    enc = AvgPoolEncoder(5, 3, vectors=vectors)
+    out = enc(*ragged([[2, 3], [4], [1, 2, 3]]))
+    # text 0: mean of rows 2 and 3 = ([0.6,0.7,0.8] + [0.9,1.0,1.1]) / 2 = [0.75, 0.85, 0.95]
+    torch.testing.assert_close(out[0], torch.tanh(torch.tensor([0.75, 0.85, 0.95])))
+    torch.testing.assert_close(out[1], torch.tanh(torch.tensor([1.2, 1.3, 1.4])))
+    # padding never enters the mean: the same text alone or beside a long one is identical
+    alone = enc(*ragged([[4]]))
+    torch.testing.assert_close(out[1:2], alone)
+
+
+def test_avgpool_empty_text_is_zero_vector():
+    enc = AvgPoolEncoder(5, 3)
+    out = enc(*ragged([[], [2]]))
+    assert torch.equal(out[0], torch.zeros(3))
+
+
+@pytest.mark.parametrize("cls", [CNNEncoder, LSTMEncoder])
+def test_dssm_encoders_shapes_and_batch_independence(cls):
+    torch.manual_seed(0)
+    enc = cls(20, 8).eval()  # eval: dropout off
+    texts = [[3, 4, 5, 6, 7, 8], [9], [10, 11], []]
+    out = enc(*ragged(texts))
+    assert out.shape == (4, 64)
+    assert out.abs().max() <= 1  # tanh output
+    # a text's vector does not depend on the other texts (padding is masked / packed)
+    for i, t in enumerate(texts[:3]):
+        torch.testing.assert_close(enc(*ragged([t])), out[i:i + 1], rtol=1e-5, atol=1e-6)
+
+
+def test_cnn_settings_of_section_5_1():
+    enc = CNNEncoder(10, 64)
+    assert enc.conv.kernel_size == (3,) and enc.conv.out_channels == 300
+    assert enc.fc.out_features == 64 and enc.dropout.p == 0.4
+
+
+def test_lstm_settings_of_section_5_1():
+    enc = LSTMEncoder(10, 64)
+    assert enc.lstm.bidirectional and enc.lstm.hidden_size == 64
+    assert enc.fc.in_features == 128 and enc.fc.out_features == 64 and enc.dropout.p == 0.4
+
+
+def test_lstm_uses_final_forward_and_final_backward_states():
+    torch.manual_seed(0)
+    enc = LSTMEncoder(10, 4, hidden=3).eval()
+    ids, offsets = ragged([[2, 3, 4]])
+    tokens, _ = padded(ids, offsets)
+    x = enc.embedding(tokens)
+    out, _ = enc.lstm(x)  # (1, 3, 6): forward states then backward states per position
+    expected = torch.cat([out[0, -1, :3], out[0, 0, 3:]])  # forward after last token, backward after first
+    torch.testing.assert_close(enc(ids, offsets)[0], torch.tanh(enc.fc(expected)))
+
+
+def test_pretrained_vectors_initialise_and_are_trainable():
+    vectors = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
+    r = Ranker.build("avgpool", 7, 9, dim=4, q_vectors=vectors, d_vectors=None, seed=0)
+    torch.testing.assert_close(r.query_encoder.embedding.weight.detach(), torch.from_numpy(vectors))
+    assert r.query_encoder.embedding.weight.requires_grad
+    assert r.doc_encoder.embedding.weight.shape == (9, 4)  # separate vocabulary and module
+    with pytest.raises(ValueError, match="rows"):
+        Ranker.build("avgpool", 8, 9, dim=4, q_vectors=vectors)
+
+
+def test_ranker_scores_with_smooth_cosine():
+    r = Ranker.build("avgpool", 10, 10, dim=4, eps=0.5, seed=1)
+    q, d = ragged([[2, 3], [4]]), ragged([[5], [6, 7]])
+    s = r(*q, *d)
+    expect = smooth_cosine(r.query_encoder(*q), r.doc_encoder(*d), 0.5)
+    torch.testing.assert_close(s, expect)
+    with pytest.raises(ValueError, match="unknown encoder"):
+        Ranker.build("bert", 10, 10)
+
+
+def test_init_scale_sets_mean_row_norm():
+    r = Ranker.build("avgpool", 50, 50, dim=8, init_scale=1e-3, seed=0)
+    norms = r.query_encoder.embedding.weight.norm(dim=1)
+    assert norms.mean().item() == pytest.approx(1e-3, rel=1e-5)

@@ -1,0 +1,109 @@
+"""The trainer of Section 5: seeded, deterministic, stops on non-finite values."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from clirlib import losses
+from clirlib.train import PAPER_SETTINGS, NonFiniteError, TrainConfig, train
+
+from _toy import toy_dataset
+
+
+def test_paper_settings_resolve():
+    # Section 5: Adam lr 0.01, batch 128, 30 epochs; Section 5.1: CNN / LSTM settings.
+    a = TrainConfig(encoder="avgpool").resolved()
+    assert (a.lr, a.batch_size, a.epochs, a.lr_decay, a.clip) == (0.01, 128, 30, 1.0, 5.0)
+    c = TrainConfig(encoder="cnn").resolved()
+    assert (c.lr, c.batch_size, c.epochs, c.lr_decay) == (0.001, 128, 30, 0.95)
+    lstm = TrainConfig(encoder="lstm").resolved()
+    assert (lstm.lr, lstm.batch_size, lstm.epochs, lstm.lr_decay) == (0.001, 64, 15, 0.95)
+    assert TrainConfig(loss="sosl").resolved().thresholds == (0.2, 0.7)
+    assert TrainConfig(loss="3part_l2").resolved().thresholds == (0.2, 0.55, 0.9)
+    assert TrainConfig(clip=0).resolved().clip is None
+    assert PAPER_SETTINGS["avgpool"]["lr"] == 0.01
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"loss": "hinge"}, "unknown loss"), ({"encoder": "bert"}, "unknown encoder"),
+    ({"select_metric": "P@10"}, "select_metric"), ({"epsilon": -1.0}, "epsilon"),
+])
+def test_bad_config_rejected(bad, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**bad).resolved()
+
+
+def test_key_is_stable_and_config_sensitive():
+    assert TrainConfig().key() == TrainConfig(thresholds=(0.2, 0.7), epochs=30).key()
+    assert TrainConfig().key() != TrainConfig(seed=1).key()
+
+
+def test_learns_far_above_chance_and_records_history():
+    ds = toy_dataset()
+    res = train(TrainConfig(epochs=15, batch_size=32, lr=0.05), ds, progress=False)
+    # chance P_mr@1 = 1 / 12 candidates = 0.083
+    assert res.test_metrics["P_mr@1"] > 0.5
+    assert len(res.history) == 15 and {"train_loss", "dev_MAP", "grad_norm_max", "n_clipped"} <= set(res.history[0])
+    assert res.history[-1]["train_loss"] < res.history[0]["train_loss"]
+    assert 1 <= res.best_epoch <= 15
+    best = max(h["dev_NDCG@5"] for h in res.history)
+    assert res.dev_metrics["NDCG@5"] == best
+    assert len(res.test_per_query) == 12 and res.test_per_query["query_id"].str.startswith("q").all()
+
+
+def test_same_seed_same_numbers_other_seed_differs():
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=3, batch_size=32)
+    a, b = train(cfg, ds, progress=False), train(cfg, ds, progress=False)
+    strip = lambda hist: [{k: v for k, v in h.items() if k != "seconds"} for h in hist]  # noqa: E731
+    assert strip(a.history) == strip(b.history)  # bit-identical losses, norms, dev metrics
+    assert a.test_metrics == b.test_metrics
+    c = train(TrainConfig(epochs=3, batch_size=32, seed=1), ds, progress=False)
+    assert [h["train_loss"] for h in c.history] != [h["train_loss"] for h in a.history]
+
+
+@pytest.mark.parametrize("encoder", ["cnn", "lstm"])
+def test_dssm_encoders_train(encoder):
+    res = train(TrainConfig(encoder=encoder, epochs=2, batch_size=32), toy_dataset(), progress=False)
+    assert all(math.isfinite(v) for v in res.test_metrics.values())
+    assert res.history[1]["lr"] == pytest.approx(0.001 * 0.95 ** 2)  # exponential decay per epoch
+
+
+def test_non_finite_loss_stops_with_epoch_step_and_setting(monkeypatch):
+    calls = {"n": 0}
+
+    def nan_on_third_step(scores, labels, thresholds):
+        calls["n"] += 1
+        out = losses.sosl(scores, labels, thresholds)
+        return out * float("nan") if calls["n"] == 3 else out
+
+    monkeypatch.setitem(losses.LOSSES, "sosl", nan_on_third_step)
+    with pytest.raises(NonFiniteError, match=r"epoch 1, step 3; loss=sosl, encoder=avgpool, epsilon=1.0"):
+        train(TrainConfig(epochs=2, batch_size=32), toy_dataset(), progress=False)
+
+
+def test_plain_cosine_at_zero_embeddings_never_gives_nan():
+    # eps = 0 and all-zero embeddings: every vector is the zero vector. The documented
+    # convention (norms clamped) keeps the loss and gradients finite; clipping bounds steps.
+    res = train(TrainConfig(epsilon=0.0, init_scale=0.0, epochs=2, batch_size=32, pretrained=False),
+                toy_dataset(), progress=False)
+    assert all(math.isfinite(h["train_loss"]) for h in res.history)
+    assert all(math.isfinite(v) for v in res.test_metrics.values())
+
+
+def test_clipping_counts_and_small_norm_cosine_explodes():
+    # Small initial embeddings: plain cosine's gradients are huge and get clipped,
+    # smooth cosine's are not (Lemma 2 bound 2 / eps).
+    ds = toy_dataset()
+    cos = train(TrainConfig(epsilon=0.0, init_scale=1e-4, epochs=1, batch_size=32, record_steps=True), ds, progress=False)
+    scs = train(TrainConfig(epsilon=1.0, init_scale=1e-4, epochs=1, batch_size=32, record_steps=True), ds, progress=False)
+    assert max(cos.step_grad_norms) > 100 * max(scs.step_grad_norms)
+    assert cos.history[0]["n_clipped"] > 0 and scs.history[0]["n_clipped"] == 0
+
+
+def test_train_fraction_and_train_scores():
+    res = train(TrainConfig(epochs=1, batch_size=32, train_fraction=0.5, score_train=True), toy_dataset(), progress=False)
+    assert len(np.unique(res.train_labels)) == 3
+    assert len(res.train_scores) == len(res.train_labels) < len(toy_dataset().splits["train"])
