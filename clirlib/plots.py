@@ -1,0 +1,154 @@
+"""Figures of the paper (Figures 1-5) and the companion's extra plots, drawn headless.
+
+Plot functions take tidy DataFrames (read back from the CSVs the notebooks write), so
+re-plotting never retrains. :func:`save` writes PNG and PDF with fixed metadata so the
+same data gives the same files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless; notebooks still display the returned figures inline
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from .losses import mse, sosl  # noqa: E402
+from .metrics import METRIC_NAMES  # noqa: E402
+from .reported import LOSS_NAMES  # noqa: E402
+from .similarity import smooth_cosine, smooth_cosine_grad_q  # noqa: E402
+
+CLASS_NAMES = {0: "NR", 1: "SR", 2: "MR"}
+CLASS_COLORS = {0: "tab:blue", 1: "tab:orange", 2: "tab:green"}
+plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 120, "font.size": 9, "svg.hashsalt": "clirlib"})
+
+
+def save(fig: plt.Figure, name: str, folder: Path) -> list[Path]:
+    """Write ``name.png`` and ``name.pdf`` into ``folder`` deterministically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = [folder / f"{name}.png", folder / f"{name}.pdf"]
+    fig.savefig(out[0], metadata={"Software": None}, bbox_inches="tight")
+    fig.savefig(out[1], metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+                bbox_inches="tight")
+    return out
+
+
+# Figure 1 -------------------------------------------------------------------------------
+
+def fig1_gradient_grid(eps: float, lim: float = 2.0, n: int = 201) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """d r_eps((x1, x2), (1, 1)) / d x1 over a grid, by autograd; also the largest
+    deviation from the closed form of the proof of Lemma 2."""
+    xs = torch.linspace(-lim, lim, n, dtype=torch.float64)
+    x1, x2 = torch.meshgrid(xs, xs, indexing="xy")
+    q = torch.stack([x1.reshape(-1), x2.reshape(-1)], dim=1).requires_grad_(True)  # (n*n, 2)
+    d = torch.ones_like(q)
+    smooth_cosine(q, d, eps).sum().backward()
+    auto = q.grad[:, 0]
+    closed = smooth_cosine_grad_q(q.detach(), d, eps)[:, 0]
+    return xs.numpy(), xs.numpy(), auto.reshape(n, n).numpy(), float((auto - closed).abs().max())
+
+
+def figure1(grids: dict[float, np.ndarray], xs: np.ndarray, clip: float = 6.0) -> plt.Figure:
+    """Heat maps of the partial derivative for each eps (colour scale clipped at +-clip)."""
+    fig, axes = plt.subplots(1, len(grids), figsize=(3.2 * len(grids), 3.0), constrained_layout=True)
+    for ax, (eps, g) in zip(np.atleast_1d(axes), grids.items()):
+        im = ax.imshow(np.clip(g, -clip, clip), origin="lower", extent=[xs[0], xs[-1], xs[0], xs[-1]],
+                       cmap="RdBu_r", vmin=-clip, vmax=clip)
+        ax.set_title(f"eps = {eps:g}" + (" (cosine)" if eps == 0 else ""))
+        ax.set_xlabel("x1")
+        ax.set_ylabel("x2")
+    fig.colorbar(im, ax=axes, shrink=0.8, label=f"d r / d x1 (clipped at ±{clip:g})")
+    return fig
+
+
+# Figure 2 -------------------------------------------------------------------------------
+
+def fig2_curves(thresholds=(0.0, 0.5), n: int = 401) -> pd.DataFrame:
+    """SOSL and MSE of each label as functions of the score r in [-1, 1] (tidy)."""
+    r = torch.linspace(-1, 1, n, dtype=torch.float64)
+    rows = []
+    for y in (0, 1, 2):
+        lab = torch.full((1,), y)
+        for name, fn in (("SOSL", sosl), ("MSE", mse)):
+            vals = [fn(x.view(1), lab, thresholds).item() for x in r]
+            rows.append(pd.DataFrame({"r": r.numpy(), "loss": vals, "name": name, "label": y}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def figure2(curves: pd.DataFrame, thresholds=(0.0, 0.5)) -> plt.Figure:
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True, constrained_layout=True)
+    for ax, (y, g) in zip(axes, curves.groupby("label")):
+        for name, h in g.groupby("name", sort=False):
+            ax.plot(h["r"], h["loss"], label=name, ls="-" if name == "SOSL" else "--")
+        for t in thresholds:
+            ax.axvline(t, color="grey", lw=0.8, ls=":")
+        ax.set_title(f"true label {CLASS_NAMES[y]} (class {y + 1} of 3)")
+        ax.set_xlabel("relevance score r")
+    axes[0].set_ylabel("loss")
+    axes[0].legend()
+    return fig
+
+
+# Figure 3 and training curves ------------------------------------------------------------
+
+def figure3(scores: pd.DataFrame, thresholds=(0.2, 0.7)) -> plt.Figure:
+    """Density of training-set scores per class, one panel per loss (tidy input:
+    columns loss, label, score)."""
+    import seaborn as sns
+
+    losses = [l for l in LOSS_NAMES if l in set(scores["loss"])]
+    fig, axes = plt.subplots(2, 2, figsize=(8, 5.5), sharex=True, constrained_layout=True)
+    for ax, loss in zip(axes.ravel(), losses):
+        g = scores[scores["loss"] == loss]
+        for y in (0, 1, 2):
+            s = g.loc[g["label"] == y, "score"]
+            if len(s) > 1 and s.std() > 0:
+                sns.kdeplot(x=s.to_numpy(), ax=ax, label=CLASS_NAMES[y], color=CLASS_COLORS[y], fill=True,
+                            alpha=0.25, common_norm=False, warn_singular=False)
+        for t in thresholds:
+            ax.axvline(t, color="grey", lw=0.8, ls=":")
+        ax.set_title(LOSS_NAMES[loss])
+        ax.set_xlim(-1, 1)
+        ax.set_xlabel("relevance score r_eps")
+    axes.ravel()[0].legend()
+    return fig
+
+
+def training_curves(hist: pd.DataFrame, hue: str, metric: str = "dev_NDCG@5", labels: dict | None = None) -> plt.Figure:
+    """Training loss and a dev metric per epoch, one line per value of ``hue``."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3), constrained_layout=True)
+    for key, g in hist.groupby(hue, sort=False):
+        lab = (labels or {}).get(key, key)
+        axes[0].plot(g["epoch"], g["train_loss"], marker=".", label=lab)
+        axes[1].plot(g["epoch"], g[metric], marker=".", label=lab)
+    axes[0].set_ylabel("training loss")
+    axes[0].set_yscale("log")
+    axes[1].set_ylabel(metric.replace("dev_", "dev "))
+    for ax in axes:
+        ax.set_xlabel("epoch")
+    axes[1].legend(fontsize=7)
+    return fig
+
+
+# Figures 4 and 5 ------------------------------------------------------------------------
+
+def metric_curves(df: pd.DataFrame, x: str, xlabel: str, metrics: Iterable[str] = METRIC_NAMES,
+                  reference: float | None = None) -> plt.Figure:
+    """The seven metrics against ``x`` (Figures 4 and 5), one small panel each."""
+    metrics = list(metrics)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(2.1 * len(metrics), 2.4), constrained_layout=True)
+    for ax, m in zip(np.atleast_1d(axes), metrics):
+        ax.plot(df[x], df[m], marker="o", color="tab:red" if m == "P_mr@1" else "tab:blue")
+        if reference is not None:
+            base = df.loc[df[x] == reference, m]
+            if len(base):
+                ax.axhline(float(base.iloc[0]), color="grey", lw=0.8, ls=":")
+        ax.set_title(m)
+        ax.set_xlabel(xlabel)
+    return fig

@@ -1,0 +1,145 @@
+"""The paper's experiments as grids of training configurations (Section 5).
+
+Each function describes the runs behind one table or figure, runs them through the
+cached runner (:mod:`clirlib.experiments`) and returns a tidy DataFrame; the notebooks
+call these, write the frames to CSV and plot from the CSV. Every method gets the same
+data, the same epochs and the same selection rule; only the setting under study changes.
+
+- Table 2: the four losses on every language, average pooling, eps = 1. SOSL, MSE and PO
+  use thresholds (0.2, 0.7); 3Part_L2 its own hinges (0.2, 0.55, 0.9).
+- Table 3: average pooling vs DSSM-CNN vs DSSM-LSTM, all with SOSL (0.2, 0.7), eps = 1,
+  each with its Section 5.1 optimiser settings.
+- Figure 4: eps in {0, 0.25, ..., 2} with SOSL on French; for each eps the thresholds are
+  picked from a grid by the dev metric, and the test metrics of that choice are reported.
+- Figure 5: 20, 30, ..., 100 NR documents per query on French, SOSL, eps = 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .experiments import config, run, run_many, settings, summary_row
+from .metrics import METRIC_NAMES
+from .reported import LANGS
+
+LOSS_ORDER = ("sosl", "3part_l2", "mse", "po")
+ENCODER_ORDER = ("avgpool", "cnn", "lstm")
+EPSILONS = tuple(np.round(np.arange(0, 2.0001, 0.25), 2).tolist())
+NR_COUNTS = tuple(range(20, 101, 10))
+
+#: Queries sampled from a real WikiCLIR directory per profile (the embedded benchmark's
+#: profiles fix their own sizes).
+REAL_QUERIES = {"ci": 150, "default": 1000, "paper": 25_000}
+
+
+def source(profile: str, data: str | None) -> dict[str, Any]:
+    """The ``data`` / ``n_queries`` part of a config for a profile or a real directory."""
+    settings(profile)
+    if data:
+        return {"data": str(data), "n_queries": REAL_QUERIES[profile]}
+    return {"data": profile, "n_queries": None}
+
+
+def languages(data: str | None, langs: Iterable[str] = LANGS) -> list[str]:
+    """The paper's languages available in ``data`` (all four for the embedded benchmark)."""
+    if not data:
+        return list(langs)
+    from .data import available_languages
+
+    have = set(available_languages(data))
+    return [lang for lang in langs if lang in have]
+
+
+def base(profile: str, data: str | None, lang: str, encoder: str = "avgpool", **kw: Any):
+    """The config every study starts from: the profile's epochs, eps = 1, SOSL."""
+    s = settings(profile)
+    cfg = {"lang": lang, "encoder": encoder, "loss": "sosl", "epsilon": 1.0,
+           "epochs": s["epochs"][encoder], "score_train": True, **source(profile, data)}
+    cfg.update(kw)
+    return config(**cfg)
+
+
+def table2_configs(profile: str, data: str | None = None, seeds: Iterable[int] = (0,)):
+    return [base(profile, data, lang, loss=loss, seed=seed)
+            for seed in seeds for lang in languages(data) for loss in LOSS_ORDER]
+
+
+def table3_configs(profile: str, data: str | None = None, seeds: Iterable[int] = (0,)):
+    return [base(profile, data, lang, encoder=enc, seed=seed)
+            for seed in seeds for lang in languages(data) for enc in ENCODER_ORDER]
+
+
+def table2(profile: str, data: str | None = None, seeds: Iterable[int] = (0,), force: bool | None = None) -> pd.DataFrame:
+    return run_many(table2_configs(profile, data, seeds), force=force, desc="Table 2")
+
+
+def table3(profile: str, data: str | None = None, seeds: Iterable[int] = (0,), force: bool | None = None) -> pd.DataFrame:
+    return run_many(table3_configs(profile, data, seeds), force=force, desc="Table 3")
+
+
+def records(configs) -> list[dict[str, Any]]:
+    """Cached records (history, per-query metrics, score samples) of configs already run."""
+    return [run(c) for c in configs]
+
+
+def figure4(profile: str, data: str | None = None, lang: str = "fr", force: bool | None = None,
+            select_metric: str = "NDCG@5") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """All (eps, thresholds) runs, and per eps the run whose dev ``select_metric`` is best."""
+    grid = settings(profile)["threshold_grid"]
+    configs = [base(profile, data, lang, epsilon=eps, thresholds=t) for eps in EPSILONS for t in grid]
+    allruns = run_many(configs, force=force, desc="Figure 4")
+    allruns["thresholds"] = allruns["thresholds"].map(tuple)
+    # ties on the dev metric go to the first grid entry (the paper's (0.2, 0.7))
+    best = (allruns.sort_values(["epsilon", f"dev_{select_metric}"], ascending=[True, False], kind="stable")
+            .groupby("epsilon", as_index=False).head(1).reset_index(drop=True))
+    return allruns, best
+
+
+def figure5(profile: str, data: str | None = None, lang: str = "fr", force: bool | None = None) -> pd.DataFrame:
+    configs = [base(profile, data, lang, n_nr=k) for k in NR_COUNTS]
+    df = run_many(configs, force=force, desc="Figure 5")
+    df["sr_per_query"] = [run(c)["data_info"].get("sr_per_query", np.nan) for c in configs]
+    return df
+
+
+def wide(df: pd.DataFrame, key: str, order: Iterable[str]) -> pd.DataFrame:
+    """Mean over seeds, one row per (lang, key), the seven metrics as columns."""
+    out = df.groupby(["lang", key], sort=False)[list(METRIC_NAMES)].mean().reset_index()
+    out[key] = pd.Categorical(out[key], categories=list(order), ordered=True)
+    out["lang"] = pd.Categorical(out["lang"], categories=[l for l in LANGS if l in set(out["lang"])] or None, ordered=True)
+    return out.sort_values(["lang", key]).reset_index(drop=True).astype({"lang": str, key: str})
+
+
+def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Ours and the paper's numbers interleaved: columns (metric, 'ours' | 'paper')."""
+    a = ours.set_index(["lang", key])[list(METRIC_NAMES)]
+    b = paper.set_index(["lang", key])[list(METRIC_NAMES)].reindex(a.index)
+    out = pd.concat({"ours": a, "paper": b}, axis=1).swaplevel(0, 1, axis=1)
+    return out[[(m, s) for m in METRIC_NAMES for s in ("ours", "paper")]]
+
+
+def winners(w: pd.DataFrame, key: str, champion: str) -> pd.DataFrame:
+    """Per language and metric: does ``champion`` score at least as high as every rival?"""
+    rows = []
+    for lang, g in w.groupby("lang", sort=False):
+        g = g.set_index(key)
+        for m in METRIC_NAMES:
+            rival = g.drop(index=champion)[m]
+            rows.append({"lang": lang, "metric": m, champion: g.loc[champion, m],
+                         "best_rival": rival.idxmax(), "rival_value": rival.max(),
+                         "champion_best": bool(g.loc[champion, m] >= rival.max())})
+    return pd.DataFrame(rows)
+
+
+def relative_drop(fig5: pd.DataFrame, lo: int = 20, hi: int = 100) -> pd.Series:
+    """Relative drop of each metric from ``lo`` to ``hi`` NR documents per query."""
+    a = fig5.set_index("n_nr").loc[lo, list(METRIC_NAMES)]
+    b = fig5.set_index("n_nr").loc[hi, list(METRIC_NAMES)]
+    return ((a - b) / a).astype(float)
+
+
+def _summary_rows(recs) -> pd.DataFrame:
+    return pd.DataFrame([summary_row(r) for r in recs])
