@@ -108,6 +108,7 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None) -> dict
         "test": res.test_metrics,
         "dev": res.dev_metrics,
         "best_epoch": res.best_epoch,
+        "split_losses": res.split_losses,
         "history": res.history,
         "seconds": res.seconds,
         "data_info": _jsonable(res.data_info),

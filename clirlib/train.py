@@ -122,6 +122,7 @@ class TrainResult:
     step_grad_norms: list[float] | None = None
     train_scores: np.ndarray | None = None  # (N_train,) at the selected epoch
     train_labels: np.ndarray | None = None
+    split_losses: dict[str, float] = field(default_factory=dict)  # mean loss per split, selected model
     model: Ranker | None = field(default=None, repr=False)
 
 
@@ -252,7 +253,13 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
         data_info=dict(dataset.info), seconds=time.perf_counter() - t_start, step_grad_norms=step_norms,
         model=model if keep_model else None,
     )
+    # Mean training loss of the selected model on each split, without dropout (Theorem 3's
+    # generalization gap is test minus train).
+    train_scores = score_split(model, dataset, tr, device)
+    for name, split, sc in (("train", tr, train_scores), ("dev", dev, None), ("test", test, test_scores)):
+        sc = score_split(model, dataset, split, device) if sc is None else sc
+        result.split_losses[name] = float(loss_fn(torch.from_numpy(sc), torch.from_numpy(split.labels), thresholds))
     if cfg.score_train:
-        result.train_scores = score_split(model, dataset, tr, device)
+        result.train_scores = train_scores
         result.train_labels = tr.labels.copy()
     return result
