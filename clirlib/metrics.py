@@ -28,16 +28,19 @@ that gives every document the same score gets the worst possible ranking of ever
 query. Because equally labelled documents are interchangeable, the metrics do not
 depend on the order of the input rows. (trec_eval instead breaks ties by document id.)
 
-Everything is vectorised: the rows are sorted once with ``np.lexsort`` and the per-query
-values come from ``np.add.reduceat`` / ``np.maximum.reduceat`` over the sorted rows.
-``METRICS`` maps each name of the paper to a function of a :class:`RankedLists` that
-returns one value per query; averaging is done separately by :func:`evaluate`.
+Everything is vectorised, with no Python loop over queries: the rows are sorted once
+(each query's row of a padded queries x candidates matrix, or one ``np.lexsort`` when
+the lists are very uneven), and per-query values come from ``np.bincount`` and
+fixed-width top-k slices of the ranked rows. ``METRICS`` maps each name of the paper to
+a function of a :class:`RankedLists` that returns one value per query; averaging over
+queries is done separately, by :func:`evaluate`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -49,12 +52,12 @@ NR, SR, MR = 0, 1, 2
 METRIC_NAMES = ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RankedLists:
     """All queries' candidate lists, ranked, stored as flat arrays.
 
-    Rows are sorted by query (in order of first appearance), then by score descending,
-    then by the pessimistic tie rule. Query ``q`` occupies rows
+    Rows are sorted by query (in order of first appearance in the input), then by score
+    descending, then by the pessimistic tie rule. Query ``q`` occupies the ranked rows
     ``starts[q] : starts[q] + n_docs[q]``.
     """
 
@@ -65,10 +68,6 @@ class RankedLists:
     n_docs: np.ndarray  # number of candidates of each query
     query_ids: np.ndarray  # original id of each query code
     order: np.ndarray  # input row index of each ranked row
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.starts)
 
     @classmethod
     def from_scores(cls, scores: Any, labels: Any, query_ids: Any) -> RankedLists:
@@ -88,7 +87,7 @@ class RankedLists:
             raise ValueError(f"scores must be real numbers, got dtype {scores.dtype}")
         scores = scores.astype(np.float64, copy=False)
         if not np.isfinite(scores).all():
-            raise ValueError(f"scores contain {np.count_nonzero(~np.isfinite(scores))} NaN/inf values")
+            raise ValueError(f"scores contain {np.count_nonzero(~np.isfinite(scores))} NaN/inf value(s)")
         if labels.dtype.kind not in "biuf":
             raise ValueError(f"labels must be 0 (NR), 1 (SR) or 2 (MR), got dtype {labels.dtype}")
         valid = (labels == NR) | (labels == SR) | (labels == MR)
@@ -96,9 +95,7 @@ class RankedLists:
             raise ValueError(f"labels must be 0 (NR), 1 (SR) or 2 (MR); got e.g. {labels[~valid][:5].tolist()}")
         labels = labels.astype(np.int8)
 
-        codes, uniques = pd.factorize(query_ids, sort=False)
-        if (codes < 0).any():
-            raise ValueError("query_ids contain missing values (None/NaN)")
+        codes, uniques = _factorize(query_ids)
         n_docs = np.bincount(codes)
         starts = np.zeros(len(n_docs), dtype=np.intp)
         np.cumsum(n_docs[:-1], out=starts[1:])
@@ -110,21 +107,39 @@ class RankedLists:
             rank=np.arange(1, len(order) + 1) - starts[query],
             starts=starts,
             n_docs=n_docs,
-            query_ids=np.asarray(uniques),
+            query_ids=uniques,
             order=order,
         )
 
-    def per_query_sum(self, values: np.ndarray) -> np.ndarray:
-        """Sum of a per-row array within each query."""
-        return np.add.reduceat(values, self.starts)
+    @property
+    def n_queries(self) -> int:
+        return len(self.starts)
 
-    def per_query_max(self, values: np.ndarray) -> np.ndarray:
-        """Maximum of a per-row array within each query."""
-        return np.maximum.reduceat(values, self.starts)
+    @cached_property
+    def label_counts(self) -> np.ndarray:
+        """(n_queries, 3) array: number of NR, SR and MR candidates of each query."""
+        counts = np.bincount(self.query * 3 + self.labels, minlength=3 * self.n_queries)
+        return counts.reshape(self.n_queries, 3)
 
     def count_at_least(self, level: int) -> np.ndarray:
         """Number of candidates with label >= level, per query."""
-        return np.bincount(self.query[self.labels >= level], minlength=self.n_queries)
+        return self.label_counts[:, level:].sum(axis=1)
+
+    def top_labels(self, k: int) -> np.ndarray:
+        """(n_queries, k) array: labels at ranks 1..k; ranks past a short list count as NR."""
+        offsets = np.arange(k)
+        rows = np.minimum(self.starts[:, None] + offsets, len(self.labels) - 1)
+        return np.where(offsets < self.n_docs[:, None], self.labels[rows], NR)
+
+    def first_hit_rank(self, level: int) -> np.ndarray:
+        """Rank of the first document with label >= level, per query (0 if none)."""
+        hit_rows = np.flatnonzero(self.labels >= level)
+        hit_query = self.query[hit_rows]
+        first = np.ones(len(hit_rows), dtype=bool)
+        first[1:] = hit_query[1:] != hit_query[:-1]
+        out = np.zeros(self.n_queries, dtype=np.int64)
+        out[hit_query[first]] = self.rank[hit_rows[first]]
+        return out
 
 
 def _rank_order(
@@ -132,94 +147,117 @@ def _rank_order(
 ) -> np.ndarray:
     """Row indices sorted by (query code, score descending, label ascending, row).
 
-    Equivalent to ``np.lexsort((labels, neg_scores, codes))``. When the candidate lists
-    fit in a (queries x longest list) matrix without much padding, the rows are sorted
-    within each query on that matrix instead: many short sorts are far faster than one
-    long one. Padding cells get the key +inf (scores are finite), so they sort last.
+    Same result as ``np.lexsort((labels, neg_scores, codes))``. When the candidate
+    lists fit in a (queries x longest list) matrix without much padding, each query is
+    sorted on its own row of that matrix instead: many short sorts are much faster
+    than one long one. Padding cells get the key +inf (scores are finite), so they
+    sort last. The fast unstable sort is kept only if no query has tied scores;
+    otherwise the stable lexsort with the label key applies the tie rule.
     """
     n_rows, n_queries, width = len(codes), len(n_docs), int(n_docs.max())
     if n_queries * width > 2 * n_rows:
         return np.lexsort((labels, neg_scores, codes))
-    if (codes[1:] >= codes[:-1]).all():  # each query's rows are contiguous already
+    contiguous = bool((codes[1:] >= codes[:-1]).all())  # each query's rows already together
+    if contiguous:
         grouped = np.arange(n_rows)
-    else:
-        grouped = np.argsort(codes, kind="stable")
-    if n_queries * width == n_rows:  # all lists have the same length: no padding
-        idx = grouped.reshape(n_queries, width)
-        key = neg_scores[idx]
-    else:
+    else:  # stable sort by query; 16-bit keys get numpy's radix sort
+        small = codes.astype(np.uint16) if n_queries <= 1 << 16 else codes
+        grouped = np.argsort(small, kind="stable")
+    padded = n_queries * width != n_rows
+    if padded:
         row = np.repeat(np.arange(n_queries), n_docs)
         col = np.arange(n_rows) - starts[row]
         idx = np.full((n_queries, width), -1, dtype=np.intp)
         idx[row, col] = grouped
         key = np.full((n_queries, width), np.inf)
         key[row, col] = neg_scores[grouped]
-    perm = np.argsort(key, axis=-1)
-    ranked_key = np.take_along_axis(key, perm, axis=-1)
+    else:  # all lists have the same length
+        idx = grouped.reshape(n_queries, width)
+        key = neg_scores.reshape(n_queries, width) if contiguous else neg_scores[idx]
+    base = (np.arange(n_queries) * width)[:, None]
+    flat = (np.argsort(key, axis=-1) + base).ravel()
+    ranked_key = key.ravel()[flat].reshape(n_queries, width)
     tied = ranked_key[:, 1:] == ranked_key[:, :-1]
-    if tied.any() and not np.isinf(ranked_key[:, 1:][tied]).all():
-        # Real ties (not just padding): apply the tie rule with a stable sort.
-        perm = np.lexsort((np.where(idx >= 0, labels[idx], 0), key), axis=-1)
-    ranked = np.take_along_axis(idx, perm, axis=-1).ravel()
-    return ranked if n_queries * width == n_rows else ranked[ranked >= 0]
+    if tied.any() and not np.isinf(ranked_key[:, 1:][tied]).all():  # ties beyond padding
+        lab = np.where(idx >= 0, labels[idx], 0) if padded else labels[idx]
+        flat = (np.lexsort((lab, key), axis=-1) + base).ravel()
+    if contiguous and not padded:
+        return flat
+    ranked = idx.ravel()[flat]
+    return ranked[ranked >= 0] if padded else ranked
+
+
+def _factorize(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Query codes 0..n_queries-1 in order of first appearance, and the ids per code."""
+    if query_ids.dtype.kind in "biuUS":  # fast path: each query's rows are contiguous
+        change = np.ones(len(query_ids), dtype=bool)
+        np.not_equal(query_ids[1:], query_ids[:-1], out=change[1:])
+        block_ids = query_ids[change]
+        if len(np.unique(block_ids)) == len(block_ids):
+            return np.cumsum(change) - 1, block_ids
+    codes, uniques = pd.factorize(query_ids, sort=False)
+    if (codes < 0).any():
+        raise ValueError("query_ids contain missing values (None/NaN)")
+    return codes, np.asarray(uniques)
 
 
 def _as_numpy(x: Any) -> np.ndarray:
     """Convert a numpy array, torch tensor or sequence to a numpy array."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
-        x = x.detach().cpu().numpy()
+        x = x.detach().cpu()
+        if x.is_floating_point():  # also covers float16 / bfloat16, which numpy lacks
+            x = x.double()
+        return x.numpy()
     return np.asarray(x)
 
 
-# --- metric families (like ir_measures' P, Success, nDCG, AP, RR) --------------------
+# --- metric families, parametrised like ir_measures' P, Success, nDCG, AP, RR ---------
 
 
 def precision(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
     """P@k: documents with label >= level among the top k, divided by k."""
 
     def p_at_k(rl: RankedLists) -> np.ndarray:
-        return rl.per_query_sum((rl.labels >= level) & (rl.rank <= k)) / k
+        return (rl.top_labels(k) >= level).sum(axis=1) / k
 
     return p_at_k
 
 
 def success(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
-    """Success@k: 1 if a document with label >= level is within the top k."""
+    """Success@k: 1 if a document with label >= level is within the top k, else 0."""
 
     def success_at_k(rl: RankedLists) -> np.ndarray:
-        return (rl.per_query_sum((rl.labels >= level) & (rl.rank <= k)) > 0).astype(np.float64)
+        return (rl.top_labels(k) >= level).any(axis=1).astype(np.float64)
 
     return success_at_k
 
 
 def ndcg(k: int) -> Callable[[RankedLists], np.ndarray]:
     """NDCG@k with linear gain (the label) and discount log2(rank + 1)."""
-    # cum_disc[m] = sum_{r=1..m} 1 / log2(r + 1); disc[r] = discount of rank r, 0 past k.
-    disc = np.zeros(k + 2)
-    disc[1 : k + 1] = 1.0 / np.log2(np.arange(2, k + 2))
-    cum_disc = np.cumsum(disc[: k + 1])
+    disc = 1.0 / np.log2(np.arange(2, k + 2))  # discount of ranks 1..k
+    cum_disc = np.concatenate(([0.0], np.cumsum(disc)))  # cum_disc[m]: sum of the first m
 
     def ndcg_at_k(rl: RankedLists) -> np.ndarray:
-        dcg = rl.per_query_sum(rl.labels * disc[np.minimum(rl.rank, k + 1)])
-        # Ideal ranking: a document of label g contributes 1 at each level 1..g, so
-        # IDCG = sum over levels of the discounts of the first n_{>=level} ranks.
-        idcg = cum_disc[np.minimum(rl.count_at_least(SR), k)] + cum_disc[np.minimum(rl.count_at_least(MR), k)]
+        dcg = rl.top_labels(k) @ disc
+        # Ideal ranking: a document of label g adds one discount at each level 1..g,
+        # so IDCG = sum over levels of the discounts of the first n_{>=level} ranks.
+        idcg = sum(cum_disc[np.minimum(rl.count_at_least(level), k)] for level in (SR, MR))
         return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
     return ndcg_at_k
 
 
 def average_precision(level: int) -> Callable[[RankedLists], np.ndarray]:
-    """AP: mean of precision@r over the ranks r of relevant documents (label >= level)."""
+    """AP: sum of precision@r over the ranks r of relevant documents (label >= level),
+    divided by the number of relevant candidates; 0 if there are none."""
 
     def ap(rl: RankedLists) -> np.ndarray:
         hit_rows = np.flatnonzero(rl.labels >= level)  # relevant rows, in ranked order
         hit_query = rl.query[hit_rows]
-        n_rel = np.bincount(hit_query, minlength=rl.n_queries)
-        first_hit = np.cumsum(n_rel) - n_rel
-        # precision at the rank of the j-th relevant document of a query = j / rank
-        hits_so_far = np.arange(1, len(hit_rows) + 1) - first_hit[hit_query]
-        total = np.bincount(hit_query, weights=hits_so_far / rl.rank[hit_rows], minlength=rl.n_queries)
+        n_rel = rl.count_at_least(level)
+        # the j-th relevant document of a query, at rank r, has precision@r = j / r
+        j = np.arange(1, len(hit_rows) + 1) - (np.cumsum(n_rel) - n_rel)[hit_query]
+        total = np.bincount(hit_query, weights=j / rl.rank[hit_rows], minlength=rl.n_queries)
         return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
 
     return ap
@@ -229,7 +267,8 @@ def reciprocal_rank(level: int) -> Callable[[RankedLists], np.ndarray]:
     """RR: 1 / rank of the first document with label >= level, 0 if none."""
 
     def rr(rl: RankedLists) -> np.ndarray:
-        return rl.per_query_max(np.where(rl.labels >= level, 1.0 / rl.rank, 0.0))
+        first = rl.first_hit_rank(level).astype(np.float64)
+        return np.divide(1.0, first, out=np.zeros_like(first), where=first > 0)
 
     return rr
 
@@ -245,8 +284,6 @@ METRICS: dict[str, Callable[[RankedLists], np.ndarray]] = {
 }
 """Each metric of the paper as a function of the ranked lists, one value per query."""
 
-assert tuple(METRICS) == METRIC_NAMES
-
 
 def evaluate_per_query(scores: Any, labels: Any, query_ids: Any) -> pd.DataFrame:
     """Per-query metrics: column ``query_id`` then the seven metrics.
@@ -255,11 +292,11 @@ def evaluate_per_query(scores: Any, labels: Any, query_ids: Any) -> pd.DataFrame
     """
     rl = RankedLists.from_scores(scores, labels, query_ids)
     table = {"query_id": rl.query_ids}
-    table.update({name: fn(rl) for name, fn in METRICS.items()})
+    table.update({name: METRICS[name](rl) for name in METRIC_NAMES})
     return pd.DataFrame(table)
 
 
 def evaluate(scores: Any, labels: Any, query_ids: Any) -> dict[str, float]:
     """The seven metrics of Tables 2-3, each averaged over queries."""
     rl = RankedLists.from_scores(scores, labels, query_ids)
-    return {name: float(fn(rl).mean()) for name, fn in METRICS.items()}
+    return {name: float(METRICS[name](rl).mean()) for name in METRIC_NAMES}
