@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from . import determinism, paths
 from .metrics import METRIC_NAMES
-from .train import TrainConfig, _progress_enabled, train
+from .train import NonFiniteError, TrainConfig, _progress_enabled, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
 CACHE_VERSION = 1
@@ -92,8 +92,13 @@ def _score_sample(scores: np.ndarray, labels: np.ndarray, seed: int) -> dict[str
     return out
 
 
-def run(config: TrainConfig, *, force: bool | None = None, dataset=None) -> dict[str, Any]:
-    """Train ``config`` (or read it from the cache) and return its record."""
+def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
+        allow_nonfinite: bool = False) -> dict[str, Any]:
+    """Train ``config`` (or read it from the cache) and return its record.
+
+    With ``allow_nonfinite=True`` a run stopped by ``NonFiniteError`` is cached as a record
+    with an ``"error"`` message (and no metrics) instead of raising, for stability studies.
+    """
     path = runs_dir() / f"{cache_key(config)}.json"
     if path.exists() and not _force(force):
         try:
@@ -101,7 +106,15 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None) -> dict
                 return json.load(f)
         except json.JSONDecodeError:
             path.unlink()  # cannot happen with atomic writes; retrain rather than fail
-    res = train(config, dataset)
+    try:
+        res = train(config, dataset)
+    except NonFiniteError as e:
+        if not allow_nonfinite:
+            raise
+        record = {"key": cache_key(config), "config": config.resolved().to_dict(), "error": str(e),
+                  "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+        _atomic_write_json(path, record)
+        return record
     record = {
         "key": cache_key(config),
         "config": res.config.to_dict(),

@@ -1,0 +1,63 @@
+"""The cached experiment runner: keys, atomic entries, force switch, non-finite runs."""
+
+import json
+
+import pytest
+
+from clirlib import experiments, losses, paths
+from clirlib.train import NonFiniteError, TrainConfig
+
+from _toy import toy_dataset
+
+
+@pytest.fixture()
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    return tmp_path / "results"
+
+
+def test_run_caches_and_force_retrains(results_dir, monkeypatch):
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=2, batch_size=32, score_train=True)
+    first = experiments.run(cfg, dataset=ds)
+    files = list((results_dir / "runs").glob("*.json"))
+    assert len(files) == 1 and files[0].stem == experiments.cache_key(cfg)
+    stored = json.loads(files[0].read_text())
+    assert stored["config"]["thresholds"] == [0.2, 0.7] and stored["config"]["epochs"] == 2  # full config saved
+    assert set(stored["train_scores"]) == {"0", "1", "2"} and "split_losses" in stored
+
+    calls = []
+    monkeypatch.setattr(experiments, "train", lambda *a, **k: calls.append(1))
+    again = experiments.run(cfg, dataset=ds)  # from the cache: train() is not called
+    assert again["test"] == first["test"] and calls == []
+    with pytest.raises(AttributeError):  # force=True retrains (the stub returns None)
+        experiments.run(cfg, dataset=ds, force=True)
+    assert calls == [1]
+    assert not list((results_dir / "runs").glob("*.tmp"))  # no temporary file left behind
+
+
+def test_interrupted_write_leaves_no_entry(results_dir, monkeypatch):
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiments.json, "dump", boom)
+    with pytest.raises(KeyboardInterrupt):
+        experiments.run(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
+    assert list((results_dir / "runs").iterdir()) == []
+
+
+def test_nonfinite_run_is_cached_as_error_when_allowed(results_dir, monkeypatch):
+    monkeypatch.setitem(losses.LOSSES, "sosl", lambda s, y, t: (s * float("nan")).mean())
+    cfg = TrainConfig(epochs=1, batch_size=32)
+    with pytest.raises(NonFiniteError):
+        experiments.run(cfg, dataset=toy_dataset())
+    rec = experiments.run(cfg, dataset=toy_dataset(), allow_nonfinite=True)
+    assert "epoch 1, step 1" in rec["error"] and "test" not in rec
+
+
+def test_summary_rows_are_tidy(results_dir):
+    ds = toy_dataset()
+    rows = [experiments.summary_row(experiments.run(TrainConfig(epochs=1, batch_size=32, loss=l), dataset=ds))
+            for l in ("sosl", "mse")]
+    assert [r["loss"] for r in rows] == ["sosl", "mse"]
+    assert {"P_mr@1", "dev_MAP", "epsilon", "thresholds", "seed"} <= set(rows[0])
