@@ -1,0 +1,76 @@
+"""Command line: `python -m clirlib train ...` on the embedded benchmark and on a
+hand-written WikiCLIR-layout directory; bad arguments give one line, not a traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "clirlib", *args], capture_output=True, text=True, cwd=cwd,
+                          env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin"}, timeout=300)
+
+
+def test_train_on_ci_profile_prints_metrics_and_writes_json(tmp_path):
+    out = tmp_path / "run.json"
+    p = cli("train", "--data", "ci", "--lang", "fr", "--loss", "sosl", "--encoder", "avgpool", "--epsilon", "1.0",
+            "--thresholds", "0.2", "0.7", "--epochs", "2", "--seed", "0", "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    for m in ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r"):
+        assert m in p.stdout
+    rec = json.loads(out.read_text())
+    assert rec["config"]["loss"] == "sosl" and rec["config"]["thresholds"] == [0.2, 0.7]
+    assert rec["config"]["epochs"] == 2 and rec["config"]["lr"] == 0.01  # full resolved config saved
+    assert set(rec["test"]) == {"P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r"}
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--loss", "hinge"], "invalid choice"),
+    (["--epochs", "two"], "invalid int value"),
+    (["--thresholds", "0.7", "0.2"], "thresholds must increase"),
+    (["--data", "/nonexistent/wikiclir"], "/nonexistent/wikiclir"),
+    (["--data", "nosuchprofile"], "nosuchprofile"),
+    (["--lang", "xx"], "xx"),
+    (["--select-metric", "P@10"], "invalid choice"),
+])
+def test_bad_arguments_give_one_line(args, needle):
+    p = cli("train", "--epochs", "1", "--quiet", *args)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert needle in p.stderr
+
+
+def write_fixture(root):
+    """A tiny WikiCLIR-layout collection written by hand (not by clirlib's generator)."""
+    en = root / "wiki-clir" / "english"
+    fr = root / "wiki-clir" / "french"
+    en.mkdir(parents=True)
+    fr.mkdir(parents=True)
+    words_en = ["river", "city", "music", "war", "king", "bridge", "film", "river", "league", "island"]
+    words_fr = ["fleuve", "ville", "musique", "guerre", "roi", "pont", "cinéma", "rivière", "ligue", "île"]
+    q_lines, d_lines, rel = [], [], []
+    for i in range(30):
+        a, b = i % 10, (i * 3 + 1) % 10
+        q_lines.append(f"{100 + i}\tTitle {i}\tthe {words_en[a]} and the {words_en[b]} of place {i}")
+    for i in range(60):
+        a, b = i % 10, (i * 3 + 1) % 10
+        d_lines.append(f"{500 + i}\tTitre {i}\tle {words_fr[a]} et la {words_fr[b]} du lieu numéro {i} texte")
+    for i in range(30):
+        rel.append(f"{100 + i} {500 + i} 2")
+        rel.append(f"{100 + i} {500 + (i + 10) % 60} 1")
+    (en / "wiki_en.queries").write_text("\n".join(q_lines) + "\n", encoding="utf-8")
+    (fr / "wiki_fr.documents").write_text("\n".join(d_lines) + "\n", encoding="utf-8")
+    (fr / "en2fr.rel").write_text("\n".join(rel) + "\n", encoding="utf-8")
+
+
+def test_train_on_hand_written_wikiclir_directory(tmp_path):
+    write_fixture(tmp_path / "wikiclir")
+    p = cli("train", "--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "2", "--quiet",
+            "--out", str(tmp_path / "r.json"))
+    assert p.returncode == 0, p.stderr
+    rec = json.loads((tmp_path / "r.json").read_text())
+    assert rec["data_info"]["n_queries"] == 30  # every query has an MR document
+    assert rec["data_info"]["split_sizes"] == {"train": 18, "dev": 6, "test": 6}  # 3:1:1
