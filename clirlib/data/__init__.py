@@ -1,0 +1,25 @@
+"""Data: the embedded WikiCLIR-like benchmark and the real WikiCLIR / Polyglot readers (Section 5).
+
+- ``load_dataset``: the one entry point (profile name or WikiCLIR folder -> RankingDataset)
+- ``load_wikiclir``: the streaming WikiCLIR reader, ``load_polyglot``: Polyglot pickles
+- ``generate_benchmark`` / ``PROFILES``: the embedded benchmark (``synthetic``)
+- ``tokenize`` / ``build_vocab``: text handling, ``table1``: Table 1 for loaded data
+"""
+
+from .dataset import LABEL_NAMES, SPLITS, RankingDataset, Ragged, Split, Vocab
+from .errors import DataFormatError, DataSkipWarning, MissingDataError
+from .languages import WIKICLIR_LANGUAGES, available_languages, language_code
+from .load import clear_cache, load_dataset
+from .polyglot import load_polyglot, read_polyglot, save_polyglot
+from .stats import table1
+from .synthetic import PROFILES, generate_benchmark
+from .text import build_vocab, tokenize
+from .wikiclir import load_wikiclir
+
+__all__ = [
+    "LABEL_NAMES", "SPLITS", "RankingDataset", "Ragged", "Split", "Vocab",
+    "DataFormatError", "DataSkipWarning", "MissingDataError",
+    "WIKICLIR_LANGUAGES", "available_languages", "language_code",
+    "clear_cache", "load_dataset", "load_polyglot", "read_polyglot", "save_polyglot",
+    "table1", "PROFILES", "generate_benchmark", "build_vocab", "tokenize", "load_wikiclir",
+]

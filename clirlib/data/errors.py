@@ -1,0 +1,69 @@
+"""Errors and counted skips for bad input files (Section 5, "Datasets": reading WikiCLIR).
+
+A file that cannot be read as WikiCLIR or Polyglot raises :class:`DataFormatError`, whose
+message names the file, the line and the problem. Lines that real WikiCLIR files are
+known to contain and that only make one query or document unusable (an empty text, for
+example) are skipped instead; :class:`SkipCounter` counts them so that no query
+disappears silently, and :func:`SkipCounter.warn` reports all counts in one warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+
+class DataFormatError(ValueError):
+    """A data file is missing or malformed. ``path``/``line`` say where, ``problem`` what."""
+
+    def __init__(self, problem: str, path: str | Path | None = None, line: int | None = None):
+        self.problem = problem
+        self.path = str(path) if path is not None else None
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if self.line is not None:
+            where += f", line {self.line}"
+        return f"{where}: {self.problem}" if where else self.problem
+
+    def __reduce__(self):  # keep the three fields through pickling (multiprocessing)
+        return (type(self), (self.problem, self.path, self.line))
+
+
+class MissingDataError(DataFormatError, FileNotFoundError):
+    """A file or folder the loader needs does not exist."""
+
+
+class DataSkipWarning(UserWarning):
+    """Some lines of a data file were skipped; the message gives the counts."""
+
+
+class SkipCounter:
+    """Counts skipped items per reason and remembers where the first one was."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, str] = {}
+
+    def add(self, reason: str, where: str = "", n: int = 1) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + n
+        if where:
+            self.first.setdefault(reason, where)
+
+    def __bool__(self) -> bool:
+        return any(self.counts.values())
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+    def warn(self, what: str, stacklevel: int = 3) -> None:
+        """One warning listing every reason with its count (nothing when empty)."""
+        if not self:
+            return
+        parts = []
+        for reason, n in sorted(self.counts.items()):
+            first = self.first.get(reason)
+            parts.append(f"{n} {reason}" + (f" (first: {first})" if first else ""))
+        warnings.warn(f"{what}: skipped " + "; ".join(parts), DataSkipWarning, stacklevel=stacklevel)

@@ -1,0 +1,132 @@
+"""Where WikiCLIR keeps each document language's files (Section 5, "Datasets").
+
+WikiCLIR (Sasaki et al. 2018) is distributed as ``wiki-clir.tar.gz``; its folder
+``wiki-clir/`` holds ``english/wiki_en.queries`` (one file of English queries for every
+language) and, per document language, a folder named by the language's lowercase
+English name with ``wiki_<code>.documents`` and ``en2<code>.rel``. ir_datasets extracts
+the same archive to ``$IR_DATASETS_HOME/wikiclir/source`` (default
+``~/.ir_datasets/wikiclir/source``). The table below is the one ir_datasets uses; Simple
+English is the one language whose file suffix (``simple``) is not its ISO code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DataFormatError, MissingDataError
+
+#: file suffix (our language code) -> folder name inside ``wiki-clir/``
+WIKICLIR_LANGUAGES: dict[str, str] = {
+    "ar": "arabic",
+    "ca": "catalan",
+    "zh": "chinese",
+    "cs": "czech",
+    "nl": "dutch",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "it": "italian",
+    "ja": "japanese",
+    "ko": "korean",
+    "no": "norwegian_(bokmal)",
+    "nn": "norwegian_(nynorsk)",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "simple": "simple_english",
+    "es": "spanish",
+    "sw": "swahili",
+    "sv": "swedish",
+    "tl": "tagalog",
+    "tr": "turkish",
+    "uk": "ukrainian",
+    "vi": "vietnamese",
+}
+# ir_datasets calls Simple English "en-simple"; folder names are accepted as codes too.
+_ALIASES = {"en-simple": "simple", **{name: code for code, name in WIKICLIR_LANGUAGES.items()}}
+
+QUERIES_FILE = Path("english") / "wiki_en.queries"
+
+
+@dataclass(frozen=True)
+class WikiClirFiles:
+    """The three files one document language needs."""
+
+    root: Path  # the ``wiki-clir`` folder
+    lang: str  # file suffix, e.g. "fr"
+    language: str  # folder name, e.g. "french"
+    queries: Path
+    documents: Path
+    qrels: Path
+
+
+def language_code(lang: str) -> str:
+    """Our code for ``lang`` (a code such as ``fr``, or a folder name such as ``french``)."""
+    key = str(lang).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in WIKICLIR_LANGUAGES:
+        raise DataFormatError(
+            f"unknown WikiCLIR language {lang!r}; known codes: {', '.join(sorted(WIKICLIR_LANGUAGES))}")
+    return key
+
+
+def ir_datasets_source() -> Path:
+    """Where ir_datasets extracts the WikiCLIR archive (it may not exist)."""
+    home = Path(os.environ.get("IR_DATASETS_HOME", Path.home() / ".ir_datasets"))
+    return home / "wikiclir" / "source"
+
+
+def resolve_root(root: str | Path | None) -> Path:
+    """The ``wiki-clir`` folder for ``root``: a folder holding ``wiki-clir/``, the
+    ``wiki-clir`` folder itself, or ``None`` for the ir_datasets cache."""
+    if root is None:
+        src = ir_datasets_source()
+        if not (src / "wiki-clir").is_dir():
+            raise MissingDataError(
+                "no WikiCLIR root given and the ir_datasets cache has no wiki-clir/ folder "
+                "(download it with ir_datasets, e.g. `ir_datasets export wikiclir/sw docs`, or pass root=)",
+                src)
+        return src / "wiki-clir"
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise MissingDataError("WikiCLIR root does not exist", root)
+    if (root / "wiki-clir").is_dir():
+        return root / "wiki-clir"
+    if (root / QUERIES_FILE).is_file() or root.name == "wiki-clir":
+        return root
+    raise MissingDataError(
+        f"not a WikiCLIR folder: expected {root / 'wiki-clir'} or {root / QUERIES_FILE}", root)
+
+
+def wikiclir_files(root: str | Path | None, lang: str, *, check: bool = True) -> WikiClirFiles:
+    """Paths of the queries, documents and qrels files of ``lang`` under ``root``."""
+    code = language_code(lang)
+    base = resolve_root(root)
+    name = WIKICLIR_LANGUAGES[code]
+    files = WikiClirFiles(
+        root=base, lang=code, language=name,
+        queries=base / QUERIES_FILE,
+        documents=base / name / f"wiki_{code}.documents",
+        qrels=base / name / f"en2{code}.rel",
+    )
+    if check:
+        for p in (files.queries, files.documents, files.qrels):
+            if not p.is_file():
+                have = available_languages(base)
+                hint = f" (languages present: {', '.join(have) or 'none'})" if p != files.queries else ""
+                raise MissingDataError(f"missing WikiCLIR file for language {code!r}{hint}", p)
+    return files
+
+
+def available_languages(root: str | Path | None) -> list[str]:
+    """Codes of the document languages whose documents and qrels files exist under ``root``."""
+    base = resolve_root(root)
+    out = []
+    for code, name in sorted(WIKICLIR_LANGUAGES.items()):
+        d = base / name
+        if (d / f"wiki_{code}.documents").is_file() and (d / f"en2{code}.rel").is_file():
+            out.append(code)
+    return out

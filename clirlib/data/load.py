@@ -1,0 +1,91 @@
+"""One entry point for every data source (Section 5, "Datasets" and "Experimental Setup").
+
+``load_dataset(data, lang)`` returns a :class:`RankingDataset` with initial embeddings:
+
+- ``data`` a benchmark profile (``ci``, ``default``, ``paper``): the collection is
+  generated on first use (``generate_benchmark``) and then read by ``load_wikiclir``
+  exactly like real data; embeddings are the generated Polyglot-format files.
+- ``data`` a folder in the WikiCLIR layout (one holding ``wiki-clir/``, or
+  ``wiki-clir`` itself): embeddings are ``<root>/polyglot/polyglot-<lang>.pkl`` and
+  ``polyglot-en.pkl``, or Polyglot files found under ``embeddings_dir``; a language
+  without a file gets ``None`` (the trainer then initialises randomly), noted in
+  ``info["embeddings"]``.
+
+Loaded datasets are cached in-process on the arguments, because many experiments reuse
+one dataset; every call returns a copy whose ``info`` can be changed freely (the arrays
+are shared and must not be modified).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from pathlib import Path
+
+from .dataset import RankingDataset
+from .errors import DataFormatError
+from .polyglot import find_polyglot, load_polyglot
+from .synthetic import LANGS, PROFILES, generate_benchmark
+from .wikiclir import PAPER_N_QUERIES, load_wikiclir
+
+EMBEDDINGS = ("polyglot", "none")
+
+
+def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: int | None = None, n_nr: int = 40,
+                 seed: int = 0, min_count: int = 1, max_vocab: int = 100_000, embeddings: str = "polyglot",
+                 embeddings_dir: str | Path | None = None, max_doc_tokens: int | None = None,
+                 strict: bool = True) -> RankingDataset:
+    """The dataset of document language ``lang`` from ``data`` (profile name or WikiCLIR folder).
+
+    ``n_queries``: ``None`` = the profile's count (25,000 for real data). ``seed``: the data
+    seed (benchmark generation, split, NR sampling). ``embeddings``: ``"polyglot"`` (the
+    Polyglot-format files, see the module docstring) or ``"none"``.
+    """
+    if embeddings not in EMBEDDINGS:
+        raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
+    key = str(data) if str(data) in PROFILES else str(Path(data).expanduser().resolve())
+    emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
+    ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
+                 max_doc_tokens, strict)
+    return dataclasses.replace(ds, info=copy.deepcopy(ds.info))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
+            embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool) -> RankingDataset:
+    if data in PROFILES:
+        if lang not in LANGS:
+            raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
+        root = generate_benchmark(data, lang, seed=seed)
+        n = n_queries if n_queries is not None else PROFILES[data].n_queries[lang]
+        ds = load_wikiclir(root, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
+                           max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
+        ds.info.update(source="synthetic", profile=data, benchmark_root=str(root))
+        search = [root / "polyglot"]
+    else:
+        n = n_queries if n_queries is not None else PAPER_N_QUERIES
+        ds = load_wikiclir(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
+                           max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
+        wc = Path(ds.info["root"])  # the wiki-clir folder; its parent is the root
+        search = [Path(embeddings_dir)] if embeddings_dir else []
+        search += [wc.parent / "polyglot", wc / "polyglot"]
+    emb_info = {}
+    if embeddings == "polyglot":
+        for side, code, vocab in (("q", "en", ds.q_vocab), ("d", ds.lang, ds.d_vocab)):
+            path = find_polyglot(code, *search)
+            if path is None:
+                emb_info[side] = {"source": "random (no polyglot-%s.pkl found)" % code, "coverage": 0.0}
+                continue
+            matrix, coverage = load_polyglot(path, vocab, seed=seed)
+            setattr(ds, f"{side}_vectors", matrix)
+            emb_info[side] = {"source": str(path), "coverage": round(coverage, 4)}
+    else:
+        emb_info = {"q": {"source": "none", "coverage": 0.0}, "d": {"source": "none", "coverage": 0.0}}
+    ds.info["embeddings"] = emb_info
+    return ds
+
+
+def clear_cache() -> None:
+    """Forget every cached dataset (for example after regenerating a profile)."""
+    _cached.cache_clear()

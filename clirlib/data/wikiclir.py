@@ -1,0 +1,424 @@
+"""The WikiCLIR reader (Section 5, "Datasets"): files in, :class:`RankingDataset` out.
+
+File formats, as distributed by Sasaki et al. (2018) and as ir_datasets parses them:
+
+- ``wiki-clir/english/wiki_en.queries``: ``qid<TAB>title<TAB>first_sent``. The query text
+  is ``first_sent`` (the English article's first sentence with its title words removed);
+  the title is not used.
+- ``wiki-clir/<language>/wiki_<lang>.documents``: ``docid<TAB>title<TAB>text``; the
+  document text is ``text``.
+- ``wiki-clir/<language>/en2<lang>.rel``: ``qid docid rel``, three whitespace-separated
+  columns, rel 2 (MR, the inter-language-linked article) or 1 (SR, an article mutually
+  linked with it).
+
+Blank lines are ignored (as ir_datasets does). Selection follows the paper: the first
+``n_queries`` queries of ``wiki_en.queries`` (file order) that have an MR document in
+this language, a 3:1:1 split and ``n_nr`` NR documents per query (see ``sampling``).
+
+The French documents file has 1.9 million articles, so it is streamed twice: pass 1
+keeps one 64-bit key, the line number and an "has text" flag per document (for
+duplicate checks, id lookups and NR sampling by position); pass 2 tokenises only the
+documents the sampled candidate pools use. The qrels file is also read twice (MR pairs
+of every query, then all pairs of the selected queries). Memory therefore grows with the
+selected pools, not with the collection's text.
+
+Malformed lines raise :class:`DataFormatError` naming the file, the line and the
+problem. Lines that only make one item unusable, texts without any word (which
+extractions of Wikipedia can produce), are skipped instead and counted in
+``info["skipped"]``, with one warning listing the counts: documents with no word in
+their text, queries whose first sentence or MR document has no word, SR documents with
+no word. ``strict=False`` also skips (and counts) qrels naming a
+document that is not in the documents file instead of raising.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .dataset import SPLITS, RankingDataset, Ragged, Split
+from .errors import DataFormatError, MissingDataError, SkipCounter
+from .languages import wikiclir_files
+from .sampling import sample_nr, split_queries
+from .text import has_word, tokenize, vocab_from_counts
+
+PAPER_N_QUERIES = 25_000
+PAPER_N_NR = 40
+
+_HASH_BIT = 1 << 62  # keys of non-numeric ids live above every numeric id
+
+
+def id_key(s: str) -> int:
+    """A 64-bit key for an id: the number itself for short decimal ids, else a hash."""
+    if s.isdigit() and len(s) <= 18 and s.isascii():
+        return int(s)
+    h = int.from_bytes(hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little")
+    return (h & (_HASH_BIT - 1)) | _HASH_BIT
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of the non-blank lines, decoded as UTF-8.
+
+    Lines end at "\n" only (a stray "\r" inside a text is kept, then stripped at the end).
+    """
+    if not path.is_file():
+        raise MissingDataError("file not found", path)
+    lineno = 0
+    try:
+        with open(path, encoding="utf-8", newline="\n") as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if line and not line.isspace():
+                    yield lineno, line
+    except UnicodeDecodeError:
+        # Text mode decodes in chunks; rescan in bytes to name the line.
+        with open(path, "rb") as f:
+            for i, raw in enumerate(f, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataFormatError(f"not valid UTF-8 ({e.reason} at byte {e.start} of the line)",
+                                          path, i) from None
+        raise  # pragma: no cover - the rescan always finds the line
+
+
+def _line_at(path: Path, lineno: int) -> str:
+    with open(path, "rb") as f:
+        for i, raw in enumerate(f, 1):
+            if i == lineno:
+                return raw.decode("utf-8", "replace").rstrip("\r\n")
+    return ""
+
+
+def _tsv(path: Path, lineno: int, line: str, names: tuple[str, str, str]) -> list[str]:
+    cols = line.split("\t")
+    if len(cols) != 3:
+        raise DataFormatError(
+            f"expected 3 tab-separated columns ({', '.join(names)}), found {len(cols)}", path, lineno)
+    cols[0] = cols[0].strip()
+    if not cols[0]:
+        raise DataFormatError(f"empty {names[0]}", path, lineno)
+    return cols
+
+
+def _qrel(path: Path, lineno: int, line: str) -> tuple[str, str, int]:
+    cols = line.split()
+    if len(cols) != 3:
+        raise DataFormatError(
+            f"expected 3 whitespace-separated columns (query_id doc_id relevance), found {len(cols)}",
+            path, lineno)
+    try:
+        rel = int(cols[2])
+    except ValueError:
+        raise DataFormatError(f"relevance {cols[2]!r} is not an integer", path, lineno) from None
+    if rel not in (1, 2):
+        raise DataFormatError(f"unknown relevance value {rel} (WikiCLIR uses 2 = MR and 1 = SR)", path, lineno)
+    return cols[0], cols[1], rel
+
+
+class _DocIndex:
+    """Pass 1 over the documents file: key, line number and has-text flag per document."""
+
+    def __init__(self, path: Path):
+        keys, lines, full = array("q"), array("q"), bytearray()
+        for lineno, line in read_lines(path):
+            cols = line.split("\t")
+            did = cols[0].strip()
+            if len(cols) != 3 or not did:  # the slow path raises the right error
+                _tsv(path, lineno, line, ("doc_id", "title", "text"))
+            # id_key, inlined for the common numeric ids (this loop sees every document)
+            keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() else id_key(did))
+            lines.append(lineno)
+            full.append(has_word(cols[2]))
+        self.path = path
+        self.keys = np.frombuffer(keys, dtype=np.int64).copy() if keys else np.zeros(0, np.int64)
+        self.lines = np.frombuffer(lines, dtype=np.int64).copy() if lines else np.zeros(0, np.int64)
+        self.has_text = np.frombuffer(bytes(full), dtype=np.uint8).astype(bool)
+        self._order = np.argsort(self.keys, kind="stable")
+        self._sorted = self.keys[self._order]
+        dup = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
+        if len(dup):
+            a, b = sorted((int(self._order[dup[0]]), int(self._order[dup[0] + 1])))
+            did = _line_at(path, int(self.lines[b])).split("\t")[0]
+            raise DataFormatError(f"duplicate document id {did!r} (first on line {self.lines[a]})",
+                                  path, int(self.lines[b]))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def row(self, key: int) -> int:
+        """Row (0-based document position) of ``key``, or -1."""
+        i = int(np.searchsorted(self._sorted, key))
+        if i < len(self._sorted) and self._sorted[i] == key:
+            return int(self._order[i])
+        return -1
+
+
+class _MRIndex:
+    """Pass 1 over the qrels file: validates every line, keeps the MR pairs."""
+
+    def __init__(self, path: Path):
+        q, d, ln = array("q"), array("q"), array("q")
+        self.n_lines = 0
+        for lineno, line in read_lines(path):
+            cols = line.split()
+            rel = cols[2] if len(cols) == 3 else ""
+            if rel != "1" and rel != "2":  # not the common case: parse and check properly
+                rel = str(_qrel(path, lineno, line)[2])
+            self.n_lines += 1
+            if rel == "2":
+                q.append(id_key(cols[0]))
+                d.append(id_key(cols[1]))
+                ln.append(lineno)
+        qa = np.frombuffer(q, dtype=np.int64) if q else np.zeros(0, np.int64)
+        order = np.argsort(qa, kind="stable")
+        self.q = qa[order]
+        self.d = (np.frombuffer(d, dtype=np.int64) if d else np.zeros(0, np.int64))[order]
+        self.line = (np.frombuffer(ln, dtype=np.int64) if ln else np.zeros(0, np.int64))[order]
+
+    def find(self, key: int) -> range:
+        lo = int(np.searchsorted(self.q, key, "left"))
+        hi = int(np.searchsorted(self.q, key, "right"))
+        return range(lo, hi)
+
+
+def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries: int | None = PAPER_N_QUERIES,
+                  n_nr: int = PAPER_N_NR, seed: int = 0, min_count: int = 1, max_vocab: int = 100_000,
+                  max_doc_tokens: int | None = None, strict: bool = True) -> RankingDataset:
+    """Read WikiCLIR files of document language ``lang`` into a :class:`RankingDataset`.
+
+    ``root``: a folder holding ``wiki-clir/``, the ``wiki-clir`` folder itself, or
+    ``None`` for the ir_datasets cache. ``n_queries``: how many queries to keep (the
+    first ones with an MR document; ``None`` keeps all). ``n_nr``: NR documents per
+    query. ``seed``: split and NR sampling. ``min_count``/``max_vocab``: vocabulary of
+    the training split. ``max_doc_tokens``: truncate documents (``None`` keeps all).
+    ``strict=False``: skip and count qrels that name documents missing from the
+    documents file instead of raising. The dataset has no embeddings; ``load_dataset``
+    adds them. Problems are reported as described in the module docstring.
+    """
+    if n_queries is not None and n_queries < 1:
+        raise ValueError(f"n_queries must be positive or None, got {n_queries}")
+    if n_nr < 0:
+        raise ValueError(f"n_nr must be >= 0, got {n_nr}")
+    files = wikiclir_files(root, lang)
+    skips = SkipCounter()
+
+    mr = _MRIndex(files.qrels)
+    docs = _DocIndex(files.documents)
+    n_empty_docs = int((~docs.has_text).sum())
+    if n_empty_docs:
+        first = int(docs.lines[np.flatnonzero(~docs.has_text)[0]])
+        skips.add("documents with an empty text", f"{files.documents.name} line {first}", n_empty_docs)
+
+    # Queries: the first n_queries (file order) with a usable MR document.
+    q_ids: list[str] = []
+    q_tokens: list[list[str]] = []
+    q_mr: list[list[int]] = []
+    seen: dict[int, int] = {}
+    read = without_mr = several_mr = 0
+    for lineno, line in read_lines(files.queries):
+        qid, _, first_sent = _tsv(files.queries, lineno, line, ("query_id", "title", "first_sent"))
+        key = id_key(qid)
+        if key in seen:
+            raise DataFormatError(f"duplicate query id {qid!r} (first on line {seen[key]})", files.queries, lineno)
+        seen[key] = lineno
+        read += 1
+        js = mr.find(key)
+        if not js:
+            without_mr += 1
+            continue
+        rows, usable = [], True
+        for j in js:
+            r = docs.row(int(mr.d[j]))
+            if r < 0:
+                did = _line_at(files.qrels, int(mr.line[j])).split()[1]
+                if strict:
+                    raise DataFormatError(
+                        f"query {qid}: MR document {did!r} is not in {files.documents}", files.qrels, int(mr.line[j]))
+                skips.add("queries whose MR document is missing from the documents file",
+                          f"{files.qrels.name} line {mr.line[j]}")
+                usable = False
+                break
+            if not docs.has_text[r]:
+                skips.add("queries whose MR document has an empty text", f"{files.qrels.name} line {mr.line[j]}")
+                usable = False
+                break
+            rows.append(r)
+        if not usable:
+            continue
+        toks = tokenize(first_sent)
+        if not toks:
+            skips.add("queries with an empty first sentence", f"{files.queries.name} line {lineno}")
+            continue
+        several_mr += len(rows) > 1
+        q_ids.append(qid)
+        q_tokens.append(toks)
+        q_mr.append(rows)
+        if n_queries is not None and len(q_ids) >= n_queries:
+            break
+    del seen
+    n = len(q_ids)
+    if n == 0:
+        raise DataFormatError(f"no query of {files.queries.name} has a usable MR document in {files.qrels.name}",
+                              files.qrels)
+
+    # SR documents of the selected queries (pass 2 over the qrels).
+    sel = {id_key(q): i for i, q in enumerate(q_ids)}
+    q_sr: list[list[int]] = [[] for _ in range(n)]
+    judged: list[dict[int, int]] = [{} for _ in range(n)]
+    for lineno, line in read_lines(files.qrels):
+        qid, did, rel = _qrel(files.qrels, lineno, line)
+        i = sel.get(id_key(qid))
+        if i is None:
+            continue
+        dkey = id_key(did)
+        if dkey in judged[i]:
+            raise DataFormatError(f"duplicate judgement of document {did!r} for query {qid!r} "
+                                  f"(first on line {judged[i][dkey]})", files.qrels, lineno)
+        judged[i][dkey] = lineno
+        if rel != 1:
+            continue
+        r = docs.row(dkey)
+        if r < 0:
+            if strict:
+                raise DataFormatError(f"query {qid}: SR document {did!r} is not in {files.documents}",
+                                      files.qrels, lineno)
+            skips.add("SR documents missing from the documents file", f"{files.qrels.name} line {lineno}")
+        elif not docs.has_text[r]:
+            skips.add("SR documents with an empty text", f"{files.qrels.name} line {lineno}")
+        else:
+            q_sr[i].append(r)
+    del judged, sel
+
+    # NR documents: positions in the pool of documents that have text.
+    pool = np.flatnonzero(docs.has_text)
+    q_nr: list[np.ndarray] = []
+    short = 0
+    for i in range(n):
+        excl = np.searchsorted(pool, np.asarray(q_mr[i] + q_sr[i], dtype=np.int64))
+        pos = sample_nr(len(pool), excl, n_nr, seed, q_ids[i])
+        short += len(pos) < n_nr
+        q_nr.append(pool[pos])
+    if short:
+        skips.add(f"queries with fewer than {n_nr} NR documents (collection too small)", n=short)
+
+    # Pass 2 over the documents: tokenise the needed ones only.
+    needed = np.unique(np.concatenate([np.asarray(q_mr[i] + q_sr[i], dtype=np.int64) for i in range(n)]
+                                      + q_nr))
+    d_intern: dict[str, int] = {}
+    d_ids_raw: list[np.ndarray] = []
+    doc_ids: list[str] = []
+    row, ptr = -1, 0
+    for lineno, line in read_lines(files.documents):
+        row += 1
+        if ptr >= len(needed):
+            break
+        if row != needed[ptr]:
+            continue
+        did, _, text = _tsv(files.documents, lineno, line, ("doc_id", "title", "text"))
+        if row >= len(docs) or id_key(did) != docs.keys[row]:
+            raise DataFormatError("the documents file changed while it was being read", files.documents, lineno)
+        toks = tokenize(text)
+        if max_doc_tokens is not None:
+            toks = toks[:max_doc_tokens]
+        d_ids_raw.append(_intern(toks, d_intern))
+        doc_ids.append(did)
+        ptr += 1
+    if ptr != len(needed):
+        raise DataFormatError("the documents file changed while it was being read", files.documents)
+
+    q_intern: dict[str, int] = {}
+    q_ids_raw = [_intern(t, q_intern) for t in q_tokens]
+    del q_tokens
+
+    # Candidate pools -> (query, document, label) pairs per split.
+    splits_q = split_queries(n, seed)
+    splits: dict[str, Split] = {}
+    for name in SPLITS:
+        qi, di, lab = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for i in splits_q[name]:
+            for rows, label in ((q_mr[i], 2), (q_sr[i], 1), (q_nr[i], 0)):
+                qi.append(np.full(len(rows), i, dtype=np.int64))
+                di.append(np.searchsorted(needed, np.asarray(rows, dtype=np.int64)))  # row -> dataset index
+                lab.append(np.full(len(rows), label, dtype=np.int64))
+        splits[name] = Split(np.concatenate(qi), np.concatenate(di), np.concatenate(lab))
+
+    # Vocabularies from the training split only.
+    train = splits["train"]
+    q_vocab, q_map = _vocab_for([q_ids_raw[i] for i in np.unique(train.qidx)], q_intern, min_count, max_vocab)
+    d_vocab, d_map = _vocab_for([d_ids_raw[i] for i in np.unique(train.didx)], d_intern, min_count, max_vocab)
+    queries = _ragged(q_ids_raw, q_map)
+    documents = _ragged(d_ids_raw, d_map)
+
+    n_sr = np.array([len(s) for s in q_sr])
+    n_cand = np.array([len(q_mr[i]) + len(q_sr[i]) + len(q_nr[i]) for i in range(n)])
+    info: dict[str, Any] = {
+        "source": "wikiclir",
+        "root": str(files.root),
+        "lang": files.lang,
+        "language": files.language,
+        "files": {"queries": str(files.queries), "documents": str(files.documents), "qrels": str(files.qrels)},
+        "n_queries_requested": n_queries,
+        "n_queries": n,
+        "n_nr": n_nr,
+        "seed": seed,
+        "split_sizes": {k: int(len(v)) for k, v in splits_q.items()},
+        "sr_per_query": float(n_sr.mean()),
+        "candidates_per_query": float(n_cand.mean()),
+        "n_docs_collection": int(len(pool)),
+        "n_docs_file": int(len(docs)),
+        "n_docs_loaded": int(len(needed)),
+        "query_tokens_mean": float(queries.lengths.mean()),
+        "doc_tokens_mean": float(documents.lengths.mean()),
+        "q_vocab_size": len(q_vocab),
+        "d_vocab_size": len(d_vocab),
+        "min_count": min_count,
+        "max_vocab": max_vocab,
+        "max_doc_tokens": max_doc_tokens,
+        "tokenizer": "NFKC + casefold + \\w+",
+        "selection": {
+            "query_lines_read": read,
+            "queries_without_mr": without_mr,
+            "queries_with_several_mr": several_mr,
+            "qrels_lines": mr.n_lines,
+        },
+        "skipped": skips.as_dict(),
+    }
+    skips.warn(f"WikiCLIR {files.lang} ({files.root})")
+    return RankingDataset(
+        lang=files.lang, query_ids=q_ids, doc_ids=doc_ids, queries=queries, docs=documents,
+        q_vocab=q_vocab, d_vocab=d_vocab, splits=splits, info=info,
+    )
+
+
+def _intern(tokens: list[str], table: dict[str, int]) -> np.ndarray:
+    """Ids of ``tokens`` in ``table``, adding new tokens (id = order of first sight)."""
+    # len(table) is evaluated before setdefault inserts, so a new token gets the next id.
+    return np.array([table.setdefault(t, len(table)) for t in tokens], dtype=np.int64)
+
+
+def _vocab_for(texts: list[np.ndarray], table: dict[str, int], min_count: int, max_vocab: int):
+    """Vocabulary of ``texts`` (interned ids) and the interned-id -> vocabulary-id map."""
+    counts = np.bincount(np.concatenate(texts) if texts else np.zeros(0, np.int64), minlength=len(table))
+    words = list(table)  # interned id order
+    vocab = vocab_from_counts({words[i]: int(counts[i]) for i in np.flatnonzero(counts)},
+                              min_count=min_count, max_size=max_vocab)
+    mapping = np.ones(len(table), dtype=np.int64)  # <UNK>
+    for w, j in vocab.stoi.items():
+        i = table.get(w)
+        if i is not None:
+            mapping[i] = j
+    return vocab, mapping
+
+
+def _ragged(texts: list[np.ndarray], mapping: np.ndarray) -> Ragged:
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = mapping[np.concatenate(texts)] if texts and offsets[-1] else np.zeros(0, np.int64)
+    return Ragged(ids, offsets)

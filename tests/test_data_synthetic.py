@@ -1,0 +1,178 @@
+"""The embedded benchmark generator (clirlib.data.synthetic).
+
+Uses the small ``ci`` profile for everything that writes files; the ``paper`` profile is
+checked on its concept graph only (no words, no files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from clirlib import paths
+from clirlib.data import PROFILES, clear_cache, generate_benchmark, load_dataset, load_wikiclir, tokenize
+from clirlib.data import synthetic
+from clirlib.data.text import normalize
+
+# Table 1 of the paper: SR documents per query.
+TABLE1_SR = {"fr": 12.6, "it": 11.7, "sw": 1.5, "tl": 0.6}
+
+
+def digest(root):
+    """sha256 of every file under root, by relative path."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def ci_root(tmp_path_factory):
+    return generate_benchmark("ci", seed=0, out_dir=tmp_path_factory.mktemp("ci") / "ci-seed0")
+
+
+def test_same_seed_same_bytes_other_seed_differs(ci_root, tmp_path):
+    again = generate_benchmark("ci", seed=0, out_dir=tmp_path / "again")
+    assert len(digest(ci_root)) == 1 + 4 * 2 + 5 + 1  # queries; docs + qrels per language; 5 Polyglot files; manifest
+    assert digest(again) == digest(ci_root)
+    other = digest(generate_benchmark("ci", seed=1, out_dir=tmp_path / "other"))
+    assert other.keys() == digest(ci_root).keys()
+    assert all(other[k] != v for k, v in digest(ci_root).items())
+    assert json.loads((tmp_path / "other" / "manifest.json").read_text())["seed"] == 1
+
+
+def test_layout_and_reuse(ci_root):
+    for lang, name in (("fr", "french"), ("it", "italian"), ("sw", "swahili"), ("tl", "tagalog")):
+        assert (ci_root / "wiki-clir" / name / f"wiki_{lang}.documents").is_file()
+        assert (ci_root / "wiki-clir" / name / f"en2{lang}.rel").is_file()
+        assert (ci_root / "polyglot" / f"polyglot-{lang}.pkl").is_file()
+    assert (ci_root / "wiki-clir" / "english" / "wiki_en.queries").is_file()
+    before = (ci_root / "manifest.json").stat().st_mtime_ns
+    assert generate_benchmark("ci", seed=0, out_dir=ci_root) == ci_root  # reused, not rewritten
+    assert (ci_root / "manifest.json").stat().st_mtime_ns == before
+
+
+def test_refuses_to_replace_a_foreign_folder(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not a generated benchmark"):
+        generate_benchmark("ci", out_dir=tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_interrupted_generation_leaves_nothing(tmp_path, monkeypatch):
+    def boom(p, seed, root):
+        (root / "wiki-clir").mkdir(parents=True)
+        (root / "wiki-clir" / "half-written").write_text("x")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(synthetic, "_write", boom)
+    with pytest.raises(KeyboardInterrupt):
+        generate_benchmark("ci", out_dir=tmp_path / "ci-seed0")
+    assert list(tmp_path.iterdir()) == []  # neither the target nor the temporary folder
+
+
+def test_ci_loads_through_wikiclir_reader_with_table1_sr(ci_root):
+    for lang in synthetic.LANGS:
+        ds = load_wikiclir(ci_root, lang, n_queries=None, n_nr=40)
+        assert len(ds.query_ids) == PROFILES["ci"].n_queries[lang]
+        # Table 1's SR per query, within 10 %.
+        assert ds.info["sr_per_query"] == pytest.approx(TABLE1_SR[lang], rel=0.10)
+        assert ds.info["n_docs_collection"] == PROFILES["ci"].n_docs[lang]
+        assert ds.info["skipped"] == {}  # the generator writes no bad lines
+        # Every query has one MR and 40 NR documents.
+        tr = ds.splits["train"]
+        assert np.all(np.bincount(tr.qidx[tr.labels == 2]) [np.unique(tr.qidx)] == 1)
+        assert np.all(np.bincount(tr.qidx[tr.labels == 0])[np.unique(tr.qidx)] == 40)
+
+
+@pytest.mark.parametrize("profile", ["ci", "default", "paper"])
+def test_sr_per_query_of_every_profile(profile):
+    # The concept graph alone (the paper profile's files take minutes to write).
+    for lang in synthetic.LANGS:
+        sr = synthetic.sr_per_query(profile, lang)
+        assert len(sr) == PROFILES[profile].n_queries[lang]
+        assert sr.mean() == pytest.approx(TABLE1_SR[lang], rel=0.10)  # Table 1, within 10 %
+
+
+def test_profile_sizes_follow_table1():
+    # Table 1: fr > it > tl > sw documents; the paper profile has Table 1's query counts.
+    for p in PROFILES.values():
+        assert p.n_docs["fr"] > p.n_docs["it"] > p.n_docs["tl"] > p.n_docs["sw"]
+        assert p.n_nr == 40
+    assert PROFILES["paper"].n_queries == {"fr": 25000, "it": 25000, "sw": 22793, "tl": 25000}
+    assert 100 <= PROFILES["ci"].n_queries["fr"] <= 150
+    assert PROFILES["default"].n_queries["fr"] == 600
+
+
+def _file_tokens(path, column):
+    with open(path, encoding="utf-8") as f:
+        return [t for line in f for t in tokenize(line.rstrip("\n").split("\t")[column])]
+
+
+def test_vocabularies_are_disjoint_and_zipfian(ci_root):
+    base = ci_root / "wiki-clir"
+    en = _file_tokens(base / "english" / "wiki_en.queries", 2)
+    en_set = set(en)
+    for lang, name in (("fr", "french"), ("it", "italian"), ("sw", "swahili"), ("tl", "tagalog")):
+        toks = _file_tokens(base / name / f"wiki_{lang}.documents", 2)
+        assert not en_set & set(toks), lang
+        counts = np.sort(np.unique(toks, return_counts=True)[1])[::-1]
+        # Zipf-like: the 10 most frequent words (function words) cover a large share,
+        # and most word types are rare.
+        assert counts[:10].sum() / counts.sum() > 0.15
+        assert np.median(counts) < counts[0] / 50
+
+
+def test_queries_have_no_title_words(ci_root):
+    # WikiCLIR queries are first sentences with the title words removed.
+    with open(ci_root / "wiki-clir" / "english" / "wiki_en.queries", encoding="utf-8") as f:
+        for line in f:
+            _, title, text = line.rstrip("\n").split("\t")
+            assert not set(tokenize(title)) & set(tokenize(text))
+            assert 1 <= len(tokenize(text)) <= 30
+
+
+def test_polyglot_files(ci_root):
+    for lang in ("en",) + synthetic.LANGS:
+        with open(ci_root / "polyglot" / f"polyglot-{lang}.pkl", "rb") as f:
+            words, vectors = pickle.load(f, encoding="latin1")  # Python-2 style, as Polyglot
+        assert words[:4] == ["<UNK>", "<S>", "</S>", "<PAD>"]
+        assert vectors.dtype == np.float32 and vectors.shape == (len(words), 64)
+        assert all(w == normalize(w) for w in words[4:])
+        assert np.all(vectors[3] == 0)  # <PAD>
+
+
+def test_embeddings_are_not_aligned_across_languages(ci_root):
+    # The English and French vectors of the same latent meaning are unrelated (mean
+    # cosine about 0; it was 0.11 before each language got its own random rotation).
+    lex = synthetic._lexicons(PROFILES["ci"].n_meanings, 0, synthetic.DIFFICULTY)
+    vec = {}
+    for lang in ("en", "fr"):
+        with open(ci_root / "polyglot" / f"polyglot-{lang}.pkl", "rb") as f:
+            words, vectors = pickle.load(f, encoding="latin1")
+        index = dict(zip(words, vectors))
+        forms = lex[lang].words[lex[lang].n_function:lex[lang].n_function + lex[lang].n_meanings]
+        vec[lang] = {m: index[w] for m, w in enumerate(forms) if w in index}
+    common = sorted(set(vec["en"]) & set(vec["fr"]))
+    assert len(common) > 500
+    a = np.array([vec["en"][m] for m in common])
+    b = np.array([vec["fr"][m] for m in common])
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert abs(cos.mean()) < 0.05
+
+
+def test_load_dataset_generates_profile_on_first_use(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path)
+    clear_cache()
+    ds = load_dataset("ci", "sw")
+    assert (tmp_path / "synthetic" / "ci-seed0" / "manifest.json").is_file()
+    assert ds.info["source"] == "synthetic" and ds.info["profile"] == "ci"
+    assert ds.q_vectors.shape == (len(ds.q_vocab), 64) and ds.d_vectors.shape == (len(ds.d_vocab), 64)
+    assert ds.info["embeddings"]["q"]["coverage"] > 0.9  # the English file covers the queries
+    assert len(ds.query_ids) == PROFILES["ci"].n_queries["sw"]
+    with pytest.raises(ValueError, match="document languages fr, it, sw, tl"):
+        load_dataset("ci", "de")
+    clear_cache()
