@@ -6,6 +6,8 @@ exchangeable on each query, so each per-query difference keeps or flips its sign
 probability 1/2. The two-sided p-value is (1 + #{|mean of flipped| >= |observed mean|}) /
 (1 + n_resamples). ``paired_bootstrap`` gives a confidence interval of the mean difference.
 Both are seeded and vectorised in chunks.
+``per_query_table`` gathers the per-query metrics of cached runs, ``mean_std`` summarises
+runs over seeds, and ``holm`` adjusts a family of p-values (notebook 09).
 """
 
 from __future__ import annotations
@@ -73,3 +75,35 @@ def compare(per_query: pd.DataFrame, key: str, champion: str, metrics, n_resampl
                              "verdict": ("champion better" if p < alpha and (a - b.reindex(a.index)).mean() > 0
                                          else "rival better" if p < alpha else "no significant difference")})
     return pd.DataFrame(rows)
+
+
+def per_query_table(records, by) -> pd.DataFrame:
+    """Per-query test metrics of several cached runs, one row per (run, query), labelled
+    with the config fields ``by`` (the input :func:`compare` expects)."""
+    frames = []
+    for rec in records:
+        f = pd.DataFrame(rec["test_per_query"])
+        for k in by:
+            f[k] = rec["config"][k]
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
+
+
+def mean_std(runs: pd.DataFrame, keys, metrics) -> pd.DataFrame:
+    """Mean, sample standard deviation (ddof = 1) and number of seeds per group, tidy:
+    one row per (``keys``..., metric)."""
+    g = runs.groupby(list(keys), sort=False)[list(metrics)]
+    out = pd.concat({"mean": g.mean(), "std": g.std(ddof=1), "n_seeds": g.count()}, axis=1)
+    out = out.stack(level=1, future_stack=True).reset_index()
+    return out.rename(columns={f"level_{len(list(keys))}": "metric"})
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (family-wise error control over all the tests given)."""
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.minimum(adj, 1.0)
+    return out

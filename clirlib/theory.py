@@ -6,7 +6,9 @@
 - :func:`gradient_norm_vs_qnorm` traces the worst gradient as ||q|| shrinks: plain cosine
   grows like 1 / ||q||, smooth cosine stays bounded.
 - :func:`generalization_gap` measures the generalization gap of Theorem 3 for a trained run: mean
-  SOSL on the test pairs minus mean SOSL on the training pairs.
+  SOSL on the test pairs minus mean SOSL on the training pairs; :func:`n_train_queries`
+  the training-set size it was trained on and :func:`loglog_slope` the rate at which the
+  gap falls with that size (notebook 12).
 """
 
 from __future__ import annotations
@@ -71,3 +73,26 @@ def gradient_norm_vs_qnorm(eps: float, qnorms: np.ndarray, p: int = 64, n: int =
 def generalization_gap(record: dict) -> float:
     """Theorem 3's gap for a cached run: mean loss on the test pairs minus on the training pairs."""
     return float(record["split_losses"]["test"] - record["split_losses"]["train"])
+
+
+def n_train_queries(record: dict) -> int:
+    """Training queries a cached run actually used: the training split's queries after the
+    ``train_fraction`` subsample (the trainer's own rule, applied to the split's size)."""
+    from .data.dataset import Split
+    from .train import _subsample_train
+
+    n = int(record["data_info"]["split_sizes"]["train"])
+    q = np.arange(n)
+    kept = _subsample_train(Split(q, q, np.zeros(n, dtype=np.int64)), record["config"]["train_fraction"],
+                            record["config"]["seed"])
+    return int(len(np.unique(kept.qidx)))
+
+
+def loglog_slope(n, gap) -> float:
+    """Exponent b of a least-squares fit gap ~ a * n**b over the positive gaps (Theorem 3's
+    bound decays like n**-0.5 for fixed T); NaN with fewer than two positive points."""
+    n, gap = np.asarray(n, dtype=float), np.asarray(gap, dtype=float)
+    ok = (n > 0) & (gap > 0)
+    if ok.sum() < 2 or len(np.unique(n[ok])) < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(n[ok]), np.log(gap[ok]), 1)[0])

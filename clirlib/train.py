@@ -13,6 +13,7 @@ naming the epoch, step and setting.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -29,7 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from . import determinism
-from .encoders import ENCODERS, Ranker
+from .encoders import ENCODERS, AvgPoolEncoder, Ranker
 from .losses import DEFAULT_THRESHOLDS, get_loss
 from .metrics import METRIC_NAMES, evaluate, evaluate_per_query
 
@@ -138,6 +139,94 @@ def _batch(texts, rows: np.ndarray, device: torch.device) -> tuple[torch.Tensor,
     return torch.from_numpy(ids).to(device), torch.from_numpy(offsets).to(device)
 
 
+class _Step:
+    """One training step with row-compact embedding gradients (see ``clirlib.optim``).
+
+    Each encoder's embedding table is looked up through a small leaf holding only the rows
+    the batch uses (``optim.CompactRows``); its gradient is clipped together with the other
+    parameters'. ``step()`` then applies ``torch.optim.Adam(fused=True)``'s dense update to
+    every row of the tables in one pass (``optim.RowAdam``; missing rows have gradient 0)
+    and ``optimizer.step()`` to the rest; without numba the compact gradient is written
+    into a persistent dense gradient and ``optimizer.step()`` updates everything. Either
+    way the parameters are those of dense gradients + ``clip_grad_norm_`` + the same
+    optimizer. An encoder without a plain embedding lookup keeps the ordinary dense path.
+    """
+
+    def __init__(self, model: Ranker, params: list[torch.nn.Parameter], dataset, split, device: torch.device,
+                 optimizer: torch.optim.Optimizer):
+        from torch.func import functional_call
+
+        from .optim import CompactRows, RowAdam, compact_embedding
+
+        self.model, self.device, self.call = model, device, functional_call
+        self.queries, self.docs = dataset.queries, dataset.docs
+        self.qidx, self.didx = split.qidx, split.didx
+        self.sides: list[tuple[str, CompactRows] | None] = []
+        for enc_name in ("query_encoder", "doc_encoder"):
+            found = compact_embedding(getattr(model, enc_name))
+            self.sides.append(None if found is None else (f"{enc_name}.{found[0]}", CompactRows(found[1])))
+        self.compact = [side[1] for side in self.sides if side is not None]
+        self.params = params
+        self.optimizer = optimizer
+        # The tables' Adam update: one pass per table from the compact rows (RowAdam), or
+        # the optimizer's own step on a dense gradient buffer when RowAdam does not apply.
+        self.row_adam = RowAdam(optimizer, self.compact) if RowAdam.supports(optimizer, self.compact) else None
+        # Average pooling's per-batch work is a few sub-millisecond kernels: one thread
+        # runs them faster than waking the pool for each (and far faster when other
+        # processes share the cores); Adam's pass over the tables keeps every thread.
+        self.single_thread = device.type == "cpu" and all(
+            isinstance(enc, AvgPoolEncoder) for enc in (model.query_encoder, model.doc_encoder))
+
+    @contextlib.contextmanager
+    def batch_threads(self):
+        """Thread count for the batch's forward, loss and backward (restored after)."""
+        n = torch.get_num_threads()
+        if not self.single_thread or n == 1:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(n)
+
+    def _inputs(self, texts, rows: np.ndarray, side, swap: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, offsets = texts.take(rows)
+        if side is not None:
+            name, table = side
+            swap[name], ids = table.gather(ids)
+        return torch.from_numpy(ids).to(self.device), torch.from_numpy(offsets).to(self.device)
+
+    def scores(self, rows: np.ndarray) -> torch.Tensor:
+        """Scores ``(B,)`` of the training pairs ``rows``."""
+        swap: dict[str, torch.Tensor] = {}
+        q = self._inputs(self.queries, self.qidx[rows], self.sides[0], swap)
+        d = self._inputs(self.docs, self.didx[rows], self.sides[1], swap)
+        if not swap:
+            return self.model(*q, *d)
+        return self.call(self.model, swap, (*q, *d))
+
+    def backward(self, loss: torch.Tensor, clip: float | None) -> float:
+        """Gradients of ``loss``, clipped to norm ``clip``; returns the norm before clipping."""
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        # The compact leaves stand in for their tables, in the same order as ``params``.
+        leaves = {id(t.weight): t.leaf for t in self.compact}
+        grads = [leaves.get(id(p), p) for p in self.params]
+        total = torch.nn.utils.clip_grad_norm_(grads, clip if clip else math.inf, foreach=True)
+        if self.row_adam is None:
+            for t in self.compact:
+                t.scatter()
+        return float(total)
+
+    def step(self) -> None:
+        """Adam's update of every parameter: the tables' (dense, all rows) and the rest."""
+        if self.row_adam is not None:
+            self.row_adam.step(torch.get_num_threads())
+        self.optimizer.step()
+
+
 @torch.no_grad()
 def score_split(model: Ranker, dataset, split, device: torch.device, chunk: int = 2048) -> np.ndarray:
     """Scores ``(N,)`` of a split's pairs: each query and document is encoded once."""
@@ -196,6 +285,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     dev, test = dataset.splits["dev"], dataset.splits["test"]
     labels_t = torch.from_numpy(tr.labels).to(device)
     n = len(tr)
+    stepper = _Step(model, params, dataset, tr, device, optimizer)
     setting = (f"loss={cfg.loss}, encoder={cfg.encoder}, epsilon={cfg.epsilon}, lr={cfg.lr}, "
                f"clip={cfg.clip}, lang={cfg.lang}, seed={cfg.seed}")
 
@@ -211,19 +301,15 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
         loss_sum, norms, clipped = 0.0, [], 0
         for step, start in enumerate(range(0, n, cfg.batch_size), start=1):
             rows = order[start:start + cfg.batch_size]
-            q_ids, q_off = _batch(dataset.queries, tr.qidx[rows], device)
-            d_ids, d_off = _batch(dataset.docs, tr.didx[rows], device)
-            scores = model(q_ids, q_off, d_ids, d_off)  # (B,)
-            loss = loss_fn(scores, labels_t[torch.from_numpy(rows).to(device)], thresholds)
-            if not torch.isfinite(loss):
-                raise NonFiniteError(f"non-finite loss ({loss.item()}) at epoch {epoch}, step {step}; {setting}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            total = torch.nn.utils.clip_grad_norm_(params, cfg.clip if cfg.clip else math.inf, foreach=True)
-            total = float(total)
+            with stepper.batch_threads():
+                scores = stepper.scores(rows)  # (B,)
+                loss = loss_fn(scores, labels_t[torch.from_numpy(rows).to(device)], thresholds)
+                if not torch.isfinite(loss):
+                    raise NonFiniteError(f"non-finite loss ({loss.item()}) at epoch {epoch}, step {step}; {setting}")
+                total = stepper.backward(loss, cfg.clip)
             if not math.isfinite(total):
                 raise NonFiniteError(f"non-finite gradient norm ({total}) at epoch {epoch}, step {step}; {setting}")
-            optimizer.step()
+            stepper.step()
             loss_sum += loss.item() * len(rows)
             norms.append(total)
             clipped += int(cfg.clip is not None and total > cfg.clip)

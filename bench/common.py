@@ -1,0 +1,137 @@
+"""Shared pieces of the benchmarks: machine facts, copy bandwidth, synthetic data, timing.
+
+Nothing here is part of clirlib; the benchmarks import clirlib like any user would.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+WORK_DIR = BENCH_DIR / "_work"  # scratch space (git-ignored)
+
+THREADS = 2
+
+
+def set_threads(n: int = THREADS) -> None:
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+
+
+def machine() -> dict[str, str]:
+    """CPU model, cores, memory, library versions and the load when measured."""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+                break
+    except OSError:
+        pass
+    load = "?"
+    if hasattr(os, "getloadavg"):
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    import numpy
+    return {
+        "cpu": cpu, "cores": str(os.cpu_count()), "memory": mem, "threads": str(torch.get_num_threads()),
+        "python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+        "os": f"{platform.system()} {platform.release()}", "load average (1/5/15 min)": load,
+    }
+
+
+def copy_bandwidth(mb: int = 256, repeats: int = 10) -> float:
+    """Best observed copy bandwidth in bytes/s, counting read + write (``dst.copy_(src)``)."""
+    n = mb * 2**20 // 4
+    src = torch.rand(n)
+    dst = torch.empty_like(src)
+    dst.copy_(src)  # fault the pages in
+    best = math_inf = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - t0)
+    assert best < math_inf
+    return 2 * n * 4 / best
+
+
+def median(xs) -> float:
+    return float(statistics.median(xs))
+
+
+def zipf_ids(gen: np.random.Generator, n: int, vocab: int, s: float = 1.0, first: int = 2) -> np.ndarray:
+    """``n`` token ids in ``[first, vocab)`` with Zipf(s) frequencies, id ``first`` the most frequent.
+
+    Ids are ranked by frequency, as in a vocabulary built from counts (0 = <PAD>, 1 = <UNK>).
+    """
+    ranks = np.arange(1, vocab - first + 1, dtype=np.float64)
+    cdf = np.cumsum(ranks ** -s)
+    cdf /= cdf[-1]
+    return first + np.searchsorted(cdf, gen.random(n), side="right").clip(max=vocab - first - 1)
+
+
+def texts(gen: np.random.Generator, n: int, lo: int, hi: int, vocab: int):
+    """``n`` texts of ``lo``-``hi`` tokens (uniform lengths, Zipf ids) as a clirlib ``Ragged``."""
+    from clirlib.data.dataset import Ragged
+
+    lengths = gen.integers(lo, hi + 1, size=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return Ragged(zipf_ids(gen, int(offsets[-1]), vocab), offsets)
+
+
+def training_dataset(vocab: int, n_train_pairs: int, *, n_queries: int = 2000, n_docs: int = 20000,
+                     seed: int = 0, eval_queries: int = 16, candidates: int = 44):
+    """A RankingDataset for the training benchmark (the issue's shapes: queries 8-30 tokens,
+    documents 50-300, ``vocab`` ids per language, dimension 64).
+
+    Training pairs are random (query, document) pairs with labels in the proportions of the
+    paper's candidate lists (1 MR, 3 SR, 40 NR); dev and test are small (``eval_queries``
+    queries x ``candidates``) so the per-epoch evaluation stays a negligible part of an epoch.
+    """
+    from clirlib.data.dataset import RankingDataset, Split, Vocab
+
+    gen = np.random.default_rng(seed)
+    queries = texts(gen, n_queries, 8, 30, vocab)
+    docs = texts(gen, n_docs, 50, 300, vocab)
+    label_p = np.array([40, 3, 1], dtype=np.float64) / 44
+
+    def pairs(n):
+        return Split(gen.integers(0, n_queries, n), gen.integers(0, n_docs, n), gen.choice(3, size=n, p=label_p))
+
+    def ranked(q0):
+        qs = np.repeat(np.arange(q0, q0 + eval_queries), candidates)
+        labels = np.tile(np.r_[2, 1, 1, 1, np.zeros(candidates - 4, dtype=np.int64)], eval_queries)
+        return Split(qs, gen.integers(0, n_docs, len(qs)), labels)
+
+    itos = ["<PAD>", "<UNK>"] + [f"w{i}" for i in range(vocab - 2)]
+    return RankingDataset(
+        lang="xx", query_ids=[f"q{i}" for i in range(n_queries)], doc_ids=[f"d{i}" for i in range(n_docs)],
+        queries=queries, docs=docs, q_vocab=Vocab(list(itos)), d_vocab=Vocab(itos),
+        splits={"train": pairs(n_train_pairs), "dev": ranked(0), "test": ranked(eval_queries)},
+        q_vectors=None, d_vectors=None, info={"source": "bench"},
+    )
+
+
+class Timer:
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0

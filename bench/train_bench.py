@@ -1,0 +1,152 @@
+"""Training throughput: clirlib's ``train()`` against the released code's approach.
+
+Both sides train average pooling + smooth cosine (eps = 1) + SOSL with Adam (lr 0.01),
+batch 128, gradient-norm clipping at 5, on the same data (``common.training_dataset``:
+``vocab`` ids per language, dimension 64, queries 8-30 tokens, documents 50-300) in the
+same shuffled order, with 2 threads. Repetitions alternate (ours, theirs, ours, ...);
+each repetition builds a fresh model and trains one epoch of ``steps`` batches.
+
+- ours: ``clirlib.train.train(TrainConfig(epochs=1, ...), dataset)``, the function
+  researchers call; throughput = training pairs / ``history[0]["seconds"]``, the epoch's
+  wall time as train() records it (batch building, steps and the end-of-epoch evaluation
+  of a small dev split, so slightly pessimistic for us).
+- theirs: ``reference.train_epoch`` (padded batches from Python lists, ``nn.Embedding``,
+  mean over the padded length, default ``torch.optim.Adam``, ``clip_grad_norm_``).
+
+Memory-traffic ceiling of a dense-Adam step: every step must read and write each
+table's parameters and both Adam moments and read its gradient (7 x 4 bytes per table
+entry), plus read the gathered embedding rows of the batch and write their gradient
+(2 x 4 bytes per token and dimension). At the machine's copy bandwidth B (bytes/s,
+read + write counted, measured right before each repetition, best of several 256 MB
+copies) that takes ``bytes / B`` seconds; the ceiling is ``128 / (bytes / B)`` pairs/s.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+import reference as ref
+from common import copy_bandwidth, median, set_threads, training_dataset
+
+DIM = 64
+BATCH = 128
+
+
+def step_bytes(vocab: int, tokens_per_batch: float, dim: int = DIM, tables: int = 2) -> float:
+    return tables * vocab * dim * 4 * 7 + 2 * tokens_per_batch * dim * 4
+
+
+def _ours(ds, seed: int, epochs: int = 2) -> float:
+    """Pairs/s of the last epoch of ``train()`` (earlier epochs warm up: Adam state, buffers)."""
+    from clirlib.train import TrainConfig, train
+
+    cfg = TrainConfig(epochs=epochs, batch_size=BATCH, lr=0.01, clip=5.0, loss="sosl", encoder="avgpool",
+                      epsilon=1.0, pretrained=False, seed=seed)
+    res = train(cfg, ds, progress=False)
+    return len(ds.splits["train"]) / res.history[-1]["seconds"]
+
+
+def _theirs(ds, lists, seed: int, warmup_steps: int = 3) -> float:
+    """Pairs/s of one reference epoch, after a few untimed steps (Adam state allocated)."""
+    from clirlib import determinism
+
+    torch.use_deterministic_algorithms(False)  # the released code does not ask for it
+    set_threads()
+    torch.manual_seed(seed)
+    vocab = len(ds.q_vocab)
+    model = ref.ReferenceModel(vocab, len(ds.d_vocab), DIM, eps=1.0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    queries, docs, qidx, didx, labels = lists
+    order = determinism.rng(seed, "shuffle", 1).permutation(len(qidx))  # the same batches as train()
+    ref.train_epoch(model, optimizer, queries, docs, qidx, didx, labels, order[: warmup_steps * BATCH],
+                    batch_size=BATCH, clip=5.0)
+    t0 = time.perf_counter()
+    ref.train_epoch(model, optimizer, queries, docs, qidx, didx, labels, order, batch_size=BATCH, clip=5.0)
+    return len(qidx) / (time.perf_counter() - t0)
+
+
+def verify(vocab: int, steps: int = 6, seed: int = 0) -> dict:
+    """Parameters after ``steps`` steps of train()'s step against the textbook dense path.
+
+    Returns whether they are bit-identical to dense autograd gradients + ``clip_grad_norm_``
+    + the same fused ``torch.optim.Adam``, and the largest difference to the default
+    (single-tensor) ``torch.optim.Adam`` implementation.
+    """
+    from clirlib import determinism
+    from clirlib.encoders import Ranker
+    from clirlib.losses import sosl
+    from clirlib.train import _Step
+
+    determinism.configure()
+    ds = training_dataset(vocab, steps * BATCH, seed=2, n_queries=500, n_docs=2000)
+    tr = ds.splits["train"]
+    labels = torch.from_numpy(tr.labels)
+    models = {}
+    for kind in ("ours", "dense_fused", "dense_default"):
+        model = Ranker.build("avgpool", vocab, vocab, dim=DIM, eps=1.0, seed=seed)
+        params = [p for p in model.parameters()]
+        opt = torch.optim.Adam(params, lr=0.01, fused=kind != "dense_default")
+        stepper = _Step(model, params, ds, tr, torch.device("cpu"))
+        for k in range(steps):
+            rows = np.arange(k * BATCH, (k + 1) * BATCH)
+            if kind == "ours":
+                with stepper.batch_threads():
+                    stepper.backward(sosl(stepper.scores(rows), labels[rows]), 5.0)
+            else:
+                q = [torch.from_numpy(a) for a in ds.queries.take(tr.qidx[rows])]
+                d = [torch.from_numpy(a) for a in ds.docs.take(tr.didx[rows])]
+                loss = sosl(model(*q, *d), labels[rows])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 5.0, foreach=True)
+            opt.step()
+        models[kind] = [p.detach() for p in model.parameters()]
+    same = all(torch.equal(a, b) for a, b in zip(models["ours"], models["dense_fused"]))
+    diff = max(float((a - b).abs().max()) for a, b in zip(models["ours"], models["dense_default"]))
+    return {"vocab": vocab, "steps": steps, "bit_identical_to_dense_fused_adam": same,
+            "max_abs_diff_vs_default_adam": diff}
+
+
+def run(vocab: int, steps: int, reps: int, log=print) -> dict:
+    set_threads()
+    ds = training_dataset(vocab, steps * BATCH, seed=0)
+    tr = ds.splits["train"]
+    lists = (ref.as_lists(ds.queries), ref.as_lists(ds.docs), tr.qidx.tolist(), tr.didx.tolist(), tr.labels.tolist())
+    tokens = (ds.queries.lengths[tr.qidx].sum() + ds.docs.lengths[tr.didx].sum()) / steps
+    nbytes = step_bytes(vocab, tokens)
+    ours, theirs, bws = [], [], []
+    for rep in range(reps):
+        bws.append(copy_bandwidth(repeats=5))
+        ours.append(_ours(ds, rep))
+        theirs.append(_theirs(ds, lists, rep))
+        log(f"  vocab {vocab:,} rep {rep + 1}/{reps}: ours {ours[-1]:,.0f} pairs/s, "
+            f"reference {theirs[-1]:,.0f} pairs/s, copy {bws[-1] / 1e9:.1f} GB/s")
+    ratios = [o / t for o, t in zip(ours, theirs)]
+    ceilings = [BATCH / (nbytes / b) for b in bws]
+    fractions = [o / c for o, c in zip(ours, ceilings)]
+    return {
+        "vocab": vocab, "steps": steps, "reps": reps, "pairs_per_rep": len(tr),
+        "tokens_per_batch": float(tokens), "step_bytes": float(nbytes),
+        "ours_pairs_s": ours, "theirs_pairs_s": theirs, "copy_bw": bws,
+        "ours_median": median(ours), "theirs_median": median(theirs),
+        "speedup": median(ratios), "ratios": ratios,
+        "ceiling_pairs_s": median(ceilings), "ceiling_fraction": median(fractions), "fractions": fractions,
+        "ours_ms_per_step": 1e3 * BATCH / median(ours), "theirs_ms_per_step": 1e3 * BATCH / median(theirs),
+        "ceiling_ms_per_step": 1e3 * BATCH / median(ceilings),
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vocab", type=int, default=100_000)
+    ap.add_argument("--steps", type=int, default=48)
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    out = run(a.vocab, a.steps, a.reps)
+    print(json.dumps({k: v for k, v in out.items() if not isinstance(v, list)}, indent=1))
