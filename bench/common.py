@@ -135,3 +135,49 @@ class Timer:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.t0
+
+
+def other_running(samples: int = 5, interval: float = 0.01) -> float:
+    """Mean number of other processes' threads ready to run (state R), over a few samples.
+
+    The load average mixes in the benchmark's own threads; this counts only the rest, as a
+    measure of how much other work competed for the 2 cores while a number was measured.
+    """
+    me = os.getpid()
+    total = 0
+    for k in range(samples):
+        n = 0
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit() or int(d.name) == me:
+                continue
+            try:
+                for t in (d / "task").iterdir():
+                    stat = (t / "stat").read_text()
+                    if stat[stat.rindex(")") + 2] == "R":
+                        n += 1
+            except (OSError, ValueError):
+                continue
+        total += n
+        if k + 1 < samples:
+            time.sleep(interval)
+    return total / samples
+
+
+def wait_quiet(max_seconds: float, threshold: float = 0.5, poll: float = 1.0) -> float:
+    """Wait (at most ``max_seconds``) until fewer than ``threshold`` other threads are
+    runnable; returns the seconds waited."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < max_seconds and other_running(samples=3) >= threshold:
+        time.sleep(poll)
+    return time.perf_counter() - t0
+
+
+def proc_status_mb(field: str) -> float:
+    """``VmRSS`` / ``VmHWM`` of this process from /proc/self/status, in MiB (nan if absent)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")

@@ -41,12 +41,14 @@ again: several full passes over a table. Instead, per step and per table:
 
 from __future__ import annotations
 
+import inspect
 import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 
 class CompactRows:
@@ -154,6 +156,7 @@ try:
     from numba.extending import intrinsic
 except ImportError:  # numba is optional: without it the torch-optimizer path is used
     KERNELS: dict = {}
+    bag_mean_grad = None
 else:
     @intrinsic
     def _fma(typingctx, a, b, c):
@@ -242,6 +245,19 @@ else:
                     p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
 
     KERNELS = {"fma_gv": adam_fma_gv, "fma_vb": adam_fma_vb, "plain": adam_plain}
+
+    @njit(**_OPTS)
+    def bag_mean_grad(ids, order, bag_of, scale, gout, out):
+        """out[ids[t]] += scale[bag] * gout[bag] over tokens t in ``order`` (one fma each):
+        ``embedding_bag(mode="mean")``'s weight gradient, accumulated in the order of
+        torch's own backward (its sort of the ids, then one axpy per token)."""
+        dim = out.shape[1]
+        for i in range(order.shape[0]):
+            t = order[i]
+            r, b = ids[t], bag_of[t]
+            s = scale[b]
+            for k in range(dim):
+                out[r, k] = _fma(s, gout[b, k], out[r, k])
 
 
 # --------------------------------------------------------------------------- RowAdam
@@ -364,8 +380,15 @@ class RowAdam:
         return state
 
     def step(self, threads: int) -> None:
-        """One update of every table; ``threads`` workers split each table's rows."""
+        """One update of every table, by ``threads`` threads.
+
+        The tables' rows are cut into ranges that the threads take in turn from a shared
+        queue, so a thread that the OS pauses (other processes on the cores) delays the
+        step by one range at most. Every element's update is independent of the others,
+        so the result does not depend on the cut or the thread count.
+        """
         kernels = _kernels()
+        n = max(1, threads)
         jobs = []
         for t, group in zip(self.tables, self.groups):
             state = self._state(t.weight)
@@ -375,18 +398,98 @@ class RowAdam:
             rows, g = t.compact_grad()
             fn = kernels[self.variants[t.weight.shape[1]][0]]
             arrays = (t.weight.detach().numpy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy(), rows, g)
-            jobs.append((fn, arrays, consts, t.weight.shape[0]))
-            t.leaf = None
-        n = max(1, threads)
-        pool = _pool(n)
-
-        def run(part: int) -> None:
-            for fn, arrays, consts, n_rows in jobs:
-                lo, hi = n_rows * part // n, n_rows * (part + 1) // n
+            n_rows = t.weight.shape[0]
+            parts = 1 if n == 1 else max(1, min(8 * n, n_rows * t.weight.shape[1] // 65536))
+            for k in range(parts):
+                lo, hi = n_rows * k // parts, n_rows * (k + 1) // parts
                 if hi > lo:
-                    fn(*arrays, lo, hi, *consts)
+                    jobs.append((fn, arrays, lo, hi, consts))
+            t.leaf = None
+        queue = iter(jobs)  # next() on it is atomic under the GIL
 
-        futures = [pool.submit(run, k) for k in range(1, n)] if pool is not None else []
-        run(0)
+        def work() -> None:
+            for fn, arrays, lo, hi, consts in queue:
+                fn(*arrays, lo, hi, *consts)
+
+        pool = _pool(n) if len(jobs) > 1 else None
+        futures = [pool.submit(work) for _ in range(n - 1)] if pool is not None else []
+        work()
         for f in futures:
             f.result()
+
+
+# --------------------------------------------------------------------------- bag-mean backward
+class _BagMean(torch.autograd.Function):
+    """``F.embedding_bag(ids, leaf, offsets, mode="mean")`` with a leaner weight gradient.
+
+    Forward is torch's own. Backward gives the same float32 result as torch's
+    ``_embedding_bag_dense_backward`` (ids sorted by torch's sort, then per token
+    ``row += float(1 / bag_size) * grad[bag]`` as one fused multiply-add), without its
+    per-token BLAS calls and per-call allocations.
+    """
+
+    @staticmethod
+    def forward(ctx, weight, ids, offsets):
+        ctx.save_for_backward(ids, offsets)
+        ctx.rows = weight.shape[0]
+        return torch.nn.functional.embedding_bag(ids, weight, offsets, mode="mean")
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        ids, offsets = ctx.saved_tensors
+        n_tok, n_bags = ids.shape[0], offsets.shape[0]
+        lengths = np.diff(np.append(offsets.numpy(), n_tok))
+        bag_of = np.repeat(np.arange(n_bags), lengths)
+        with np.errstate(divide="ignore"):
+            scale = (1.0 / lengths.astype(np.float64)).astype(np.float32)  # (float)(1.0 / bag_size)
+        order = ids.sort().indices.numpy()  # torch's tie order, which fixes the summation order
+        out = np.zeros((ctx.rows, grad_out.shape[1]), dtype=np.float32)
+        bag_mean_grad(ids.numpy(), order, bag_of, scale, np.ascontiguousarray(grad_out.numpy()), out)
+        return torch.from_numpy(out), None, None
+
+
+_BAG_SIG = inspect.signature(torch.nn.functional.embedding_bag)
+_BAG_EXACT: bool | None = None
+
+
+def bag_mean_exact() -> bool:
+    """Whether ``_BagMean``'s gradient equals torch's bit for bit here (checked once)."""
+    global _BAG_EXACT
+    if _BAG_EXACT is None:
+        _BAG_EXACT = False
+        if bag_mean_grad is not None:
+            gen = np.random.default_rng(0)
+            lengths = gen.integers(0, 40, size=24)
+            ids = torch.from_numpy(np.minimum(gen.zipf(1.3, size=int(lengths.sum())), 59).astype(np.int64))
+            offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64))
+            grad = torch.from_numpy(gen.normal(size=(24, 16)).astype(np.float32))
+            w0 = torch.from_numpy(gen.normal(size=(60, 16)).astype(np.float32))
+            w1, w2 = w0.clone().requires_grad_(), w0.clone().requires_grad_()
+            torch.nn.functional.embedding_bag(ids, w1, offsets, mode="mean").backward(grad)
+            _BagMean.apply(w2, ids, offsets).backward(grad)
+            _BAG_EXACT = bool(torch.equal(w1.grad, w2.grad))
+    return _BAG_EXACT
+
+
+class BagMeanMode(TorchFunctionMode):
+    """Inside this mode, ``F.embedding_bag(..., mode="mean")`` on one of ``leaves`` (CPU,
+    float32, plain options) runs as ``_BagMean``; every other call is left alone."""
+
+    def __init__(self, leaves):
+        super().__init__()
+        self.leaves = leaves
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.embedding_bag:
+            a = _BAG_SIG.bind(*args, **kwargs)
+            a.apply_defaults()
+            a = a.arguments
+            w, ids, offsets = a["weight"], a["input"], a["offsets"]
+            if (any(w is leaf for leaf in self.leaves) and a["mode"] == "mean" and a["max_norm"] is None
+                    and not a["scale_grad_by_freq"] and not a["sparse"] and a["per_sample_weights"] is None
+                    and not a["include_last_offset"] and a["padding_idx"] is None and ids.dim() == 1
+                    and offsets is not None and ids.dtype == offsets.dtype == torch.int64
+                    and w.dtype == torch.float32 and w.device.type == "cpu"):
+                return _BagMean.apply(w, ids, offsets)
+        return func(*args, **kwargs)

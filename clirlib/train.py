@@ -156,7 +156,7 @@ class _Step:
                  optimizer: torch.optim.Optimizer):
         from torch.func import functional_call
 
-        from .optim import CompactRows, RowAdam, compact_embedding
+        from .optim import BagMeanMode, CompactRows, RowAdam, bag_mean_exact, compact_embedding
 
         self.model, self.device, self.call = model, device, functional_call
         self.queries, self.docs = dataset.queries, dataset.docs
@@ -171,6 +171,9 @@ class _Step:
         # The tables' Adam update: one pass per table from the compact rows (RowAdam), or
         # the optimizer's own step on a dense gradient buffer when RowAdam does not apply.
         self.row_adam = RowAdam(optimizer, self.compact) if RowAdam.supports(optimizer, self.compact) else None
+        # Mean-pooling lookups on the leaves get a leaner backward with torch's exact result
+        # (optim._BagMean), where the check against torch's own backward passes.
+        self.bag_mode = BagMeanMode if self.compact and device.type == "cpu" and bag_mean_exact() else None
         # Average pooling's per-batch work is a few sub-millisecond kernels: one thread
         # runs them faster than waking the pool for each (and far faster when other
         # processes share the cores); Adam's pass over the tables keeps every thread.
@@ -204,7 +207,10 @@ class _Step:
         d = self._inputs(self.docs, self.didx[rows], self.sides[1], swap)
         if not swap:
             return self.model(*q, *d)
-        return self.call(self.model, swap, (*q, *d))
+        if self.bag_mode is None:
+            return self.call(self.model, swap, (*q, *d))
+        with self.bag_mode(list(swap.values())):
+            return self.call(self.model, swap, (*q, *d))
 
     def backward(self, loss: torch.Tensor, clip: float | None) -> float:
         """Gradients of ``loss``, clipped to norm ``clip``; returns the norm before clipping."""
