@@ -88,7 +88,20 @@ def _refresh(args: argparse.Namespace) -> int:
         print(f"[refresh] {nb.name}", flush=True)
         pm.execute_notebook(str(nb), str(nb), kernel_name=args.kernel, cwd=str(nb.parent),
                             progress_bar=False, log_output=False)
+        _strip_paths(nb)
     return 0
+
+
+def _strip_paths(nb: Path) -> None:
+    """Keep machine-specific absolute paths out of committed notebooks (papermill metadata)."""
+    import nbformat
+
+    book = nbformat.read(nb, as_version=4)
+    meta = book.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if meta.get(key):
+            meta[key] = Path(meta[key]).name
+    nbformat.write(book, nb)
 
 
 def _generate(args: argparse.Namespace) -> int:
