@@ -16,7 +16,8 @@ Sections (each module's docstring gives the method):
    ``bench/reproduce_timing.json`` if present.
 
 Options: ``--quick`` (fewer repetitions, paper epoch extrapolated from 10 % of the
-training queries; a smoke test, not for the record), ``--skip-paper``, ``--reproduce``.
+training queries; a smoke test, not for the record), ``--skip-paper``, ``--reproduce``,
+``--only-reproduce`` (time ``make reproduce`` alone and record it for later runs).
 Targets are checked here and reported; nothing in the test suite is timed.
 """
 
@@ -48,8 +49,11 @@ TARGETS = {
 PEAK_RSS_LIMIT_MB = 4000.0
 
 
+_T0 = time.perf_counter()
+
+
 def log(msg: str) -> None:
-    print(f"[bench] {msg}", flush=True)
+    print(f"[bench {time.perf_counter() - _T0:5.0f}s] {msg}", flush=True)
 
 
 # --------------------------------------------------------------------------- sections
@@ -123,26 +127,27 @@ def section_paper(quick: bool) -> dict:
     return {"generate": gen, "train": tr}
 
 
-def section_reproduce(run_it: bool) -> dict:
+def section_reproduce(run_it: bool, profile: str = "default") -> dict:
     if run_it:
         home = WORK_DIR / "reproduce-home"
         if home.exists():
             shutil.rmtree(home)
         home.mkdir(parents=True)
         shutil.copytree(ROOT / "notebooks", home / "notebooks")
-        log(f"make reproduce PROFILE=default from an empty cache (CLIRLIB_HOME={home}) ...")
+        log(f"make reproduce PROFILE={profile} from an empty cache (CLIRLIB_HOME={home}) ...")
         env = dict(os.environ, CLIRLIB_HOME=str(home), CLIRLIB_PROGRESS="0")
         t0 = time.perf_counter()
-        p = subprocess.run(["make", "reproduce", "PROFILE=default"], cwd=str(ROOT), env=env,
+        p = subprocess.run(["make", "reproduce", f"PROFILE={profile}"], cwd=str(ROOT), env=env,
                            capture_output=True, text=True)
         seconds = time.perf_counter() - t0
-        rec = {"seconds": seconds, "date": dt.datetime.now().isoformat(timespec="seconds"), "profile": "default",
-               "returncode": p.returncode, "how": "bench/run_all.py --reproduce: make reproduce PROFILE=default "
+        rec = {"seconds": seconds, "date": dt.datetime.now().isoformat(timespec="seconds"), "profile": profile,
+               "returncode": p.returncode, "how": f"bench/run_all.py --reproduce: make reproduce PROFILE={profile} "
                "with CLIRLIB_HOME set to an empty folder holding a copy of notebooks/ (empty results/ and data/ "
                "caches, benchmark generated from scratch)"}
         if p.returncode != 0:
             rec["error"] = (p.stderr or p.stdout).strip().splitlines()[-1:][0][:300] if (p.stderr or p.stdout) else "failed"
-        REPRODUCE_TIMING.write_text(json.dumps(rec, indent=1) + "\n")
+        (REPRODUCE_TIMING if profile == "default" else WORK_DIR / f"reproduce_timing_{profile}.json").write_text(
+            json.dumps(rec, indent=1) + "\n")
         log(f"  {'done' if p.returncode == 0 else 'FAILED'} in {seconds / 60:.1f} min")
         return rec
     if REPRODUCE_TIMING.exists():
@@ -272,14 +277,15 @@ def write_markdown(res: dict, values: dict) -> str:
     me = res["metrics"]
     L.append(f"## 2. Metrics ({me['queries']:,} queries x 54 candidates = {me['rows']:,} rows, tie-free scores)")
     L.append("")
-    L.append("| implementation | median s | best s | clirlib speedup | largest difference to clirlib (7 means) |")
-    L.append("| --- | ---: | ---: | ---: | ---: |")
+    L.append("| implementation | median s | best s | clirlib speedup | largest difference to clirlib (7 means) | identical (<= 1e-12) |")
+    L.append("| --- | ---: | ---: | ---: | ---: | :---: |")
     for name, rec in me["impls"].items():
         if "error" in rec:
             L.append(f"| {name} | {rec['error']} | | | |")
             continue
         L.append(f"| {name} | {rec['median']:.4f} | {rec['best']:.4f} | "
-                 f"{'-' if name == 'clirlib' else _fmt(rec['speedup']) + 'x'} | {rec['max_abs_diff']:.1e} |")
+                 f"{'-' if name == 'clirlib' else _fmt(rec['speedup']) + 'x'} | {rec['max_abs_diff']:.1e} | "
+                 f"{_yes(rec['max_abs_diff'] <= 1e-12)} |")
     L.append("")
     L.append("pytrec_eval, ranx and ir-measures times include building their dict inputs from the arrays; "
              "ranx's numba compilation is excluded. Differences of order 1e-15 are the order of float "
@@ -288,7 +294,7 @@ def write_markdown(res: dict, values: dict) -> str:
     en = res["encoders"]
     L.append(f"## 3. Scoring throughput (no gradient, vocabulary {en['vocab']:,}, 2 threads)")
     L.append("")
-    L.append("| encoder | pairs/s, each pair encoded (batches of 512) | pairs/s, evaluation path (`score_split`) | evaluation split |")
+    L.append("| encoder | pairs/s, each pair encoded (batches of 512 / 128) | pairs/s, evaluation path (`score_split`) | evaluation split |")
     L.append("| --- | ---: | ---: | --- |")
     for name, r in en["encoders"].items():
         L.append(f"| {name} | {_fmt(r['pairs_s_direct'], 0)} | {_fmt(r['pairs_s_split'], 0)} | {r['split']} candidates |")
@@ -357,10 +363,17 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions; paper epoch extrapolated (smoke test)")
     ap.add_argument("--skip-paper", action="store_true", help="skip the paper-profile section")
     ap.add_argument("--reproduce", action="store_true", help="time `make reproduce` on the default profile")
+    ap.add_argument("--reproduce-profile", default="default", help=argparse.SUPPRESS)  # ci: smoke test
+    ap.add_argument("--only-reproduce", action="store_true",
+                    help="only time `make reproduce` and record it in bench/reproduce_timing.json (read by later runs)")
     a = ap.parse_args(argv)
     quick = a.quick or os.environ.get("BENCH_QUICK") == "1"
     reproduce = a.reproduce or os.environ.get("BENCH_REPRODUCE") == "1"
     os.environ.setdefault("CLIRLIB_PROGRESS", "0")
+    if a.only_reproduce:
+        rec = section_reproduce(True, a.reproduce_profile)
+        print(json.dumps(rec, indent=1))
+        return 0 if rec.get("returncode", 1) == 0 else 1
     set_threads()
     t_start = time.perf_counter()
     res: dict = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"), "quick": quick,
@@ -377,7 +390,7 @@ def main(argv=None) -> int:
     busy0 = other_running()
     res["encoders"] = section_encoders(quick)
     res["encoders"]["other_running"] = (busy0 + other_running()) / 2
-    res["reproduce"] = section_reproduce(reproduce)
+    res["reproduce"] = section_reproduce(reproduce, a.reproduce_profile)
     res["total_seconds"] = time.perf_counter() - t_start
     res["load_end"] = machine()["load average (1/5/15 min)"]
     values = summary_values(res)

@@ -16,7 +16,10 @@ again: several full passes over a table. Instead, per step and per table:
    model's own forward runs on that leaf (``torch.func.functional_call``), so the encoder
    code is unchanged and computes exactly the same values;
 2. backward fills the leaf's gradient: the table's gradient, row-compacted (the dense
-   gradient is zero on every other row);
+   gradient is zero on every other row). Mean-pooling lookups (``EmbeddingBag(mode=
+   "mean")``, average pooling) on the leaf run through ``_BagMean`` under
+   ``BagMeanMode``: torch's forward, and a backward giving torch's gradient bit for bit
+   (same summation order, checked once per process) without its per-token BLAS calls;
 3. gradient-norm clipping runs on the compact gradients together with the other
    parameters' (zero rows add nothing to the norm; scaling a zero keeps it zero);
 4. the update, one of two implementations of the same arithmetic:
@@ -419,32 +422,51 @@ class RowAdam:
 
 
 # --------------------------------------------------------------------------- bag-mean backward
+_HELPER: ThreadPoolExecutor | None = None
+
+
+def _helper() -> ThreadPoolExecutor:
+    """One background thread for work the batch's backward needs later (a free core
+    while the forward runs single-threaded)."""
+    global _HELPER
+    if _HELPER is None:
+        _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clirlib-bag")
+    return _HELPER
+
+
+def _bag_backward_plan(ids: torch.Tensor, offsets: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token order, bag of each token and each bag's float(1 / size) for ``_BagMean``."""
+    n_tok, n_bags = ids.shape[0], offsets.shape[0]
+    lengths = np.diff(np.append(offsets.numpy(), n_tok))
+    bag_of = np.repeat(np.arange(n_bags), lengths)
+    with np.errstate(divide="ignore"):
+        scale = (1.0 / lengths.astype(np.float64)).astype(np.float32)  # (float)(1.0 / bag_size)
+    order = ids.sort().indices.numpy()  # torch's tie order, which fixes the summation order
+    return order, bag_of, scale
+
+
 class _BagMean(torch.autograd.Function):
     """``F.embedding_bag(ids, leaf, offsets, mode="mean")`` with a leaner weight gradient.
 
     Forward is torch's own. Backward gives the same float32 result as torch's
     ``_embedding_bag_dense_backward`` (ids sorted by torch's sort, then per token
     ``row += float(1 / bag_size) * grad[bag]`` as one fused multiply-add), without its
-    per-token BLAS calls and per-call allocations.
+    per-token BLAS calls and per-call allocations. The sort runs on a helper thread
+    while the forward and the loss go on (torch releases the GIL inside the sort).
     """
 
     @staticmethod
     def forward(ctx, weight, ids, offsets):
-        ctx.save_for_backward(ids, offsets)
         ctx.rows = weight.shape[0]
+        ctx.ids = ids
+        ctx.plan = _helper().submit(_bag_backward_plan, ids, offsets)
         return torch.nn.functional.embedding_bag(ids, weight, offsets, mode="mean")
 
     @staticmethod
     def backward(ctx, grad_out):
-        ids, offsets = ctx.saved_tensors
-        n_tok, n_bags = ids.shape[0], offsets.shape[0]
-        lengths = np.diff(np.append(offsets.numpy(), n_tok))
-        bag_of = np.repeat(np.arange(n_bags), lengths)
-        with np.errstate(divide="ignore"):
-            scale = (1.0 / lengths.astype(np.float64)).astype(np.float32)  # (float)(1.0 / bag_size)
-        order = ids.sort().indices.numpy()  # torch's tie order, which fixes the summation order
+        order, bag_of, scale = ctx.plan.result()
         out = np.zeros((ctx.rows, grad_out.shape[1]), dtype=np.float32)
-        bag_mean_grad(ids.numpy(), order, bag_of, scale, np.ascontiguousarray(grad_out.numpy()), out)
+        bag_mean_grad(ctx.ids.numpy(), order, bag_of, scale, np.ascontiguousarray(grad_out.numpy()), out)
         return torch.from_numpy(out), None, None
 
 
