@@ -31,7 +31,7 @@ from .metrics import METRIC_NAMES
 from .train import NonFiniteError, TrainConfig, _progress_enabled, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 #: Scores kept per class for the density plots (Figure 3).
 SCORE_SAMPLE = 3000
 

@@ -45,6 +45,39 @@ def test_dssm_encoders_shapes_and_batch_independence(cls):
         torch.testing.assert_close(enc(*ragged([t])), out[i:i + 1], rtol=1e-5, atol=1e-6)
 
 
+def test_cnn_equals_conv1d_over_each_text():
+    """The ragged CNN is Conv1d + tanh + max over each text's own windows (a text shorter
+    than the window: its one window zero-padded), checked text by text against nn.Conv1d."""
+    torch.manual_seed(0)
+    enc = CNNEncoder(30, 8, filters=5).eval()
+    texts = [[3, 4, 5, 6, 7, 8, 9, 10], [11, 12, 13], [14], [15, 16], [], [17, 18, 19, 20]]
+    out = enc(*ragged(texts))
+    for i, t in enumerate(texts):
+        x = enc.embedding(torch.tensor(t, dtype=torch.long)) if t else torch.zeros(0, 8)
+        x = torch.cat([x, torch.zeros(max(3 - len(t), 0), 8)])  # (max(len, 3), p)
+        h = torch.tanh(enc.conv(x.t().unsqueeze(0)))[0]  # (F, windows)
+        expected = torch.tanh(enc.fc(h.max(dim=1).values))
+        torch.testing.assert_close(out[i], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_cnn_gradients_match_conv1d():
+    # autograd through the ragged form gives the Conv1d form's parameter gradients
+    torch.manual_seed(1)
+    enc = CNNEncoder(30, 8, filters=5).eval()
+    texts = [[3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14], [15]]
+    enc(*ragged(texts)).sum().backward()
+    ours = [p.grad.clone() for p in (enc.conv.weight, enc.conv.bias, enc.embedding.weight)]
+    enc.zero_grad()
+    total = 0
+    for t in texts:
+        x = torch.cat([enc.embedding(torch.tensor(t)), torch.zeros(max(3 - len(t), 0), 8)])
+        h = torch.tanh(enc.conv(x.t().unsqueeze(0)))[0]
+        total = total + torch.tanh(enc.fc(h.max(dim=1).values)).sum()
+    total.backward()
+    for a, b in zip(ours, (enc.conv.weight.grad, enc.conv.bias.grad, enc.embedding.weight.grad)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_cnn_settings_of_section_5_1():
     enc = CNNEncoder(10, 64)
     assert enc.conv.kernel_size == (3,) and enc.conv.out_channels == 300
