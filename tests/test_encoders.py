@@ -101,6 +101,29 @@ def test_lstm_uses_final_forward_and_final_backward_states():
     torch.testing.assert_close(enc(ids, offsets)[0], torch.tanh(enc.fc(expected)))
 
 
+def test_lstm_equals_bidirectional_lstm_on_packed_sequence():
+    """The two one-direction passes give nn.LSTM(bidirectional)'s final states on a
+    PackedSequence (the textbook way to skip padding), values and gradients."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    torch.manual_seed(2)
+    enc = LSTMEncoder(30, 6, hidden=5).eval()
+    texts = [[3, 4, 5, 6, 7, 8, 9], [10], [11, 12, 13], [], [14, 15]]
+    ids, offsets = ragged(texts)
+    ours = enc(ids, offsets)
+    ours.sum().backward()
+    grads = [p.grad.clone() for p in enc.parameters()]
+    enc.zero_grad()
+    tokens, lengths = padded(ids, offsets)
+    packed = pack_padded_sequence(enc.embedding(tokens), lengths.clamp_min(1), batch_first=True, enforce_sorted=False)
+    _, (h_n, _) = enc.lstm(packed)  # (2, B, H)
+    ref = torch.tanh(enc.fc(torch.cat([h_n[0], h_n[1]], dim=1)))
+    ref.sum().backward()
+    torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
+    for a, p in zip(grads, enc.parameters()):
+        torch.testing.assert_close(a, p.grad, rtol=1e-5, atol=1e-6)
+
+
 def test_pretrained_vectors_initialise_and_are_trainable():
     vectors = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
     r = Ranker.build("avgpool", 7, 9, dim=4, q_vectors=vectors, d_vectors=None, seed=0)
