@@ -175,79 +175,46 @@ else:
 
     _OPTS = dict(nogil=True, cache=True, fastmath=False, boundscheck=False, error_model="numpy")
 
-    @njit(**_OPTS)
-    def adam_fma_gv(p, m, v, rows, g, lo, hi, c1, beta2, c2, bc2_sqrt, eps, neg_step):
-        """v = fma(c2 * g, g, v * beta2)."""
-        n, dim = rows.shape[0], p.shape[1]
-        j = np.searchsorted(rows, lo)
-        zero = np.float32(0.0)
-        for r in range(lo, hi):
-            if j < n and rows[j] == r:
-                for k in range(dim):
-                    gk = g[j, k]
-                    mk = _fma(c1, gk - m[r, k], m[r, k])
-                    vk = _fma(c2 * gk, gk, v[r, k] * beta2)
-                    m[r, k] = mk
-                    v[r, k] = vk
-                    p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
-                j += 1
-            else:
-                for k in range(dim):
-                    mk = _fma(c1, zero - m[r, k], m[r, k])
-                    vk = _fma(c2 * zero, zero, v[r, k] * beta2)
-                    m[r, k] = mk
-                    v[r, k] = vk
-                    p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
+    @njit(inline="always", **_OPTS)
+    def _v_line(variant, v, beta2, c2, g):
+        """The v line of each variant: 0 ``fma(c2 * g, g, v * beta2)``, 1 ``fma(v, beta2,
+        (c2 * g) * g)``, 2 ``v * beta2 + (c2 * g) * g`` (no contraction)."""
+        if variant == 0:
+            return _fma(c2 * g, g, v * beta2)
+        if variant == 1:
+            return _fma(v, beta2, (c2 * g) * g)
+        return v * beta2 + (c2 * g) * g
 
-    @njit(**_OPTS)
-    def adam_fma_vb(p, m, v, rows, g, lo, hi, c1, beta2, c2, bc2_sqrt, eps, neg_step):
-        """v = fma(v, beta2, (c2 * g) * g)."""
-        n, dim = rows.shape[0], p.shape[1]
-        j = np.searchsorted(rows, lo)
-        zero = np.float32(0.0)
-        for r in range(lo, hi):
-            if j < n and rows[j] == r:
-                for k in range(dim):
-                    gk = g[j, k]
-                    mk = _fma(c1, gk - m[r, k], m[r, k])
-                    vk = _fma(v[r, k], beta2, (c2 * gk) * gk)
-                    m[r, k] = mk
-                    v[r, k] = vk
-                    p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
-                j += 1
-            else:
-                for k in range(dim):
-                    mk = _fma(c1, zero - m[r, k], m[r, k])
-                    vk = _fma(v[r, k], beta2, (c2 * zero) * zero)
-                    m[r, k] = mk
-                    v[r, k] = vk
-                    p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
+    def _adam_kernel(variant: int):
+        """The update of rows lo..hi of one table, compiled for one v line (``variant`` is a
+        compile-time constant inside, so the branch in ``_v_line`` disappears)."""
 
-    @njit(**_OPTS)
-    def adam_plain(p, m, v, rows, g, lo, hi, c1, beta2, c2, bc2_sqrt, eps, neg_step):
-        """No contraction of the v line: v = v * beta2 + (c2 * g) * g."""
-        n, dim = rows.shape[0], p.shape[1]
-        j = np.searchsorted(rows, lo)
-        zero = np.float32(0.0)
-        for r in range(lo, hi):
-            if j < n and rows[j] == r:
-                for k in range(dim):
-                    gk = g[j, k]
-                    mk = _fma(c1, gk - m[r, k], m[r, k])
-                    vk = v[r, k] * beta2 + (c2 * gk) * gk
-                    m[r, k] = mk
-                    v[r, k] = vk
-                    p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
-                j += 1
-            else:
-                for k in range(dim):
-                    mk = _fma(c1, zero - m[r, k], m[r, k])
-                    vk = v[r, k] * beta2 + (c2 * zero) * zero
-                    m[r, k] = mk
-                    v[r, k] = vk
-                    p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
+        @njit(**_OPTS)
+        def adam_rows(p, m, v, rows, g, lo, hi, c1, beta2, c2, bc2_sqrt, eps, neg_step):
+            n, dim = rows.shape[0], p.shape[1]
+            j = np.searchsorted(rows, lo)
+            zero = np.float32(0.0)
+            for r in range(lo, hi):
+                if j < n and rows[j] == r:
+                    for k in range(dim):
+                        gk = g[j, k]
+                        mk = _fma(c1, gk - m[r, k], m[r, k])
+                        vk = _v_line(variant, v[r, k], beta2, c2, gk)
+                        m[r, k] = mk
+                        v[r, k] = vk
+                        p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
+                    j += 1
+                else:  # no gradient: the same arithmetic with g = 0 (the moments still decay)
+                    for k in range(dim):
+                        mk = _fma(c1, zero - m[r, k], m[r, k])
+                        vk = _v_line(variant, v[r, k], beta2, c2, zero)
+                        m[r, k] = mk
+                        v[r, k] = vk
+                        p[r, k] = p[r, k] + (neg_step * mk) / (np.sqrt(vk) / bc2_sqrt + eps)
 
-    KERNELS = {"fma_gv": adam_fma_gv, "fma_vb": adam_fma_vb, "plain": adam_plain}
+        return adam_rows
+
+    KERNELS = {name: _adam_kernel(code) for code, name in enumerate(("fma_gv", "fma_vb", "plain"))}
 
     @njit(**_OPTS)
     def bag_mean_grad(ids, order, bag_of, scale, gout, out):

@@ -182,3 +182,33 @@ def test_bag_mean_backward_equals_torch():
     out_a.backward(grad)
     out_b.backward(grad)
     assert torch.equal(a.grad, b.grad)
+
+
+@pytest.mark.skipif(not optim.numba_available(), reason="numba kernels not installed")
+def test_each_kernel_variant_computes_its_own_v_line():
+    """The three compiled Adam kernels differ only in how v = v * beta2 + (c2 * g) * g is
+    rounded; each must compute its own form (emulated here in float32 numpy, the fused
+    multiply-add as one float64 product-sum rounded once, exact at these magnitudes)."""
+    gen = np.random.default_rng(1)
+    n, dim = 300, 16
+    p0 = gen.normal(size=(n, dim)).astype(np.float32)
+    v0 = np.abs(gen.normal(size=(n, dim))).astype(np.float32)
+    rows = np.sort(gen.choice(n, 100, replace=False))
+    g = (gen.normal(size=(100, dim)) * 3).astype(np.float32)
+    c1, beta2, c2, bc2, eps, neg = optim._consts(0.01, 0.9, 0.999, 1e-8, 1.0)
+    dense = np.zeros_like(p0)
+    dense[rows] = g
+
+    def fma(a, b, c):
+        return (np.float64(1) * a * b + c).astype(np.float32)
+
+    want = {"plain": v0 * beta2 + (c2 * dense) * dense,
+            "fma_gv": fma(c2 * dense, dense, v0 * beta2),
+            "fma_vb": fma(v0, beta2, (c2 * dense) * dense)}
+    assert set(optim.KERNELS) == set(want)
+    for name, kernel in optim.KERNELS.items():
+        p, m, v = p0.copy(), np.zeros_like(p0), v0.copy()
+        kernel(p, m, v, rows, g, 0, n, c1, beta2, c2, bc2, eps, neg)
+        assert np.array_equal(v, want[name]), name
+    # the forms do differ on this input, so the test can tell the kernels apart
+    assert not np.array_equal(want["plain"], want["fma_gv"]) and not np.array_equal(want["plain"], want["fma_vb"])
