@@ -105,6 +105,15 @@ def figure5(profile: str, data: str | None = None, lang: str = "fr", force: bool
     return df
 
 
+#: Wall-clock columns: they change on every run, so saved tables leave them out.
+TIMING_COLUMNS = ("seconds",)
+
+
+def save_table(df: pd.DataFrame, path, **to_csv: Any) -> None:
+    """Write ``df`` as CSV without its wall-clock columns (a rerun gives the same file)."""
+    df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]).to_csv(path, **{"index": False, **to_csv})
+
+
 def wide(df: pd.DataFrame, key: str, order: Iterable[str]) -> pd.DataFrame:
     """Mean over seeds, one row per (lang, key), the seven metrics as columns."""
     out = df.groupby(["lang", key], sort=False)[list(METRIC_NAMES)].mean().reset_index()

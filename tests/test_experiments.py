@@ -61,3 +61,15 @@ def test_summary_rows_are_tidy(results_dir):
             for l in ("sosl", "mse")]
     assert [r["loss"] for r in rows] == ["sosl", "mse"]
     assert {"P_mr@1", "dev_MAP", "epsilon", "thresholds", "seed"} <= set(rows[0])
+
+
+def test_save_table_leaves_out_wall_clock_columns(tmp_path):
+    import pandas as pd
+
+    from clirlib.reproduction import save_table
+
+    df = pd.DataFrame({"lang": ["fr"], "MAP": [0.5], "seconds": [3.2]})
+    save_table(df, tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_text() == "lang,MAP\nfr,0.5\n"
+    save_table(df.assign(seconds=9.9), tmp_path / "u.csv")  # another run's timing: same file
+    assert (tmp_path / "u.csv").read_bytes() == (tmp_path / "t.csv").read_bytes()
