@@ -22,6 +22,9 @@ NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND     := Agg
+# No per-run progress bars inside headless notebook runs (papermill, nbval); CLIRLIB_PROGRESS=1 shows them.
+CLIRLIB_PROGRESS ?= 0
+export CLIRLIB_PROGRESS
 
 .PHONY: help venv reproduce test test-fast bench notebooks-refresh clean-results clean
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     from .paths import RESULTS_DIR
 
+    os.environ.setdefault("CLIRLIB_PROGRESS", "0")  # the kernels inherit it: no bars in executed notebooks
     params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,6 +86,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _refresh(args: argparse.Namespace) -> int:
     import papermill as pm
 
+    os.environ.setdefault("CLIRLIB_PROGRESS", "0")
     for nb in _notebooks():
         print(f"[refresh] {nb.name}", flush=True)
         pm.execute_notebook(str(nb), str(nb), kernel_name=args.kernel, cwd=str(nb.parent),

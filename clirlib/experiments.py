@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from . import determinism, paths
 from .metrics import METRIC_NAMES
-from .train import NonFiniteError, TrainConfig, _progress_enabled, train
+from .train import NonFiniteError, TrainConfig, _progress_disabled, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
 CACHE_VERSION = 2
@@ -143,7 +143,7 @@ def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc:
     """Run (or load) every config; one tidy row per run: config columns, then the metrics."""
     configs = list(configs)
     rows = []
-    for cfg in tqdm(configs, desc=desc, disable=_progress_enabled(), leave=False):
+    for cfg in tqdm(configs, desc=desc, disable=_progress_disabled(), leave=False):
         rows.append(summary_row(run(cfg, force=force)))
     return pd.DataFrame(rows)
 

@@ -7,12 +7,16 @@ same data gives the same files.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Iterable
 
 import matplotlib
 
-matplotlib.use("Agg")  # headless; notebooks still display the returned figures inline
+if "ipykernel" not in sys.modules:
+    # Headless scripts and tests; inside a Jupyter kernel the notebook's own (inline)
+    # backend stays, so executed notebooks carry their figures.
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

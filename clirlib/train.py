@@ -127,7 +127,7 @@ class TrainResult:
     model: Ranker | None = field(default=None, repr=False)
 
 
-def _progress_enabled() -> bool | None:
+def _progress_disabled() -> bool | None:
     # tqdm's disable=None hides bars when output is not a terminal (papermill, nbval, CI).
     if os.environ.get("CLIRLIB_PROGRESS", "") == "0" or os.environ.get("CI"):
         return True
@@ -275,7 +275,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     device = determinism.device()
     loss_fn = get_loss(cfg.loss)
     thresholds = cfg.thresholds
-    disable = (not progress) if progress is not None else _progress_enabled()
+    disable = (not progress) if progress is not None else _progress_disabled()
 
     model = Ranker.build(
         cfg.encoder, len(dataset.q_vocab), len(dataset.d_vocab), dim=dataset.embedding_dim,
