@@ -281,7 +281,7 @@ def write_markdown(res: dict, values: dict) -> str:
     L.append("| --- | ---: | ---: | ---: | ---: | :---: |")
     for name, rec in me["impls"].items():
         if "error" in rec:
-            L.append(f"| {name} | {rec['error']} | | | |")
+            L.append(f"| {name} | {rec['error']} | | | | |")
             continue
         L.append(f"| {name} | {rec['median']:.4f} | {rec['best']:.4f} | "
                  f"{'-' if name == 'clirlib' else _fmt(rec['speedup']) + 'x'} | {rec['max_abs_diff']:.1e} | "
