@@ -240,11 +240,6 @@ def numba_available() -> bool:
     return bool(KERNELS)
 
 
-def _kernels() -> dict:
-    """Variant name -> numba kernel (compiled on first call, then cached on disk)."""
-    return KERNELS
-
-
 def _pool(n: int) -> ThreadPoolExecutor | None:
     global _POOL, _POOL_SIZE
     if n <= 1:
@@ -276,7 +271,6 @@ def _variant(dim: int) -> tuple[str, bool]:
     """
     if dim in _VARIANT:
         return _VARIANT[dim]
-    kernels = _kernels()
     gen = np.random.default_rng(0)
     n = 257
     p0 = torch.from_numpy(gen.normal(size=(n, dim)).astype(np.float32))
@@ -293,8 +287,8 @@ def _variant(dim: int) -> tuple[str, bool]:
         ref.grad = dense
         opt.step()
     want = [ref.detach().numpy(), opt.state[ref]["exp_avg"].numpy(), opt.state[ref]["exp_avg_sq"].numpy()]
-    choice = (next(iter(kernels)), False)
-    for name, fn in kernels.items():
+    choice = (next(iter(KERNELS)), False)
+    for name, fn in KERNELS.items():
         p, m, v = p0.numpy().copy(), np.zeros((n, dim), np.float32), np.zeros((n, dim), np.float32)
         for k, (rows, g) in enumerate(steps, start=1):
             fn(p, m, v, rows, g, 0, n, *_consts(0.01, 0.9, 0.999, 1e-8, float(k)))
@@ -357,7 +351,6 @@ class RowAdam:
         step by one range at most. Every element's update is independent of the others,
         so the result does not depend on the cut or the thread count.
         """
-        kernels = _kernels()
         n = max(1, threads)
         jobs = []
         for t, group in zip(self.tables, self.groups):
@@ -366,7 +359,7 @@ class RowAdam:
             beta1, beta2 = group["betas"]
             consts = _consts(float(group["lr"]), beta1, beta2, group["eps"], float(state["step"].item()))
             rows, g = t.compact_grad()
-            fn = kernels[self.variants[t.weight.shape[1]][0]]
+            fn = KERNELS[self.variants[t.weight.shape[1]][0]]
             arrays = (t.weight.detach().numpy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy(), rows, g)
             n_rows = t.weight.shape[0]
             parts = 1 if n == 1 else max(1, min(8 * n, n_rows * t.weight.shape[1] // 65536))

@@ -207,9 +207,7 @@ class _Step:
         d = self._inputs(self.docs, self.didx[rows], self.sides[1], swap)
         if not swap:
             return self.model(*q, *d)
-        if self.bag_mode is None:
-            return self.call(self.model, swap, (*q, *d))
-        with self.bag_mode(list(swap.values())):
+        with self.bag_mode(list(swap.values())) if self.bag_mode else contextlib.nullcontext():
             return self.call(self.model, swap, (*q, *d))
 
     def backward(self, loss: torch.Tensor, clip: float | None) -> float:
