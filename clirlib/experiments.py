@@ -31,7 +31,7 @@ from .metrics import METRIC_NAMES
 from .train import NonFiniteError, TrainConfig, _progress_disabled, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 #: Scores kept per class for the density plots (Figure 3).
 SCORE_SAMPLE = 3000
 
@@ -123,7 +123,9 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
         "config": res.config.to_dict(),
         "test": res.test_metrics,
         "dev": res.dev_metrics,
+        "dev_chance": res.dev_chance,
         "best_epoch": res.best_epoch,
+        "epochs_run": len(res.history),
         "split_losses": res.split_losses,
         "history": res.history,
         "seconds": res.seconds,
@@ -151,7 +153,8 @@ def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc:
 def summary_row(record: dict[str, Any]) -> dict[str, Any]:
     cfg = dict(record["config"])
     cfg["thresholds"] = tuple(cfg["thresholds"])
-    row = {**cfg, "best_epoch": record["best_epoch"], "seconds": record["seconds"]}
+    row = {**cfg, "best_epoch": record["best_epoch"], "epochs_run": record["epochs_run"],
+           "dev_chance": record["dev_chance"], "seconds": record["seconds"]}
     row.update({m: record["test"][m] for m in METRIC_NAMES})
     row.update({f"dev_{m}": record["dev"][m] for m in METRIC_NAMES})
     return row

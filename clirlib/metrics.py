@@ -300,3 +300,13 @@ def evaluate(scores: Any, labels: Any, query_ids: Any) -> dict[str, float]:
     """The seven metrics of Tables 2-3, each averaged over queries."""
     rl = RankedLists.from_scores(scores, labels, query_ids)
     return {name: float(METRICS[name](rl).mean()) for name in METRIC_NAMES}
+
+
+def chance_p_mr1(labels: Any, query_ids: Any) -> float:
+    """Expected ``P_mr@1`` of a uniformly random ranking: mean over queries of
+    #MR / #candidates (the bar that the convergence check of ``clirlib.verdicts`` scales)."""
+    labels, qids = _as_numpy(labels), _as_numpy(query_ids)
+    _, inverse = np.unique(qids, return_inverse=True)
+    n = np.bincount(inverse)  # (Q,) candidates per query
+    mr = np.bincount(inverse, weights=(labels == MR).astype(float), minlength=len(n))  # (Q,)
+    return float(np.mean(mr / n))

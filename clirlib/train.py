@@ -7,7 +7,8 @@ clipping at 5.0 (the released code's default) unless ``clip=None``.
 
 Each epoch records the training loss, gradient-norm statistics and the dev metrics; the
 epoch with the best dev ``select_metric`` (earliest on ties) is restored and evaluated on
-the test split. A non-finite loss or gradient stops training with ``NonFiniteError``
+the test split. With ``patience`` set, training stops early once that many epochs in a
+row brought no dev gain (at most ``epochs``). A non-finite loss or gradient stops training with ``NonFiniteError``
 naming the epoch, step and setting.
 """
 
@@ -32,7 +33,7 @@ from tqdm.auto import tqdm
 from . import determinism
 from .encoders import ENCODERS, AvgPoolEncoder, Ranker
 from .losses import DEFAULT_THRESHOLDS, get_loss
-from .metrics import METRIC_NAMES, evaluate, evaluate_per_query
+from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
 
 #: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
 PAPER_SETTINGS: dict[str, dict[str, Any]] = {
@@ -67,6 +68,7 @@ class TrainConfig:
     n_nr: int = 40  # NR documents per query
     train_fraction: float = 1.0  # keep this share of the training queries (Theorem 3 study)
     select_metric: str = "NDCG@5"  # dev metric that picks the epoch
+    patience: int | None = None  # early stopping: stop after this many epochs without a dev gain (None: never)
     pretrained: bool = True  # start from the (Polyglot-format) embeddings when available
     init_scale: float | None = None  # rescale initial embedding rows to this mean norm
     record_steps: bool = False  # keep every step's gradient norm in the history
@@ -96,6 +98,8 @@ class TrainConfig:
         )
         if out.epochs < 1 or out.batch_size < 1:
             raise ValueError("epochs and batch_size must be positive")
+        if out.patience is not None and out.patience < 1:
+            raise ValueError(f"patience must be a positive number of epochs or None, got {out.patience}")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +120,7 @@ class TrainResult:
     history: list[dict[str, Any]]  # one entry per epoch
     best_epoch: int  # 1-based
     dev_metrics: dict[str, float]
+    dev_chance: float  # dev P_mr@1 of a random ranking (metrics.chance_p_mr1)
     test_metrics: dict[str, float]
     test_per_query: pd.DataFrame
     data_info: dict[str, Any]
@@ -332,6 +337,8 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
             best_value, best_epoch, best_dev = dev_m[cfg.select_metric], epoch, dev_m
             best_state = copy.deepcopy(model.state_dict())
         bar.set_postfix(loss=f"{loss_sum / n:.4f}", dev=f"{dev_m[cfg.select_metric]:.3f}")
+        if cfg.patience is not None and epoch - best_epoch >= cfg.patience:
+            break  # early stopping: no dev gain for `patience` epochs
 
     model.load_state_dict(best_state)
     test_scores = score_split(model, dataset, test, device)
@@ -339,6 +346,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     per_query["query_id"] = [dataset.query_ids[i] for i in per_query["query_id"]]
     result = TrainResult(
         config=cfg, history=history, best_epoch=best_epoch, dev_metrics=best_dev,
+        dev_chance=chance_p_mr1(dev.labels, dev.qidx),
         test_metrics=evaluate(test_scores, test.labels, test.qidx), test_per_query=per_query,
         data_info=dict(dataset.info), seconds=time.perf_counter() - t_start, step_grad_norms=step_norms,
         model=model if keep_model else None,
