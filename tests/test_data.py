@@ -164,6 +164,30 @@ def test_split_of_loaded_dataset(wc):
     n_q = {k: sp.n_queries for k, sp in ds.splits.items()}
     assert n_q == {"train": 6, "dev": 2, "test": 2}  # 10 queries: dev = test = 10 // 5
     assert ds.info["split_sizes"] == n_q
+    assert ds.info["split_rule"] == "3:1:1"
+
+
+def test_explicit_split_sizes():
+    # Same permutation as the 3:1:1 rule; explicit sizes only move the cut points.
+    ratio, explicit = split_queries(600, seed=3), split_queries(600, seed=3, sizes=(360, 120, 120))
+    assert all(np.array_equal(ratio[k], explicit[k]) for k in ratio)
+    big = split_queries(1480, seed=0, sizes=(360, 120, 1000))
+    assert [len(big[k]) for k in ("train", "dev", "test")] == [360, 120, 1000]
+    assert sorted(np.concatenate(list(big.values())).tolist()) == list(range(1480))
+    with pytest.raises(ValueError, match="summing to 10"):
+        split_queries(10, seed=0, sizes=(6, 2, 1))
+
+
+def test_loader_with_explicit_split_sizes(wc):
+    ds = load(wc, split_sizes=(5, 2, 3))
+    assert ds.info["split_sizes"] == {"train": 5, "dev": 2, "test": 3}
+    assert ds.info["split_rule"] == "explicit sizes"
+    assert len(ds.query_ids) == 10
+    qs = [set(ds.splits[k].qidx.tolist()) for k in ("train", "dev", "test")]
+    assert not (qs[0] & qs[1] or qs[0] & qs[2] or qs[1] & qs[2])
+    assert load(wc, split_sizes=(5, 2, 3), n_queries=3).info["split_sizes"] == ds.info["split_sizes"]  # sizes win
+    with pytest.raises(DataFormatError, match="need 12 queries"):
+        load(wc, split_sizes=(6, 3, 3))
 
 
 def test_nr_sampling_excludes_mr_sr_and_is_deterministic(wc):
@@ -400,10 +424,26 @@ def test_load_dataset_on_a_fixture_dir(tmp_path):
 
 def test_table1_columns(wc):
     t = table1(load(wc))
-    assert list(t.columns) == ["lang", "source", "queries", "sr_per_query", "documents", "candidates_per_query",
+    assert list(t.columns) == ["lang", "source", "queries", "train", "dev", "test", "sr_per_query", "documents",
+                               "candidates_per_query",
                                "paper_queries", "paper_sr_per_query", "paper_documents",
                                "paper_candidates_per_query"]
     row = t.iloc[0]
     assert row["queries"] == 10 and row["documents"] == N_DOCS
+    assert (row["train"], row["dev"], row["test"]) == (6, 2, 2)
     assert row["candidates_per_query"] == pytest.approx(1 + 1.1 + 5)  # MR + mean SR + n_nr
     assert row["paper_sr_per_query"] == 12.6 and row["paper_documents"] == 1_894_000  # Table 1, French
+
+
+def test_min_detectable_difference():
+    from clirlib.data.stats import max_sd_of_differences, min_detectable_difference, paired_sd
+
+    # (z_0.975 + z_0.8) * sd / sqrt(n) = (1.95996 + 0.84162) * 0.5 / 10
+    assert min_detectable_difference(0.5, 100) == pytest.approx(0.140079, abs=1e-5)
+    assert min_detectable_difference(0.5, 400) == pytest.approx(0.140079 / 2, abs=1e-5)
+    assert max_sd_of_differences(min_detectable_difference(0.3, 250), 250) == pytest.approx(0.3)
+    assert paired_sd(0.4) == pytest.approx(np.sqrt(0.48))  # independent hits
+    assert paired_sd(0.4, discordance=0.1, delta=0.03) == pytest.approx(np.sqrt(0.1 - 0.0009))
+    with pytest.raises(ValueError):
+        min_detectable_difference(0.5, 0)
+

@@ -4,7 +4,9 @@
 
 - ``data`` a benchmark profile (``ci``, ``default``, ``paper``): the collection is
   generated on first use (``generate_benchmark``) and then read by ``load_wikiclir``
-  exactly like real data; embeddings are the generated Polyglot-format files.
+  exactly like real data, split with the profile's explicit (train, dev, test) sizes
+  (``Profile.splits``; an explicit ``n_queries`` instead takes the first ``n_queries``
+  queries and splits them 3:1:1); embeddings are the generated Polyglot-format files.
 - ``data`` a folder in the WikiCLIR layout (one holding ``wiki-clir/``, or
   ``wiki-clir`` itself): embeddings are ``<root>/polyglot/polyglot-<lang>.pkl`` and
   ``polyglot-en.pkl``, or Polyglot files found under ``embeddings_dir``; a language
@@ -38,7 +40,8 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
                  strict: bool = True) -> RankingDataset:
     """The dataset of document language ``lang`` from ``data`` (profile name or WikiCLIR folder).
 
-    ``n_queries``: ``None`` = the profile's count (25,000 for real data). ``seed``: the data
+    ``n_queries``: ``None`` = the profile's queries with its split sizes (25,000 split 3:1:1
+    for real data); a number = that many queries split 3:1:1. ``seed``: the data
     seed (benchmark generation, split, NR sampling). ``embeddings``: ``"polyglot"`` (the
     Polyglot-format files, see the module docstring) or ``"none"``.
     """
@@ -58,9 +61,9 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         if lang not in LANGS:
             raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
         root = generate_benchmark(data, lang, seed=seed)
-        n = n_queries if n_queries is not None else PROFILES[data].n_queries[lang]
-        ds = load_wikiclir(root, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
-                           max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
+        sizes = PROFILES[data].splits[lang] if n_queries is None else None
+        ds = load_wikiclir(root, lang, n_queries=n_queries, n_nr=n_nr, seed=seed, min_count=min_count,
+                           max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict, split_sizes=sizes)
         ds.info.update(source="synthetic", profile=data, benchmark_root=str(root))
         search = [root / "polyglot"]
     else:

@@ -5,7 +5,11 @@ into train / dev / test at random, and gives every query 40 randomly sampled oth
 articles as NR documents (20 to 100 in Figure 5). Here:
 
 - the split is a seeded permutation of the selected queries; dev and test get
-  ``floor(n / 5)`` queries each (as the released script, ``int(0.2 * n)``), train the rest;
+  ``floor(n / 5)`` queries each (as the released script, ``int(0.2 * n)``), train the rest.
+  The embedded benchmark's ``default`` profile instead passes explicit sizes (its test
+  split is larger than a fifth, see ``synthetic.Profile.splits``); the permutation is the
+  same, its first ``train`` positions are the training queries, the next ``dev`` the dev
+  queries, the rest the test queries, so every split is a uniform random sample;
 - each query's NR documents are drawn without replacement from the whole collection
   minus that query's MR and SR documents, with a generator keyed by the seed and the
   query id, so a query's NR set does not depend on which other queries were selected.
@@ -30,10 +34,19 @@ def split_sizes(n: int, ratio: tuple[int, int, int] = SPLIT_RATIO) -> dict[str, 
     return {"train": n - dev - test, "dev": dev, "test": test}
 
 
-def split_queries(n: int, seed: int, ratio: tuple[int, int, int] = SPLIT_RATIO) -> dict[str, np.ndarray]:
-    """Sorted positions ``0..n-1`` of the train / dev / test queries."""
+def split_queries(n: int, seed: int, ratio: tuple[int, int, int] = SPLIT_RATIO,
+                  sizes: tuple[int, int, int] | None = None) -> dict[str, np.ndarray]:
+    """Sorted positions ``0..n-1`` of the train / dev / test queries.
+
+    ``sizes``: explicit (train, dev, test) counts summing to ``n``; ``None`` splits by ``ratio``.
+    """
     perm = rng(seed, "query-split").permutation(n)
-    sizes = split_sizes(n, ratio)
+    if sizes is None:
+        sizes = split_sizes(n, ratio)
+    else:
+        if len(sizes) != 3 or min(sizes) < 0 or sum(sizes) != n:
+            raise ValueError(f"split sizes {tuple(sizes)} must be three non-negative counts summing to {n}")
+        sizes = dict(zip(SPLITS, (int(k) for k in sizes)))
     out, start = {}, 0
     for name in SPLITS:
         out[name] = np.sort(perm[start:start + sizes[name]])

@@ -14,6 +14,8 @@ File formats, as distributed by Sasaki et al. (2018) and as ir_datasets parses t
 Blank lines are ignored (as ir_datasets does). Selection follows the paper: the first
 ``n_queries`` queries of ``wiki_en.queries`` (file order) that have an MR document in
 this language, a 3:1:1 split and ``n_nr`` NR documents per query (see ``sampling``).
+The embedded benchmark passes explicit ``split_sizes`` instead of the 3:1:1 rule (its
+``default`` profile has a larger test split); real data keeps 3:1:1.
 
 The French documents file has 1.9 million articles, so it is streamed twice: pass 1
 keeps one 64-bit key, the line number and an "has text" flag per document (for
@@ -189,7 +191,8 @@ class _MRIndex:
 
 def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries: int | None = PAPER_N_QUERIES,
                   n_nr: int = PAPER_N_NR, seed: int = 0, min_count: int = 1, max_vocab: int = 100_000,
-                  max_doc_tokens: int | None = None, strict: bool = True) -> RankingDataset:
+                  max_doc_tokens: int | None = None, strict: bool = True,
+                  split_sizes: tuple[int, int, int] | None = None) -> RankingDataset:
     """Read WikiCLIR files of document language ``lang`` into a :class:`RankingDataset`.
 
     ``root``: a folder holding ``wiki-clir/``, the ``wiki-clir`` folder itself, or
@@ -198,9 +201,16 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     query. ``seed``: split and NR sampling. ``min_count``/``max_vocab``: vocabulary of
     the training split. ``max_doc_tokens``: truncate documents (``None`` keeps all).
     ``strict=False``: skip and count qrels that name documents missing from the
-    documents file instead of raising. The dataset has no embeddings; ``load_dataset``
-    adds them. Problems are reported as described in the module docstring.
+    documents file instead of raising. ``split_sizes``: explicit (train, dev, test) query
+    counts; they replace ``n_queries`` (their sum is read); ``None`` = the paper's 3:1:1
+    split of the selected queries. The dataset has no embeddings; ``load_dataset`` adds them.
+    Problems are reported as described in the module docstring.
     """
+    if split_sizes is not None:
+        split_sizes = tuple(int(k) for k in split_sizes)
+        if len(split_sizes) != 3 or min(split_sizes) < 0 or sum(split_sizes) < 1:
+            raise ValueError(f"split_sizes must be three non-negative counts (train, dev, test), got {split_sizes}")
+        n_queries = sum(split_sizes)
     if n_queries is not None and n_queries < 1:
         raise ValueError(f"n_queries must be positive or None, got {n_queries}")
     if n_nr < 0:
@@ -266,6 +276,9 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     if n == 0:
         raise DataFormatError(f"no query of {files.queries.name} has a usable MR document in {files.qrels.name}",
                               files.qrels)
+    if split_sizes is not None and n != sum(split_sizes):
+        raise DataFormatError(f"split sizes {split_sizes} need {sum(split_sizes)} queries with a usable MR "
+                              f"document; {files.queries.name} has only {n}", files.queries)
 
     # SR documents of the selected queries (pass 2 over the qrels).
     sel = {id_key(q): i for i, q in enumerate(q_ids)}
@@ -337,7 +350,7 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     del q_tokens
 
     # Candidate pools -> (query, document, label) pairs per split.
-    splits_q = split_queries(n, seed)
+    splits_q = split_queries(n, seed, sizes=split_sizes)
     splits: dict[str, Split] = {}
     for name in SPLITS:
         qi, di, lab = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
@@ -368,6 +381,7 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
         "n_nr": n_nr,
         "seed": seed,
         "split_sizes": {k: int(len(v)) for k, v in splits_q.items()},
+        "split_rule": "3:1:1" if split_sizes is None else "explicit sizes",
         "sr_per_query": float(n_sr.mean()),
         "candidates_per_query": float(n_cand.mean()),
         "n_docs_collection": int(len(pool)),
