@@ -127,3 +127,73 @@ def test_bad_thresholds_rejected():
         one(sosl, 0.0, 0, (0.7, 0.2))
     with pytest.raises(ValueError, match="increase"):
         one(sosl, 0.0, 0, (0.2, 1.0))
+
+
+# Per-pair weights (TrainConfig.class_weight, notebook 13) --------------------------------
+
+R3 = torch.tensor([0.5, 0.5, 0.5], dtype=torch.float64)
+Y3 = torch.tensor([0, 1, 2])
+
+
+def test_sosl_weighted_hand_values():
+    # per-pair SOSL at r = 0.5, T = (0.2, 0.7): NR (0.5 - 0.2)^2 = 0.09, SR 0, MR (0.7 - 0.5)^2 = 0.04
+    # weights (1, 2, 3): sum(w * l) / sum(w) = (0.09 + 0 + 0.12) / 6 = 0.035
+    w = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    assert sosl(R3, Y3, T, weight=w).item() == pytest.approx(0.035)
+    # equal weights give the plain mean (0.13 / 3), whatever their size
+    assert sosl(R3, Y3, T, weight=torch.full((3,), 7.0, dtype=torch.float64)).item() == pytest.approx(0.13 / 3)
+
+
+def test_mse_weighted_hand_values():
+    # per-pair MSE at r = 0.5: NR (0.5 + 0.4)^2 = 0.81, SR (0.5 - 0.45)^2 = 0.0025, MR (0.5 - 0.85)^2 = 0.1225
+    # weights (2, 1, 1): (1.62 + 0.0025 + 0.1225) / 4 = 0.43625
+    w = torch.tensor([2.0, 1.0, 1.0], dtype=torch.float64)
+    assert mse(R3, Y3, T, weight=w).item() == pytest.approx(0.43625)
+
+
+def test_weight_none_is_the_plain_mean_bit_for_bit():
+    g = torch.Generator().manual_seed(0)
+    r = torch.rand(50, generator=g) * 2 - 1
+    y = torch.randint(0, 3, (50,), generator=g)
+    for name, fn in LOSSES.items():
+        t = DEFAULT_THRESHOLDS[name]
+        assert torch.equal(fn(r, y, t, weight=None), fn(r, y, t))
+        assert fn(r, y, t, weight=torch.ones(50)).item() == pytest.approx(fn(r, y, t).item(), rel=1e-6)
+
+
+def test_weighted_gradient_by_hand_and_gradcheck():
+    # d/dr_i of sum(w l) / sum(w) = w_i l'_i / sum(w): NR 1 * 2 * 0.3 / 6 = 0.1, SR 0, MR 3 * (-2 * 0.2) / 6 = -0.2
+    w = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    r = R3.clone().requires_grad_(True)
+    sosl(r, Y3, T, weight=w).backward()
+    assert r.grad.tolist() == pytest.approx([0.1, 0.0, -0.2])
+    g = torch.Generator().manual_seed(1)
+    rr = (torch.rand(12, generator=g, dtype=torch.float64) * 1.8 - 0.9).requires_grad_(True)
+    yy = torch.randint(0, 3, (12,), generator=g)
+    ww = torch.rand(12, generator=g, dtype=torch.float64) + 0.1
+    for name, fn in LOSSES.items():
+        t = DEFAULT_THRESHOLDS[name]
+        assert torch.autograd.gradcheck(lambda x: fn(x, yy, t, weight=ww), (rr,)), name
+
+
+def test_weight_validation():
+    with pytest.raises(ValueError, match="one entry per pair"):
+        sosl(R3, Y3, T, weight=torch.ones(2))
+    with pytest.raises(ValueError, match="non-negative"):
+        mse(R3, Y3, T, weight=torch.tensor([1.0, -1.0, 1.0]))
+
+
+def test_class_weights_make_classes_contribute_equally():
+    from clirlib.losses import class_weights
+
+    y = torch.tensor([0, 0, 0, 0, 1, 1, 2])  # N = 7: w_c = 7 / (3 N_c)
+    w = class_weights(y)
+    assert w.tolist() == pytest.approx([7 / 12, 7 / 6, 7 / 3])
+    per_class = [float(w[c] * (y == c).sum()) for c in range(3)]
+    assert per_class == pytest.approx([7 / 3] * 3)
+    assert class_weights(torch.tensor([0, 0, 2])).tolist() == pytest.approx([0.5, 0.0, 1.0])  # absent SR: 0
+
+
+def test_mse_and_po_thresholds_are_sosl_paper_choice():
+    # MSE and PO reuse SOSL's grid-searched (0.2, 0.7) (notebooks 04 and 13 say so)
+    assert DEFAULT_THRESHOLDS["mse"] == DEFAULT_THRESHOLDS["po"] == DEFAULT_THRESHOLDS["sosl"] == (0.2, 0.7)
