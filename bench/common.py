@@ -70,6 +70,20 @@ def copy_bandwidth(mb: int = 256, repeats: int = 10) -> float:
     return 2 * n * 4 / best
 
 
+def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """This machine's float32 matrix-product rate at the current torch thread count: best of
+    ``repeats`` ``torch.mm`` of two n x n matrices, 2 n^3 floating-point operations each."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    out = torch.empty(n, n)
+    torch.mm(a, b, out=out)  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.mm(a, b, out=out)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / best / 1e9
+
+
 def median(xs) -> float:
     return float(statistics.median(xs))
 
@@ -96,7 +110,8 @@ def texts(gen: np.random.Generator, n: int, lo: int, hi: int, vocab: int):
 
 
 def training_dataset(vocab: int, n_train_pairs: int, *, n_queries: int = 2000, n_docs: int = 20000,
-                     seed: int = 0, eval_queries: int = 16, candidates: int = 44):
+                     seed: int = 0, eval_queries: int = 16, candidates: int = 44,
+                     doc_tokens: tuple[int, int] = (50, 300)):
     """A RankingDataset for the training benchmark (the issue's shapes: queries 8-30 tokens,
     documents 50-300, ``vocab`` ids per language, dimension 64).
 
@@ -108,7 +123,7 @@ def training_dataset(vocab: int, n_train_pairs: int, *, n_queries: int = 2000, n
 
     gen = np.random.default_rng(seed)
     queries = texts(gen, n_queries, 8, 30, vocab)
-    docs = texts(gen, n_docs, 50, 300, vocab)
+    docs = texts(gen, n_docs, *doc_tokens, vocab)
     label_p = np.array([40, 3, 1], dtype=np.float64) / 44
 
     def pairs(n):

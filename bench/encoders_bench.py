@@ -12,6 +12,18 @@ Vocabulary 100,000 per language, dimension 64, queries 8-30 tokens, documents 50
   vectors (what dev / test evaluation does).
 
 Each encoder gets one untimed warm-up call first.
+
+``cnn_flop_rate`` measures DSSM-CNN *training* against the hardware: this machine's float32
+matrix-product rate (``common.matmul_gflops``: ``torch.mm`` of 2048 x 2048 matrices at the
+benchmark's thread count, best of 5) and the rate a CNN training step achieves. A step is
+what ``clirlib.train.train`` does per batch (``train._Step``: ragged batch, forward of both
+encoders, SOSL, backward, clipping, Adam on every parameter), batch 128, on synthetic data
+shaped like the default profile (queries 8-30 tokens, documents 30-120, vocabulary 1,000
+per language, dimension 64). Its FLOPs are counted the textbook way: the convolution as one
+GEMM over the batch's windows (2 x windows x (3 x 64) x 300) and the FC layer
+(2 x texts x 300 x 64), each three times (forward, gradient of the input, gradient of the
+weight). clirlib's max-pool backward only touches each (text, filter)'s argmax window, so
+it *executes* fewer FLOPs than that count; both rates are reported.
 """
 
 from __future__ import annotations
@@ -41,6 +53,77 @@ def _pairs_per_s(model, queries, docs, gen, batch: int, min_seconds: float, min_
         done += 1
         rates.append(batch / dt)
     return median(rates)
+
+
+def _cnn_textbook_flops(q_lengths: np.ndarray, d_lengths: np.ndarray, window: int = 3, dim: int = 64,
+                        filters: int = 300, out_dim: int = 64) -> tuple[float, float]:
+    """(textbook FLOPs, executed FLOPs) of one CNN training step over these texts."""
+    texts_ = np.concatenate([q_lengths, d_lengths])
+    windows = np.maximum(texts_ - window + 1, 1).sum()
+    conv = 2.0 * windows * window * dim * filters
+    fc = 2.0 * len(texts_) * filters * out_dim
+    textbook = 3 * (conv + fc)
+    # executed: the forward GEMM runs over every window start of each side's flat buffer
+    # (window - 1 extra per text), the backward over one window per (text, filter), twice
+    rows = np.maximum(texts_, window).sum() - 2 * (window - 1)
+    executed = 2.0 * rows * window * dim * filters + 2 * 2.0 * len(texts_) * filters * window * dim + 3 * fc
+    return textbook, executed
+
+
+def cnn_flop_rate(steps: int = 40, reps: int = 3, log=print) -> dict:
+    """The CNN's achieved FLOP rate in training steps and the machine's matmul rate."""
+    from clirlib import determinism
+    from clirlib.encoders import Ranker
+    from clirlib.losses import DEFAULT_THRESHOLDS, get_loss
+    from clirlib.train import _Step
+
+    from common import matmul_gflops, training_dataset
+
+    set_threads()
+    determinism.configure()
+    determinism.seed_everything(0)
+    batch = 128
+    ds = training_dataset(1000, batch * (steps + 3), n_queries=2000, n_docs=8000, doc_tokens=(30, 120))
+    model = Ranker.build("cnn", 1000, 1000, dim=64, seed=0).train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=1e-3, fused=True)
+    split = ds.splits["train"]
+    stepper = _Step(model, params, ds, split, torch.device("cpu"), opt)
+    labels = torch.from_numpy(split.labels)
+    loss_fn, thresholds = get_loss("sosl"), DEFAULT_THRESHOLDS["sosl"]
+    q_len, d_len = np.diff(ds.queries.offsets), np.diff(ds.docs.offsets)
+
+    def step(k: int) -> None:
+        rows = np.arange(k * batch, (k + 1) * batch)
+        loss = loss_fn(stepper.scores(rows), labels[torch.from_numpy(rows)], thresholds)
+        stepper.backward(loss, 5.0)
+        stepper.step()
+
+    for k in range(3):  # warm-up: kernels compiled, Adam state allocated
+        step(k)
+    flops = [_cnn_textbook_flops(q_len[split.qidx[k * batch:(k + 1) * batch]], d_len[split.didx[k * batch:(k + 1) * batch]])
+             for k in range(3, 3 + steps)]
+    textbook, executed = sum(f[0] for f in flops), sum(f[1] for f in flops)
+    matmul, seconds = [], []
+    for _ in range(reps):  # interleaved, so both see the same machine state
+        matmul.append(matmul_gflops())
+        t0 = time.perf_counter()
+        for k in range(3, 3 + steps):
+            step(k)
+        seconds.append(time.perf_counter() - t0)
+    best = min(seconds)
+    out = {
+        "matmul_gflops": max(matmul), "matmul_gflops_all": matmul, "step_seconds_all": [s / steps for s in seconds],
+        "step_ms": best / steps * 1e3, "steps": steps, "batch": batch,
+        "textbook_gflop_per_step": float(textbook) / steps / 1e9, "executed_gflop_per_step": float(executed) / steps / 1e9,
+        "cnn_gflops": float(textbook) / best / 1e9, "cnn_executed_gflops": float(executed) / best / 1e9,
+    }
+    out["fraction"] = out["cnn_gflops"] / out["matmul_gflops"]
+    out["executed_fraction"] = out["cnn_executed_gflops"] / out["matmul_gflops"]
+    log(f"  matmul {out['matmul_gflops']:.0f} GFLOP/s; CNN training step {out['step_ms']:.1f} ms, "
+        f"{out['cnn_gflops']:.0f} GFLOP/s textbook ({out['fraction']:.0%} of matmul), "
+        f"{out['cnn_executed_gflops']:.0f} GFLOP/s executed ({out['executed_fraction']:.0%})")
+    return out
 
 
 def run(vocab: int = 100_000, min_seconds: float = 3.0, log=print) -> dict:
@@ -82,3 +165,4 @@ def run(vocab: int = 100_000, min_seconds: float = 3.0, log=print) -> dict:
 
 if __name__ == "__main__":
     run()
+    cnn_flop_rate()

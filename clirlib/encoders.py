@@ -9,9 +9,11 @@
   text's own positions, a fully connected layer to 64, tanh. A text shorter than the
   window has one window, zero-padded.
 - ``LSTMEncoder``: DSSM-LSTM (Palangi et al. 2016) as in Section 5.1: dropout 0.4 on the
-  embeddings, a bidirectional LSTM with 64 hidden units, the forward LSTM's final state
-  (after the last token) concatenated with the backward LSTM's final state (after the
-  first token), a fully connected layer to 64, tanh.
+  embeddings, a bidirectional LSTM with 64 hidden units, a read-out of its states, a fully
+  connected layer to 64, tanh. The read-out is ``"final"`` by default (the forward LSTM's
+  state after the last token concatenated with the backward LSTM's state after the first
+  token) or ``"paper"`` (the paper's words taken literally: the forward LSTM's first
+  hidden state and the backward LSTM's last one); see ``LSTMEncoder``.
 
 Every encoder maps a batch of ``B`` texts given as ``ids: (T,)``, ``offsets: (B + 1,)``
 to ``(B, p_out)``. Queries and documents get separate encoders with separate
@@ -24,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+from torch.func import functional_call
 
 from .similarity import smooth_cosine
 
@@ -77,6 +80,152 @@ class AvgPoolEncoder(nn.Module):
         return torch.tanh(self.embedding(ids, offsets[:-1]))  # (B, p)
 
 
+def _dropout(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)`` (inverted dropout, keep probability 1 - p) with a cheaper mask.
+
+    The mask is ``rand >= p`` scaled by ``1 / (1 - p)``: the same Bernoulli(1 - p)
+    distribution and scaling as ``nn.Dropout``, drawn from torch's generator (so seeded
+    runs repeat), but about 3-5x faster on CPU than ``bernoulli_``, which was the largest
+    single cost of a DSSM training step after the matrix products.
+    """
+    if not module.training or module.p == 0:
+        return x
+    if module.p >= 1:
+        return x * 0
+    mask = (torch.rand_like(x) >= module.p).to(x.dtype).mul_(1.0 / (1.0 - module.p))
+    return x * mask
+
+
+# --------------------------------------------------------------------------- CNN kernels
+# Max pooling over windows routes each (text, filter) gradient to one window (the argmax),
+# so the convolution's backward needs only B x F rows of the window matrix instead of a
+# dense (windows x F) product: dW[f] = sum_b g[b, f] * window[argmax[b, f]] and
+# dX[window rows of argmax[b, f]] += g[b, f] * W[f]. With numba these are two short loops
+# (the two run on separate threads); without numba the same gradient is computed densely.
+try:
+    from numba import njit
+except ImportError:  # numba is optional (requirements.txt): the torch path below is used
+    _segment_max = _window_grad_weight = _window_grad_input = None
+else:
+    _NB = dict(nogil=True, cache=True, fastmath=False, boundscheck=False, error_model="numpy")
+
+    @njit(**_NB)
+    def _segment_max(z, starts, counts, out, arg):
+        """out[b] = max over rows starts[b] .. starts[b] + counts[b] of z, arg[b] = its row
+        (the first on ties; a NaN wins and stays, as in torch.max)."""
+        nf = z.shape[1]
+        for b in range(starts.shape[0]):
+            s = starts[b]
+            for f in range(nf):
+                out[b, f] = z[s, f]
+                arg[b, f] = s
+            for r in range(s + 1, s + counts[b]):
+                for f in range(nf):
+                    v = z[r, f]
+                    cur = out[b, f]
+                    if v > cur or (v != v and cur == cur):
+                        out[b, f] = v
+                        arg[b, f] = r
+
+    @njit(**_NB)
+    def _window_grad_weight(g, arg, xflat, p, dk):
+        """dk[f, :] = sum_b g[b, f] * xflat[arg[b, f] * p : arg[b, f] * p + w p]."""
+        nb, nf = g.shape
+        wp = dk.shape[1]
+        for f in range(nf):
+            for b in range(nb):
+                gv = g[b, f]
+                base = arg[b, f] * p
+                for j in range(wp):
+                    dk[f, j] += gv * xflat[base + j]
+
+    @njit(**_NB)
+    def _window_grad_input(g, arg, k, p, dxflat):
+        """dxflat[arg[b, f] * p : arg[b, f] * p + w p] += g[b, f] * k[f, :]."""
+        nb, nf = g.shape
+        wp = k.shape[1]
+        for b in range(nb):
+            for f in range(nf):
+                gv = g[b, f]
+                base = arg[b, f] * p
+                for j in range(wp):
+                    dxflat[base + j] += gv * k[f, j]
+
+
+_BACKWARD_POOL = None
+
+
+def _backward_pool():
+    global _BACKWARD_POOL
+    if _BACKWARD_POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _BACKWARD_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clirlib-cnn")
+    return _BACKWARD_POOL
+
+
+def _use_numba(*tensors: torch.Tensor) -> bool:
+    return _segment_max is not None and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+
+
+class _ConvMaxPool(torch.autograd.Function):
+    """max over each text's windows of (windows @ K^T + bias): the pre-activation of
+    DSSM-CNN's max-pooled convolution (tanh is monotone, so tanh(max) = max(tanh)).
+
+    ``x``: (R, p) the texts' rows one after another (contiguous); the windows of a text
+    are ``x[r : r + w]`` flattened, r = starts[b] .. starts[b] + counts[b] - 1: a strided
+    view of ``x``, never gathered. ``k``: (F, w p), the Conv1d weight with the window
+    flattened position-major. Returns (B, F).
+    """
+
+    @staticmethod
+    def forward(ctx, x, k, bias, starts, counts, window):
+        r, p = x.shape
+        n_rows = r - window + 1  # every window start of the flat buffer (some cross texts: unused)
+        windows = x.as_strided((n_rows, window * p), (p, 1))  # (n_rows, w p), no copy
+        z = torch.addmm(bias, windows, k.t())  # (n_rows, F)
+        b, f = len(starts), k.shape[0]
+        if _use_numba(z):
+            out = z.new_empty(b, f)
+            arg = torch.empty(b, f, dtype=torch.int64)
+            _segment_max(z.numpy(), starts.numpy(), counts.numpy(), out.numpy(), arg.numpy())
+        else:
+            width = int(counts.max())
+            pos = torch.arange(width, device=x.device)
+            rows = (starts.unsqueeze(1) + pos).clamp_max(n_rows - 1)  # (B, width)
+            grid = z[rows].masked_fill_((pos >= counts.unsqueeze(1)).unsqueeze(2), float("-inf"))
+            out, j = grid.max(dim=1)  # (B, F)
+            arg = starts.unsqueeze(1) + j
+        ctx.save_for_backward(x, k, arg)
+        ctx.window = window
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, k, arg = ctx.saved_tensors
+        window = ctx.window
+        r, p = x.shape
+        g = g.contiguous()
+        dbias = g.sum(0) if ctx.needs_input_grad[2] else None
+        if _use_numba(x, g, k):
+            dk = torch.zeros_like(k)
+            dx = torch.zeros_like(x)
+            gn, an = g.numpy(), arg.numpy()
+            # the two products are independent: the weight's on a helper thread (nogil)
+            job = _backward_pool().submit(_window_grad_weight, gn, an, x.detach().reshape(-1).numpy(), p, dk.numpy())
+            _window_grad_input(gn, an, k.detach().numpy(), p, dx.view(-1).numpy())
+            job.result()
+        else:  # dense: the windows' gradient is zero except at each argmax
+            n_rows = r - window + 1
+            dz = g.new_zeros(n_rows, k.shape[0]).scatter_add_(0, arg, g)  # (n_rows, F)
+            dk = dz.t() @ x.as_strided((n_rows, window * p), (p, 1))
+            dwin = dz @ k  # (n_rows, w p)
+            dx = torch.zeros_like(x)
+            for j in range(window):
+                dx[j:j + n_rows] += dwin[:, j * p:(j + 1) * p]
+        return dx, dk, dbias, None, None, None
+
+
 class CNNEncoder(nn.Module):
     """DSSM-CNN: dropout -> 3-gram conv (300 filters) -> tanh -> max pool -> FC(64) -> tanh."""
 
@@ -94,37 +243,67 @@ class CNNEncoder(nn.Module):
         self.out_dim = out_dim
 
     def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        # The convolution runs on the texts' own windows only, as one matrix product, instead
-        # of over a padded (B, p, L) batch: documents vary 2-3x in length, so most of a
-        # padded batch would be padding. Same function as Conv1d over each text.
+        # The texts' token rows lie one after another in one (R, p) buffer, so every window
+        # of a text is a contiguous slice of it: one matrix product over a strided view
+        # (no gathered window copies, no padded batch) gives every window's filter values;
+        # a few windows straddle two texts and are skipped by the pooling. A text shorter
+        # than the window gets zero rows up to the window (its one zero-padded window).
+        # tanh is applied after the max (the same value: tanh is increasing). Same function,
+        # values and gradients, as Conv1d + tanh + max over each text (tests).
         w, p = self.window, self.embedding.embedding_dim
         lengths = offsets[1:] - offsets[:-1]  # (B,)
-        n_win = (lengths - w + 1).clamp_min(1)  # (B,) a text shorter than w keeps one window
-        x = self.dropout(self.embedding(ids))  # (T, p)
-        x = torch.cat([x, x.new_zeros(1, p)])  # (T + 1, p); row T is the zero padding
-        first = torch.repeat_interleave(offsets[:-1], n_win)  # (N,) each window's text start
-        end = torch.repeat_interleave(offsets[1:], n_win)  # (N,)
-        within = torch.arange(len(first), device=ids.device) - torch.repeat_interleave(
-            torch.cumsum(n_win, 0) - n_win, n_win)  # (N,) window index inside its text
-        idx = (first + within).unsqueeze(1) + torch.arange(w, device=ids.device)  # (N, w)
-        idx = torch.where(idx < end.unsqueeze(1), idx, torch.full_like(idx, len(ids)))
-        windows = x[idx].reshape(len(idx), w * p)  # (N, w p)
+        b = len(lengths)
+        if b == 0:
+            return self.fc.weight.new_zeros(0, self.out_dim)
+        rows = lengths.clamp_min(w)  # (B,) rows of each text in the buffer
+        short = bool((lengths < w).any())
+        if short:
+            starts = torch.cumsum(rows, 0) - rows  # (B,)
+            target = torch.repeat_interleave(starts - offsets[:-1], lengths) + torch.arange(len(ids), device=ids.device)
+            buf_ids = ids.new_zeros(int(rows.sum()))
+            buf_ids[target] = ids
+            keep = torch.zeros(len(buf_ids), 1, dtype=torch.bool, device=ids.device)
+            keep[target] = True
+            x = self.embedding(buf_ids) * keep  # (R, p) padding rows are exact zeros
+        else:
+            starts = offsets[:-1]
+            x = self.embedding(ids)  # (T, p)
+        x = _dropout(self.dropout, x).contiguous()
         kernel = self.conv.weight.permute(0, 2, 1).reshape(self.conv.out_channels, w * p)  # (F, w p)
-        h = torch.tanh(torch.addmm(self.conv.bias, windows, kernel.t()))  # (N, F)
-        # max over each text's windows: scatter into (B, max windows, F) padded with -inf
-        grid = h.new_full((len(lengths), int(n_win.max()) if len(lengths) else 1, h.shape[1]), float("-inf"))
-        grid = grid.index_put((torch.repeat_interleave(torch.arange(len(lengths), device=ids.device), n_win), within), h)
-        pooled = grid.max(dim=1).values  # (B, F)
-        return torch.tanh(self.fc(pooled))  # (B, 64)
+        z = _ConvMaxPool.apply(x, kernel, self.conv.bias, starts.contiguous(), (rows - w + 1).contiguous(), w)  # (B, F)
+        return torch.tanh(self.fc(torch.tanh(z)))  # (B, 64)
+
+
+LSTM_READOUTS = ("final", "paper")
 
 
 class LSTMEncoder(nn.Module):
-    """DSSM-LSTM: dropout -> BiLSTM(64) -> [h_fwd_final; h_bwd_final] -> FC(64) -> tanh."""
+    """DSSM-LSTM: dropout -> BiLSTM(64) -> read-out (2 x 64) -> FC(64) -> tanh.
+
+    Section 5.1 of the paper: "we use the bidirectional LSTM model with the hidden units 64,
+    and concatenate the first hidden state for the forward LSTM and the last hidden state
+    for the backward LSTM, as the output of LSTM layer." Two read-outs:
+
+    - ``readout="final"`` (default): the forward LSTM's state after the text's last token
+      concatenated with the backward LSTM's state after it has read back to the first
+      token: each direction's final state, each having read the whole text (the usual
+      bidirectional sentence encoding; ``h_n`` of ``nn.LSTM`` on a PackedSequence).
+    - ``readout="paper"``: the paper's words taken literally: the forward LSTM's *first*
+      hidden state (after the first token only) concatenated with the backward LSTM's
+      *last* hidden state (its last in its own reading order, i.e. after reading back to
+      the first token; the same as in "final"). In an ``nn.LSTM(bidirectional=True)``
+      output this is ``output[:, 0, :]``, position 0 of both directions. The forward half
+      then sees one token, so the whole text reaches the model through the backward half.
+
+    Neither read-out sees padding: each direction runs over its own text (below).
+    """
 
     def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
                  init_scale: float | None = None, generator: torch.Generator | None = None,
-                 hidden: int = 64, out_dim: int = 64, dropout: float = 0.4):
+                 hidden: int = 64, out_dim: int = 64, dropout: float = 0.4, readout: str = "final"):
         super().__init__()
+        if readout not in LSTM_READOUTS:
+            raise ValueError(f"unknown LSTM readout {readout!r}; choose one of {', '.join(LSTM_READOUTS)}")
         self.embedding = nn.Embedding(vocab_size, dim)
         with torch.no_grad():
             self.embedding.weight.copy_(_embedding_weight(vocab_size, dim, vectors, init_scale, generator))
@@ -132,32 +311,66 @@ class LSTMEncoder(nn.Module):
         self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
         self.fc = nn.Linear(2 * hidden, out_dim)
         self.out_dim = out_dim
+        self.readout = readout
+        # One direction of self.lstm as a module of its own, called with that direction's
+        # parameters through torch.func.functional_call (public API; the same fused kernel
+        # nn.LSTM runs). Kept out of the module tree (no parameters, no state_dict entry);
+        # on the meta device it holds no memory.
+        self.__dict__["_one_direction"] = nn.LSTM(dim, hidden, batch_first=True, device="meta")
+
+    def extra_repr(self) -> str:
+        return f"readout={self.readout!r}"
+
+    def _run(self, xs: torch.Tensor, suffix: str) -> torch.Tensor:
+        params = {n: getattr(self.lstm, f"{n}{suffix}") for n in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")}
+        return functional_call(self._one_direction, params, (xs,))[0]  # (B, L, H)
 
     def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        # Each direction runs as one LSTM call over the padded batch (one fused kernel; a
-        # PackedSequence is stepped token by token, about 2x slower on CPU). Padding sits
-        # after each text, so the forward state after the text's last token is exact; the
-        # backward direction reads each text reversed in place, so it too starts at the
-        # text's end and never sees padding. Same values as the bidirectional LSTM on a
-        # PackedSequence (tests/test_encoders.py).
-        tokens, lengths = padded(ids, offsets)  # (B, L), (B,)
-        b, width = tokens.shape
-        x = self.dropout(self.embedding(tokens))  # (B, L, p)
-        pos = torch.arange(width, device=ids.device)  # (L,)
-        inside = pos.unsqueeze(0) < lengths.unsqueeze(1)  # (B, L)
-        rev = torch.where(inside, lengths.unsqueeze(1) - 1 - pos, pos)  # (B, L) text reversed, padding kept
-        x_rev = x.gather(1, rev.unsqueeze(2).expand(-1, -1, x.shape[2]))  # (B, L, p)
-        last = (lengths - 1).clamp_min(0)  # (B,) an empty text reads its one padding step
-        rows = torch.arange(b, device=ids.device)
-        h0 = x.new_zeros(1, b, self.lstm.hidden_size)
-        finals = []
-        for xs, suffix in ((x, ""), (x_rev, "_reverse")):
-            weights = [getattr(self.lstm, f"{n}_l0{suffix}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-            # torch._VF.lstm is what nn.LSTM.forward calls; here with one direction's weights
-            out = torch._VF.lstm(xs, (h0, h0), weights, True, 1, 0.0, self.training, False, True)[0]  # (B, L, H)
-            finals.append(out[rows, last])  # (B, H)
-        h = torch.cat(finals, dim=1)  # (B, 2H): forward final, backward final
+        # Each direction runs as one fused LSTM call per group of texts of similar length
+        # (a PackedSequence is stepped token by token, about 2x slower on CPU). Within a
+        # group, padding sits after each text, so the forward states up to the text's last
+        # token are exact; the backward direction reads each text reversed in place, so it
+        # too starts at the text's end and never sees padding. Same values as the
+        # bidirectional LSTM on a PackedSequence (tests/test_encoders.py). The texts are
+        # sorted by length and cut into up to ``LENGTH_GROUPS`` equal groups, each padded
+        # to its own longest text: documents vary 30-120 tokens, so one padded batch would
+        # spend about half its steps on padding (~30 % faster training on the default
+        # profile).
+        p = self.embedding.embedding_dim
+        lengths = offsets[1:] - offsets[:-1]  # (B,)
+        b = len(lengths)
+        x = _dropout(self.dropout, self.embedding(ids))  # (T, p), dropout on the text's own tokens
+        x = torch.cat([x, x.new_zeros(1, p)])  # (T + 1, p); row T is the padding
+        if b == 0:
+            return self.fc.weight.new_zeros(0, self.out_dim)
+        order = torch.argsort(lengths, stable=True)
+        parts = []
+        for rows in torch.tensor_split(order, min(self.LENGTH_GROUPS, b)):
+            parts.append(self._group(x, offsets[rows], lengths[rows], len(ids)))
+        h = torch.cat(parts)[torch.argsort(order)]  # (B, 2H) in the batch's order
         return torch.tanh(self.fc(h))  # (B, 64)
+
+    LENGTH_GROUPS = 4
+
+    def _group(self, x: torch.Tensor, start: torch.Tensor, lengths: torch.Tensor, pad_row: int) -> torch.Tensor:
+        """(n, 2H) read-outs of n texts (first token row ``start``, ``lengths`` tokens)."""
+        n = len(lengths)
+        width = max(int(lengths.max()), 1)
+        pos = torch.arange(width, device=x.device)  # (L,)
+        inside = pos.unsqueeze(0) < lengths.unsqueeze(1)  # (n, L)
+        pad = torch.full_like(inside, pad_row, dtype=start.dtype)
+        start = start.unsqueeze(1)
+        rev = torch.where(inside, start + lengths.unsqueeze(1) - 1 - pos, pad)  # the text reversed in place
+        last = (lengths - 1).clamp_min(0)  # (n,) an empty text reads its one padding step
+        rows = torch.arange(n, device=x.device)
+        h_bwd = self._run(x[rev], "_reverse")[rows, last]  # after reading back to the first token
+        if self.readout == "final":
+            fwd = torch.where(inside, start + pos, pad)  # (n, L) the text in order, then padding
+            h_fwd = self._run(x[fwd], "")[rows, last]  # after the last token
+        else:  # "paper": the forward LSTM's first hidden state needs one step only
+            first = torch.where(lengths > 0, start[:, 0], torch.full_like(lengths, pad_row))
+            h_fwd = self._run(x[first].unsqueeze(1), "")[:, 0]  # after the first token
+        return torch.cat([h_fwd, h_bwd], dim=1)  # (n, 2H)
 
 
 ENCODERS: dict[str, type[nn.Module]] = {
@@ -179,13 +392,20 @@ class Ranker(nn.Module):
     @classmethod
     def build(cls, encoder: str, q_vocab_size: int, d_vocab_size: int, *, dim: int = 64,
               q_vectors: np.ndarray | None = None, d_vectors: np.ndarray | None = None,
-              eps: float = 1.0, init_scale: float | None = None, seed: int = 0) -> "Ranker":
+              eps: float = 1.0, init_scale: float | None = None, seed: int = 0,
+              lstm_readout: str = "final") -> "Ranker":
+        from functools import partial
+
         from .determinism import torch_generator
 
         try:
             enc = ENCODERS[encoder]
         except KeyError:
             raise ValueError(f"unknown encoder {encoder!r}; choose one of {', '.join(ENCODERS)}") from None
+        if lstm_readout not in LSTM_READOUTS:
+            raise ValueError(f"unknown lstm_readout {lstm_readout!r}; choose one of {', '.join(LSTM_READOUTS)}")
+        if encoder == "lstm":
+            enc = partial(enc, readout=lstm_readout)
         torch.manual_seed(seed)  # the layers' own default initialisers
         q = enc(q_vocab_size, dim, q_vectors, init_scale, torch_generator(seed, "q-embedding"))
         d = enc(d_vocab_size, dim, d_vectors, init_scale, torch_generator(seed, "d-embedding"))

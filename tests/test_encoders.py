@@ -45,7 +45,19 @@ def test_dssm_encoders_shapes_and_batch_independence(cls):
         torch.testing.assert_close(enc(*ragged([t])), out[i:i + 1], rtol=1e-5, atol=1e-6)
 
 
-def test_cnn_equals_conv1d_over_each_text():
+@pytest.fixture(params=["numba", "torch"])
+def cnn_path(request, monkeypatch):
+    """Run a CNN test with the numba kernels (when installed) and with the torch fallback."""
+    import clirlib.encoders as E
+
+    if request.param == "torch":
+        monkeypatch.setattr(E, "_segment_max", None)
+    elif E._segment_max is None:
+        pytest.skip("numba not installed")
+    return request.param
+
+
+def test_cnn_equals_conv1d_over_each_text(cnn_path):
     """The ragged CNN is Conv1d + tanh + max over each text's own windows (a text shorter
     than the window: its one window zero-padded), checked text by text against nn.Conv1d."""
     torch.manual_seed(0)
@@ -60,22 +72,66 @@ def test_cnn_equals_conv1d_over_each_text():
         torch.testing.assert_close(out[i], expected, rtol=1e-5, atol=1e-6)
 
 
-def test_cnn_gradients_match_conv1d():
+def test_cnn_gradients_match_conv1d(cnn_path):
     # autograd through the ragged form gives the Conv1d form's parameter gradients
     torch.manual_seed(1)
     enc = CNNEncoder(30, 8, filters=5).eval()
-    texts = [[3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14], [15]]
-    enc(*ragged(texts)).sum().backward()
-    ours = [p.grad.clone() for p in (enc.conv.weight, enc.conv.bias, enc.embedding.weight)]
+    texts = [[3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14], [15], [16, 17, 3, 4], []]
+    out = enc(*ragged(texts))
+    (out * torch.linspace(-1, 2, out.numel()).view_as(out)).sum().backward()  # not just a sum
+    params = (enc.conv.weight, enc.conv.bias, enc.embedding.weight, enc.fc.weight)
+    ours = [p.grad.clone() for p in params]
     enc.zero_grad()
-    total = 0
+    rows = []
     for t in texts:
-        x = torch.cat([enc.embedding(torch.tensor(t)), torch.zeros(max(3 - len(t), 0), 8)])
+        x = enc.embedding(torch.tensor(t, dtype=torch.long)) if t else torch.zeros(0, 8)
+        x = torch.cat([x, torch.zeros(max(3 - len(t), 0), 8)])
         h = torch.tanh(enc.conv(x.t().unsqueeze(0)))[0]
-        total = total + torch.tanh(enc.fc(h.max(dim=1).values)).sum()
-    total.backward()
-    for a, b in zip(ours, (enc.conv.weight.grad, enc.conv.bias.grad, enc.embedding.weight.grad)):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        rows.append(torch.tanh(enc.fc(h.max(dim=1).values)))
+    ref = torch.stack(rows)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    (ref * torch.linspace(-1, 2, ref.numel()).view_as(ref)).sum().backward()
+    for a, p in zip(ours, params):
+        torch.testing.assert_close(a, p.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_cnn_larger_batch_matches_conv1d(cnn_path):
+    """Realistic sizes (64 dims, 300 filters, texts of 1-40 tokens): values and gradients of
+    every parameter within 1e-5 of Conv1d + tanh + max + FC + tanh, text by text."""
+    torch.manual_seed(3)
+    gen = np.random.default_rng(3)
+    enc = CNNEncoder(200, 64).eval()
+    texts = [list(gen.integers(0, 200, n)) for n in gen.integers(1, 41, 24)]
+    out = enc(*ragged(texts))
+    weights = torch.randn(out.shape)
+    (out * weights).sum().backward()
+    ours = [p.grad.clone() for p in enc.parameters()]
+    enc.zero_grad()
+    rows = []
+    for t in texts:
+        x = torch.cat([enc.embedding(torch.tensor(t, dtype=torch.long)), torch.zeros(max(3 - len(t), 0), 64)])
+        rows.append(torch.tanh(enc.fc(torch.tanh(enc.conv(x.t().unsqueeze(0)))[0].max(dim=1).values)))
+    ref = torch.stack(rows)
+    (ref * weights).sum().backward()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    for a, p in zip(ours, enc.parameters()):
+        torch.testing.assert_close(a, p.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_dropout_mask_is_inverted_bernoulli():
+    from clirlib.encoders import _dropout
+
+    drop = torch.nn.Dropout(0.4)
+    x = torch.full((200, 500), 3.0)
+    y = _dropout(drop, x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.6) < 0.01  # keep probability 1 - p
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 3.0 / 0.6))  # scaled by 1 / (1 - p)
+    torch.manual_seed(5)
+    a = _dropout(drop, x)
+    torch.manual_seed(5)
+    assert torch.equal(a, _dropout(drop, x))  # seeded by torch's generator
+    assert _dropout(drop.eval(), x) is x  # identity in eval mode
 
 
 def test_cnn_settings_of_section_5_1():
@@ -115,7 +171,9 @@ def test_lstm_equals_bidirectional_lstm_on_packed_sequence():
     grads = [p.grad.clone() for p in enc.parameters()]
     enc.zero_grad()
     tokens, lengths = padded(ids, offsets)
-    packed = pack_padded_sequence(enc.embedding(tokens), lengths.clamp_min(1), batch_first=True, enforce_sorted=False)
+    # an empty text reads one step of zero input (like the CNN's zero-padded window)
+    x = enc.embedding(tokens) * (tokens != 0).unsqueeze(2)
+    packed = pack_padded_sequence(x, lengths.clamp_min(1), batch_first=True, enforce_sorted=False)
     _, (h_n, _) = enc.lstm(packed)  # (2, B, H)
     ref = torch.tanh(enc.fc(torch.cat([h_n[0], h_n[1]], dim=1)))
     ref.sum().backward()
@@ -148,3 +206,55 @@ def test_init_scale_sets_mean_row_norm():
     r = Ranker.build("avgpool", 50, 50, dim=8, init_scale=1e-3, seed=0)
     norms = r.query_encoder.embedding.weight.norm(dim=1)
     assert norms.mean().item() == pytest.approx(1e-3, rel=1e-5)
+
+
+def _bilstm_by_hand(enc, text):
+    """nn.LSTM(bidirectional) on one text alone (no padding): (L, 2H) outputs, forward
+    states then backward states per position."""
+    x = enc.embedding(torch.tensor(text, dtype=torch.long)).unsqueeze(0)  # (1, L, p)
+    return enc.lstm(x)[0][0]
+
+
+@pytest.mark.parametrize("readout", ["final", "paper"])
+def test_lstm_readouts_index_bidirectional_outputs(readout):
+    """A hand-checked tiny case: the read-outs are these positions of nn.LSTM's output on
+    each text alone (H = 3): "final" = forward at the last token + backward at the first
+    token; "paper" = forward at the first token + backward at the first token (the
+    backward LSTM's last state), i.e. output[0]. Texts of different lengths in one batch;
+    values and gradients."""
+    torch.manual_seed(4)
+    enc = LSTMEncoder(12, 4, hidden=3, readout=readout).eval()
+    texts = [[2, 3, 4], [5, 6], [7], [8, 9, 10, 11]]
+    out = enc(*ragged(texts))
+    weights = torch.randn(out.shape)
+    (out * weights).sum().backward()
+    ours = [p.grad.clone() for p in enc.parameters()]
+    enc.zero_grad()
+    rows = []
+    for t in texts:
+        o = _bilstm_by_hand(enc, t)  # (L, 6)
+        fwd = o[len(t) - 1, :3] if readout == "final" else o[0, :3]
+        rows.append(torch.tanh(enc.fc(torch.cat([fwd, o[0, 3:]]))))
+    ref = torch.stack(rows)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    (ref * weights).sum().backward()
+    for a, p in zip(ours, enc.parameters()):
+        torch.testing.assert_close(a, p.grad, rtol=1e-5, atol=1e-6)
+    # the two read-outs differ exactly in the forward half, and only for texts longer than 1
+    other = LSTMEncoder(12, 4, hidden=3, readout="paper" if readout == "final" else "final").eval()
+    other.load_state_dict(enc.state_dict())
+    same = torch.isclose(out, other(*ragged(texts)), atol=1e-6).all(dim=1)
+    assert same.tolist() == [False, False, True, False]
+
+
+def test_lstm_readout_validated_and_in_state():
+    with pytest.raises(ValueError, match="readout"):
+        LSTMEncoder(10, 4, readout="last")
+    with pytest.raises(ValueError, match="lstm_readout"):
+        Ranker.build("lstm", 10, 10, lstm_readout="middle")
+    r = Ranker.build("lstm", 10, 10, dim=4, lstm_readout="paper")
+    assert r.query_encoder.readout == r.doc_encoder.readout == "paper"
+    # the one-direction helper is not a submodule: same parameters and state as before
+    assert set(r.query_encoder.state_dict()) == {
+        "embedding.weight", "fc.weight", "fc.bias",
+        *(f"lstm.{n}_l0{s}" for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh") for s in ("", "_reverse"))}
