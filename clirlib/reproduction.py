@@ -54,34 +54,42 @@ def languages(data: str | None, langs: Iterable[str] = LANGS) -> list[str]:
 
 
 def base(profile: str, data: str | None, lang: str, encoder: str = "avgpool", **kw: Any):
-    """The config every study starts from: the profile's epochs, eps = 1, SOSL."""
+    """The config every study starts from: the profile's epochs and patience, eps = 1, SOSL."""
     s = settings(profile)
     cfg = {"lang": lang, "encoder": encoder, "loss": "sosl", "epsilon": 1.0,
-           "epochs": s["epochs"][encoder], "score_train": True, **source(profile, data)}
+           "epochs": s["epochs"][encoder], "patience": s["patience"], "score_train": True, **source(profile, data)}
     cfg.update(kw)
     return config(**cfg)
 
 
-def table2_configs(profile: str, data: str | None = None, seeds: Iterable[int] = (0,)):
+def _seeds(profile: str, seeds: Iterable[int] | None) -> tuple[int, ...]:
+    return tuple(settings(profile)["seeds"] if seeds is None else seeds)
+
+
+def table2_configs(profile: str, data: str | None = None, seeds: Iterable[int] | None = None):
+    """Table 2: the four losses x languages x the profile's seeds (average pooling, eps = 1)."""
     return [base(profile, data, lang, loss=loss, seed=seed)
-            for seed in seeds for lang in languages(data) for loss in LOSS_ORDER]
+            for seed in _seeds(profile, seeds) for lang in languages(data) for loss in LOSS_ORDER]
 
 
-def table3_configs(profile: str, data: str | None = None, seeds: Iterable[int] = (0,)):
+def table3_configs(profile: str, data: str | None = None, seeds: Iterable[int] | None = None):
+    """Table 3: the three encoders x languages x the profile's seeds (SOSL, eps = 1)."""
     return [base(profile, data, lang, encoder=enc, seed=seed)
-            for seed in seeds for lang in languages(data) for enc in ENCODER_ORDER]
+            for seed in _seeds(profile, seeds) for lang in languages(data) for enc in ENCODER_ORDER]
 
 
-def table2(profile: str, data: str | None = None, seeds: Iterable[int] = (0,), force: bool | None = None) -> pd.DataFrame:
+def table2(profile: str, data: str | None = None, seeds: Iterable[int] | None = None,
+           force: bool | None = None) -> pd.DataFrame:
     return run_many(table2_configs(profile, data, seeds), force=force, desc="Table 2")
 
 
-def table3(profile: str, data: str | None = None, seeds: Iterable[int] = (0,), force: bool | None = None) -> pd.DataFrame:
+def table3(profile: str, data: str | None = None, seeds: Iterable[int] | None = None,
+           force: bool | None = None) -> pd.DataFrame:
     return run_many(table3_configs(profile, data, seeds), force=force, desc="Table 3")
 
 
 def records(configs) -> list[dict[str, Any]]:
-    """Cached records (history, per-query metrics, score samples) of configs already run."""
+    """Cached records (history, per-query metrics, score samples) of ``configs`` (trained when missing)."""
     return [run(c) for c in configs]
 
 
@@ -98,11 +106,37 @@ def figure4(profile: str, data: str | None = None, lang: str = "fr", force: bool
     return allruns, best
 
 
+def figure4_seed_configs(profile: str, best: pd.DataFrame, data: str | None = None, lang: str = "fr"):
+    """Every eps at the thresholds seed 0 chose on dev (``figure4``'s ``best``), for each of
+    the profile's seeds: the runs the smoothing verdict compares."""
+    return [base(profile, data, lang, epsilon=float(r.epsilon), thresholds=tuple(r.thresholds), seed=seed)
+            for r in best.itertuples() for seed in settings(profile)["seeds"]]
+
+
+def figure5_configs(profile: str, data: str | None = None, lang: str = "fr"):
+    """Seed 0 at every NR count (the figure), plus the other seeds at the two ends (the verdicts)."""
+    ends = (min(NR_COUNTS), max(NR_COUNTS))
+    return ([base(profile, data, lang, n_nr=k) for k in NR_COUNTS]
+            + [base(profile, data, lang, n_nr=k, seed=s) for s in settings(profile)["seeds"] if s != 0 for k in ends])
+
+
 def figure5(profile: str, data: str | None = None, lang: str = "fr", force: bool | None = None) -> pd.DataFrame:
-    configs = [base(profile, data, lang, n_nr=k) for k in NR_COUNTS]
+    configs = figure5_configs(profile, data, lang)
     df = run_many(configs, force=force, desc="Figure 5")
     df["sr_per_query"] = [run(c)["data_info"].get("sr_per_query", np.nan) for c in configs]
     return df
+
+
+def verdict_records(profile: str, data: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The cached records behind every claim of ``clirlib.verdicts``, by grid (trains only
+    what the cache lacks; ``force`` belongs to the notebooks that run the grids)."""
+    langs = languages(data)
+    t2, t3 = table2_configs(profile, data), table3_configs(profile, data)
+    _, best = figure4(profile, data, lang=langs[0], force=False)
+    f4, f5 = figure4_seed_configs(profile, best, data, langs[0]), figure5_configs(profile, data, langs[0])
+    ends = (min(NR_COUNTS), max(NR_COUNTS))
+    return {"table2": records(t2), "table3": records(t3), "figure4": records(f4),
+            "figure5": [r for r in records(f5) if r["config"]["n_nr"] in ends]}
 
 
 #: Wall-clock columns: they change on every run, so saved tables leave them out.

@@ -8,6 +8,14 @@ probability 1/2. The two-sided p-value is (1 + #{|mean of flipped| >= |observed 
 Both are seeded and vectorised in chunks.
 ``per_query_table`` gathers the per-query metrics of cached runs, ``mean_std`` summarises
 runs over seeds, and ``holm`` adjusts a family of p-values (notebook 09).
+
+For comparisons that cannot be paired (two languages have different queries),
+``permutation_unpaired`` shuffles the group labels and ``bootstrap_unpaired`` resamples
+each group on its own. ``bootstrap_paired`` / ``bootstrap_unpaired`` return the whole
+bootstrap distribution of the mean difference, from which :mod:`clirlib.verdicts` reads
+percentile intervals and the bootstrap p-values of shifted null hypotheses (equivalence
+and "at most" claims). ``min_detectable_effect`` is the normal-approximation power formula
+(z_{1-alpha/2} + z_{power}) * se.
 """
 
 from __future__ import annotations
@@ -39,6 +47,72 @@ def paired_randomization(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, 
         means = np.abs(signs @ d) / len(d)  # (k,)
         hits += int((means >= observed - 1e-12).sum())
     return (hits + 1) / (n_resamples + 1)
+
+
+def bootstrap_paired(d: np.ndarray, n_resamples: int = 10_000, seed: int = 0, chunk: int = 1000) -> np.ndarray:
+    """Bootstrap distribution ``(n_resamples,)`` of mean(d), resampling the paired differences ``d``."""
+    d = np.asarray(d, dtype=float)  # (n,)
+    g = rng(seed, "bootstrap")
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        means[start:start + k] = d[g.integers(0, len(d), size=(k, len(d)))].mean(axis=1)  # (k,)
+    return means
+
+
+def bootstrap_paired_ratio(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+                           chunk: int = 1000) -> np.ndarray:
+    """Bootstrap distribution ``(n_resamples,)`` of the relative drop (mean(a) - mean(b)) / mean(a),
+    resampling queries (pairs) jointly."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    g = rng(seed, "bootstrap-ratio")
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        idx = g.integers(0, len(a), size=(k, len(a)))  # (k, n)
+        ma, mb = a[idx].mean(axis=1), b[idx].mean(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[start:start + k] = (ma - mb) / ma
+    return out
+
+
+def bootstrap_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+                       chunk: int = 1000) -> np.ndarray:
+    """Bootstrap distribution ``(n_resamples,)`` of mean(a) - mean(b) for independent samples."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    g = rng(seed, "bootstrap-unpaired")
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        out[start:start + k] = (a[g.integers(0, len(a), size=(k, len(a)))].mean(axis=1)
+                                - b[g.integers(0, len(b), size=(k, len(b)))].mean(axis=1))
+    return out
+
+
+def permutation_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+                         chunk: int = 1000) -> float:
+    """Two-sided permutation p-value of mean(a) = mean(b) for independent samples: the
+    pooled values are reassigned to groups of the same sizes at random."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    pooled = np.concatenate([a, b])  # (n_a + n_b,)
+    observed = abs(a.mean() - b.mean())
+    g = rng(seed, "permutation")
+    hits = 0
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        perm = np.argsort(g.random((k, len(pooled))), axis=1)  # (k, n) random permutations
+        x = pooled[perm]
+        diff = np.abs(x[:, : len(a)].mean(axis=1) - x[:, len(a):].mean(axis=1))  # (k,)
+        hits += int((diff >= observed - 1e-12).sum())
+    return (hits + 1) / (n_resamples + 1)
+
+
+def min_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest true effect a two-sided level-``alpha`` test detects with probability ``power``:
+    (z_{1 - alpha/2} + z_{power}) * se (normal approximation)."""
+    from scipy.stats import norm
+
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
 
 
 def paired_bootstrap_ci(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, seed: int = 0,

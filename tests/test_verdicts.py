@@ -1,0 +1,153 @@
+"""The verdict procedure (clirlib.verdicts) on tiny hand-made run records."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clirlib import verdicts
+from clirlib.metrics import METRIC_NAMES
+
+N = 40  # test queries per fixture
+
+
+def record(loss, lang="fr", seed=0, values=None, dev_p1=0.5, chance=0.02, **cfg):
+    """A cached-run record with per-query test values ``values`` (same for every metric)."""
+    values = np.zeros(N) if values is None else np.asarray(values, dtype=float)
+    per_query = {"query_id": [f"q{i}" for i in range(len(values))], **{m: values.tolist() for m in METRIC_NAMES}}
+    config = {"lang": lang, "loss": loss, "encoder": "avgpool", "epsilon": 1.0, "thresholds": [0.2, 0.7],
+              "n_nr": 40, "seed": seed, **cfg}
+    return {"config": config, "dev": {"P_mr@1": dev_p1}, "dev_chance": chance, "test_per_query": per_query}
+
+
+def superiority(metrics=("P_mr@1",)):
+    return verdicts.Hypothesis("t", "A beats B", "test", "g", {"loss": "a"}, {"loss": "b"}, metrics)
+
+
+def decide(h, recs):
+    runs, pq = verdicts.run_table(recs)
+    return verdicts.evaluate_hypothesis(h, runs, pq)
+
+
+def three_seeds(loss, values, **kw):
+    return [record(loss, seed=s, values=values, **kw) for s in range(3)]
+
+
+def test_constant_gain_holds():
+    base = np.linspace(0, 1, N)
+    out = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base))
+    r = out.row
+    assert r["verdict"] == "holds"
+    # every per-query difference is exactly 0.2, so every bootstrap mean is 0.2
+    assert r["effect"] == pytest.approx(0.2) and r["ci_low"] == pytest.approx(0.2) and r["ci_high"] == pytest.approx(0.2)
+    # only the two all-equal sign vectors reach |mean| = 0.2 (probability 2 / 2^40): p = 1 / (10000 + 1)
+    assert r["p_holm"] == pytest.approx(1 / 10001)
+    assert r["n_queries"] == N and r["n_seeds"] == 3 and r["n_comparisons"] == 1
+
+
+def test_constant_loss_does_not_hold():
+    base = np.linspace(0.3, 0.6, N)
+    out = decide(superiority(), three_seeds("a", base - 0.2) + three_seeds("b", base))
+    assert out.row["verdict"] == "does not hold" and out.row["effect"] == pytest.approx(-0.2)
+
+
+def test_noise_is_inconclusive_with_mde():
+    # differences alternate +0.5 / -0.5: mean 0
+    a = np.tile([1.0, 0.0], N // 2)
+    b = np.tile([0.5, 0.5], N // 2)
+    out = decide(superiority(), three_seeds("a", a) + three_seeds("b", b))
+    r = out.row
+    assert r["verdict"] == "inconclusive" and r["effect"] == pytest.approx(0.0)
+    # sd(ddof=1) of +-0.5 over 40 values = sqrt(40 * 0.25 / 39) = 0.506370; se = 0.506370 / sqrt(40) = 0.080064;
+    # mde = margin 0.01 + (z_0.975 1.959964 + z_0.8 0.841621) * se = 0.01 + 2.801585 * 0.080064 = 0.234306
+    assert r["mde"] == pytest.approx(0.234306, abs=1e-5)
+    assert "0.234" in verdicts.sentence(r) and "inconclusive" in verdicts.sentence(r)
+
+
+def test_small_gain_below_margin_is_inconclusive():
+    # significant (every difference is +0.005) but the interval does not clear the 0.01 margin
+    base = np.linspace(0, 0.5, N)
+    out = decide(superiority(), three_seeds("a", base + 0.005) + three_seeds("b", base))
+    assert out.row["p_holm"] < 0.05 and out.row["verdict"] == "inconclusive"
+
+
+def test_universal_claim_needs_every_comparison():
+    base = np.linspace(0, 0.5, N)
+    noise = np.tile([0.3, -0.3], N // 2)
+    recs = (three_seeds("a", base + 0.2) + three_seeds("b", base)
+            + [record("a", "it", s, base + noise) for s in range(3)] + [record("b", "it", s, base) for s in range(3)])
+    out = decide(superiority(), recs)
+    assert out.row["verdict"] == "inconclusive"
+    assert out.row["deciding"].startswith("a it vs b it")  # the comparison furthest from holding
+    assert list(out.comparisons["verdict"]) == ["holds", "inconclusive"]  # fr, it (sorted)
+
+
+def test_equivalence_both_ways():
+    h = verdicts.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
+                            kind="equivalence", margin=0.02)
+    base = np.linspace(0, 0.5, N)
+    near = decide(h, three_seeds("a", base + 0.005) + three_seeds("b", base))
+    assert near.row["verdict"] == "holds"  # every bootstrap mean is 0.005, inside +-0.02
+    far = decide(h, three_seeds("a", base + 0.05) + three_seeds("b", base))
+    assert far.row["verdict"] == "does not hold"  # every bootstrap mean is 0.05, outside the band
+
+
+def test_at_most_relative_drop():
+    h = verdicts.Hypothesis("r", "drop at most 15 %", "test", "g", {"n_nr": 20}, {"n_nr": 100}, ("MAP",),
+                            kind="at_most", margin=0.15, match=())
+    a = np.full(N, 0.8)
+    small = decide(h, [record("s", seed=s, values=a, n_nr=20) for s in range(3)]
+                   + [record("s", seed=s, values=a * 0.9, n_nr=100) for s in range(3)])
+    assert small.row["verdict"] == "holds" and small.row["effect"] == pytest.approx(0.1)  # (0.8 - 0.72) / 0.8
+    big = decide(h, [record("s", seed=s, values=a, n_nr=20) for s in range(3)]
+                 + [record("s", seed=s, values=a * 0.5, n_nr=100) for s in range(3)])
+    assert big.row["verdict"] == "does not hold" and big.row["effect"] == pytest.approx(0.5)
+
+
+def test_unpaired_languages():
+    h = verdicts.Hypothesis("u", "sw above fr", "test", "g", {"lang": "sw"}, {"lang": "fr"}, ("P_mr@1",),
+                            match=(), paired=False)
+    sw = [record("s", "sw", s, np.tile([1.0, 1.0, 0.0], 20)) for s in range(3)]  # 60 queries, mean 2/3
+    fr = [record("s", "fr", s, np.tile([1.0, 0.0, 0.0], 10)) for s in range(3)]  # 30 queries, mean 1/3
+    r = decide(h, sw + fr).row
+    assert r["effect"] == pytest.approx(1 / 3) and r["n_queries"] == 30 and r["verdict"] == "holds"
+
+
+def test_preconditions_not_tested():
+    base = np.linspace(0, 1, N)
+    at_chance = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base, dev_p1=0.05))
+    # 0.05 < 3 x 0.02 = 0.06
+    assert at_chance.row["verdict"] == "not tested"
+    assert "b fr did not converge: dev P_mr@1 0.050 < 3 x chance 0.020 = 0.060" in at_chance.row["reason"]
+    two_seeds = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)[:2])
+    assert two_seeds.row["verdict"] == "not tested" and "b fr has 2 seed(s)" in two_seeds.row["reason"]
+    assert "Not tested because" in verdicts.sentence(two_seeds.row)
+
+
+def test_evaluate_missing_grid_and_fixed_columns():
+    summary, comparisons = verdicts.evaluate({})
+    assert list(summary.columns) == verdicts.SUMMARY_COLUMNS
+    assert set(summary["verdict"]) == {"not tested"} and len(summary) == len(verdicts.HYPOTHESES)
+
+
+def test_sentence_numbers_come_from_the_row():
+    base = np.linspace(0, 1, N)
+    r = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).row
+    s = verdicts.sentence(r)
+    assert "*holds*" in s and "+0.200" in s and f"{N} test queries, 3 seeds" in s
+
+
+def test_consistency_check_raises_on_flip():
+    a = pd.DataFrame({"hypothesis": ["x", "y"], "verdict": ["holds", "inconclusive"]})
+    ok = pd.DataFrame({"hypothesis": ["x", "y"], "verdict": ["inconclusive", "not tested"]})
+    verdicts.check_consistent(a, ok)
+    flip = pd.DataFrame({"hypothesis": ["x", "y"], "verdict": ["does not hold", "inconclusive"]})
+    with pytest.raises(AssertionError, match="x: holds vs does not hold"):
+        verdicts.check_consistent(a, flip)
+
+
+def test_hypotheses_are_well_formed():
+    names = [h.name for h in verdicts.HYPOTHESES]
+    assert len(names) == len(set(names))
+    assert all(h.why_margin for h in verdicts.HYPOTHESES)
+    with pytest.raises(ValueError, match="unknown hypothesis kind"):
+        verdicts.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="bigger")
