@@ -156,3 +156,74 @@ def metric_curves(df: pd.DataFrame, x: str, xlabel: str, metrics: Iterable[str] 
         ax.set_title(m)
         ax.set_xlabel(xlabel)
     return fig
+
+
+# Notebooks 11 and 12: Lemma 2 and Theorem 3 ----------------------------------------------
+
+def lemma2_gradient_bound(trace: pd.DataFrame, search: pd.DataFrame) -> plt.Figure:
+    """Left: the worst ||grad_q r_eps|| against ||q|| per eps (dotted: 2/eps); right: the
+    largest norm found against eps beside 2/eps. Tidy input: notebook 11's CSVs."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
+    for eps, g in trace.groupby("eps"):
+        line, = axes[0].loglog(g["q_norm"], g["max_grad_norm"], marker=".", label=f"eps = {eps:g}")
+        if eps > 0:
+            axes[0].axhline(2 / eps, ls=":", lw=0.8, color=line.get_color())
+    axes[0].set_xlabel("||q||")
+    axes[0].set_ylabel("max ||grad_q r_eps|| (dotted: 2/eps)")
+    axes[0].legend(fontsize=7)
+    pos = search[search["eps"] > 0]
+    axes[1].loglog(pos["eps"], pos["largest"], marker="o", label="largest found")
+    axes[1].loglog(pos["eps"], pos["bound_2_over_eps"], ls="--", label="bound 2/eps")
+    axes[1].set_xlabel("eps")
+    axes[1].legend()
+    return fig
+
+
+def lemma2_constants(table: pd.DataFrame) -> plt.Figure:
+    """Largest observed value / bound for every checked constant with a bound (1 = the
+    bound; above it, violated). Tidy input: ``theory.lemma2_check``'s CSV."""
+    t = table[table["bound"].notna()].reset_index(drop=True)
+    labels = [c + (f", eps={e:g}" if pd.notna(e) else "") + (f", y={int(y)}" if pd.notna(y) else "")
+              for c, e, y in zip(t["constant"], t["eps"], t["label"])]
+    fig, ax = plt.subplots(figsize=(7, 0.22 * len(t) + 1.0), constrained_layout=True)
+    colors = ["tab:red" if str(w) == "False" else "tab:blue" for w in t["within"]]
+    ax.barh(np.arange(len(t)), t["observed_over_bound"], color=colors)
+    ax.axvline(1, color="black", lw=1, ls="--")
+    ax.set_yticks(np.arange(len(t)), labels, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("largest observed / bound (red: above the bound)")
+    return fig
+
+
+def theorem3_gap(gaps: pd.DataFrame) -> plt.Figure:
+    """Generalization gap (test - train loss) against the number of training queries, one
+    panel per design, one line per optimizer (mean and std over seeds), and the train and
+    test losses. Tidy input: notebook 12's per-n CSV (columns optimizer, design,
+    n_train_queries, gap, gap_std, train_loss, test_loss)."""
+    designs = list(dict.fromkeys(gaps["design"]))
+    fig, axes = plt.subplots(1, len(designs) + 1, figsize=(4 * (len(designs) + 1), 3.3), constrained_layout=True)
+    colors = {"sgd": "tab:purple", "adam": "tab:green"}
+    for ax, design in zip(axes, designs):
+        for opt, g in gaps[gaps["design"] == design].groupby("optimizer", sort=False):
+            g = g.sort_values("n_train_queries")
+            ax.errorbar(g["n_train_queries"], g["gap"], yerr=g["gap_std"].fillna(0), marker="o", capsize=3,
+                        color=colors.get(opt), label=opt)
+        ax.axhline(0, color="grey", lw=0.8, ls=":")
+        ax.set_title(design)
+        ax.set_ylabel("gap = test loss - train loss")
+    for opt, g in gaps[gaps["design"] == designs[0]].groupby("optimizer", sort=False):
+        g = g.sort_values("n_train_queries")
+        axes[-1].plot(g["n_train_queries"], g["test_loss"], marker="o", color=colors.get(opt), label=f"{opt}, test")
+        axes[-1].plot(g["n_train_queries"], g["train_loss"], marker="s", ls=":", color=colors.get(opt),
+                      label=f"{opt}, train")
+    axes[-1].set_title(f"losses ({designs[0]})")
+    axes[-1].set_ylabel("mean loss")
+    ns = sorted(gaps["n_train_queries"].unique())
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("training queries n")
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.minorticks_off()
+        ax.legend(fontsize=7)
+    return fig

@@ -43,6 +43,10 @@ PAPER_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Optimizers ``TrainConfig.optimizer`` accepts.
+OPTIMIZERS = ("adam", "sgd")
+
+
 class NonFiniteError(FloatingPointError):
     """A loss or gradient became NaN or infinite during training."""
 
@@ -61,6 +65,7 @@ class TrainConfig:
     batch_size: int | None = None
     lr: float | None = None
     lr_decay: float | None = None  # multiplicative per epoch (ExponentialLR)
+    optimizer: str = "adam"  # "adam" (Section 5) or "sgd": plain SGD, step size lr / t at global step t (Theorem 3)
     clip: float | None = 5.0  # gradient-norm clipping; None disables it
     seed: int = 0  # model initialisation and shuffling
     data_seed: int = 0  # benchmark generation, query sampling, splits, NR sampling
@@ -85,7 +90,14 @@ class TrainConfig:
             raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
         if not 0 < self.train_fraction <= 1:
             raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
         paper = PAPER_SETTINGS[self.encoder]
+        if self.optimizer == "sgd":
+            # Theorem 3's step sizes c / t are the whole schedule: no per-epoch decay on top.
+            if self.lr_decay not in (None, 1.0):
+                raise ValueError(f"optimizer 'sgd' uses step size lr / t; lr_decay must be 1 or None, got {self.lr_decay}")
+            paper = {**paper, "lr_decay": 1.0}
         thresholds = self.thresholds if self.thresholds is not None else DEFAULT_THRESHOLDS[self.loss]
         out = dataclasses.replace(
             self,
@@ -110,7 +122,10 @@ class TrainConfig:
 
     def key(self) -> str:
         """A stable hash of the resolved config (the cache key of ``experiments``)."""
-        blob = json.dumps(self.resolved().to_dict(), sort_keys=True)
+        d = self.resolved().to_dict()
+        if d["optimizer"] == "adam":
+            del d["optimizer"]  # Adam runs keep the keys they had before the field existed
+        blob = json.dumps(d, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -287,7 +302,15 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
         eps=cfg.epsilon, init_scale=cfg.init_scale, seed=cfg.seed,
     ).to(device)
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(params, lr=cfg.lr, fused=device.type in ("cpu", "cuda"))
+    step_scheduler = None
+    if cfg.optimizer == "sgd":
+        # Theorem 3's setting: plain SGD with step size alpha_t = lr / t at global step t = 1, 2, ...
+        # (the scheduler is stepped after every batch). RowAdam does not apply to SGD, so the
+        # tables get ordinary dense gradients and optimizer.step() updates every parameter.
+        optimizer = torch.optim.SGD(params, lr=cfg.lr)
+        step_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 / (k + 1))
+    else:
+        optimizer = torch.optim.Adam(params, lr=cfg.lr, fused=device.type in ("cpu", "cuda"))
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.lr_decay)
 
     tr = _subsample_train(dataset.splits["train"], cfg.train_fraction, cfg.seed)
@@ -318,7 +341,12 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
                 total = stepper.backward(loss, cfg.clip)
             if not math.isfinite(total):
                 raise NonFiniteError(f"non-finite gradient norm ({total}) at epoch {epoch}, step {step}; {setting}")
-            stepper.step()
+            if step_scheduler is None:
+                stepper.step()
+            else:  # SGD's update is a few small element-wise kernels: one thread, as for the batch
+                with stepper.batch_threads():
+                    stepper.step()
+                step_scheduler.step()
             loss_sum += loss.item() * len(rows)
             norms.append(total)
             clipped += int(cfg.clip is not None and total > cfg.clip)

@@ -1,0 +1,218 @@
+"""clirlib.theory (Section 4: Proposition 1, Lemma 2, Theorem 3) and the SGD trainer of
+Theorem 3's setting, on hand-checked inputs."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from clirlib import determinism, theory
+from clirlib.encoders import Ranker
+from clirlib.losses import sosl
+from clirlib.train import TrainConfig, _batch, train
+
+from _toy import toy_dataset
+
+
+# ---------------------------------------------------------------- existing helpers
+
+def test_loglog_slope_recovers_an_exact_power_law():
+    n = np.array([10, 20, 40, 80])
+    assert theory.loglog_slope(n, 3.0 * n ** -0.5) == pytest.approx(-0.5, abs=1e-12)
+    assert theory.loglog_slope(n, 0.2 * n ** 1.0) == pytest.approx(1.0, abs=1e-12)
+    # non-positive gaps are left out; fewer than two positive points: NaN
+    assert theory.loglog_slope(n, [-1.0, 2.0, 0.0, 1.0]) == pytest.approx(-0.5, abs=1e-12)  # (20, 2), (80, 1)
+    assert math.isnan(theory.loglog_slope(n, [-1.0, 0.5, 0.0, -2.0]))
+    assert math.isnan(theory.loglog_slope([10, 10], [1.0, 2.0]))
+
+
+def test_generalization_gap_is_test_minus_train():
+    record = {"split_losses": {"train": 0.125, "dev": 9.0, "test": 0.5}}
+    assert theory.generalization_gap(record) == 0.375
+
+
+# ---------------------------------------------------------------- Lemma 2's constants
+
+def test_lemma2_constants_by_hand():
+    # thresholds (0.2, 0.7): MR's segment is [0.7, 1], G_2 = max(2 * 1.7, 2 * 0) = 3.4
+    c = theory.lemma2_constants(1.0, 2, (0.2, 0.7))
+    assert c["sosl_lipschitz_r"] == pytest.approx(3.4)
+    assert c["sosl_smooth_r"] == 2.0
+    assert c["scs_lipschitz"] == 2.0 and c["scs_smooth"] == 4.0
+    assert c["loss_lipschitz_f"] == pytest.approx(6.8)  # Lemma A.1: 3.4 * 2
+    assert c["loss_smooth_f_lemma_a2"] == pytest.approx(2 * 2 + 3.4 * 4)  # L_r beta_l + L_l beta_r
+    assert c["loss_smooth_f_chain_rule"] == pytest.approx(2**2 * 2 + 3.4 * 4)  # L_r^2 beta_l + L_l beta_r
+    c = theory.lemma2_constants(0.5, 0, (0.2, 0.7))  # NR: [-1, 0.2], G_0 = 1.6
+    assert c["scs_lipschitz"] == 4.0 and c["scs_smooth"] == 16.0
+    assert c["loss_lipschitz_f"] == pytest.approx(6.4)
+    with pytest.raises(ValueError, match="eps > 0"):
+        theory.lemma2_constants(0.0, 0)
+
+
+def test_sosl_extremes_in_r_match_proposition_1():
+    # SR's segment [0.2, 0.7]: |l'| peaks at r = -1 (2 * 1.2); l' has slope 2 outside the segment
+    ext = theory.sosl_r_extremes(1, (0.2, 0.7), n=2001)
+    assert ext["lipschitz"] == pytest.approx(2.4, rel=1e-12)
+    assert ext["smooth"] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_scs_hessian_norm_matches_closed_form_at_a_known_point():
+    # q = 0 direction along e1 with ||q|| -> large, d = e1: r -> 1, and with q = t e1, d = e1,
+    # eps = 1: r = t / ((t + 1) * 2); along e1 the second derivative is -1 / (t + 1)^3.
+    q = torch.tensor([[2.0, 0.0, 0.0]], dtype=torch.float64)
+    d = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
+    g, h = theory._grad_and_hessian_norms(lambda a, b: theory.smooth_cosine(a, b, 1.0), q, d, iters=50, seed=0)
+    # gradient along e1: d/dt [t / (2 (t + 1))] = 1 / (2 (t + 1)^2) = 1 / 18 at t = 2
+    assert float(g[0]) == pytest.approx(1 / 18, rel=1e-9)
+    # Hessian eigenvalues: along e1 -1/(t+1)^3 = -1/27; across, -r / (t (t + 1)) = -(1/3) / 6 = -1/18
+    assert float(h[0]) == pytest.approx(1 / 18, rel=1e-6)
+
+
+def test_lemma2_check_table_and_the_lemma_a2_counterexample():
+    t = theory.lemma2_check(epsilons=(1.0,), n=300, power_iters=5)
+    assert {"constant", "eps", "label", "bound", "observed", "within", "source"} <= set(t.columns)
+    a2 = t[t["constant"].str.startswith("Lemma A.2 rule")].iloc[0]
+    assert a2["bound"] == 6 and a2["observed"] == pytest.approx(18.0) and a2["within"] is False
+    rest = t[~t["constant"].str.startswith("Lemma A.2 rule") & t["bound"].notna()]
+    assert rest["within"].all()
+    assert t.loc[t["bound"].isna(), "bound_formula"].str.contains("N\\(p\\)").all()
+
+
+def test_lemma2_sentence_on_a_tiny_table():
+    table = pd.DataFrame([
+        {"constant": "A", "eps": 1.0, "label": np.nan, "bound": 2.0, "bound_formula": "2/eps", "source": "paper",
+         "observed": 1.0, "observed_over_bound": 0.5, "within": True},
+        {"constant": "B", "eps": np.nan, "label": np.nan, "bound": np.nan, "bound_formula": "N(p)", "source": "paper",
+         "observed": 7.0, "observed_over_bound": np.nan, "within": None},
+        {"constant": "C", "eps": np.nan, "label": 0, "bound": 6.0, "bound_formula": "6", "source": "paper",
+         "observed": 18.0, "observed_over_bound": 3.0, "within": False},
+    ])
+    text = theory.lemma2_sentence(table)
+    assert text.startswith("3 checks: 1 within their bound, 1 violated, 1 without a stated value.")
+    assert "- **A** (eps = 1), bound 2/eps [paper]: within the bound at every point checked; " \
+           "largest observed / bound 0.5." in text
+    assert "- **B**: the paper states no value (N(p); paper); largest observed 7." in text
+    assert "**violated** in 1 of 1 cases (18 > 6, label 0)" in text
+    assert "holds" not in text
+
+
+def test_gradient_search_sentence_on_a_tiny_table():
+    search = pd.DataFrame({"eps": [0.0, 0.5, 1.0], "largest": [1e8, 2.0, 1.0],
+                           "bound_2_over_eps": [float("inf"), 4.0, 2.0]})
+    text = theory.gradient_search_sentence(search)
+    assert "For every eps > 0 checked (0.5, 1)" in text and "between 0.5 and 0.5" in text
+    assert "about 1/eps" in text and "factor of about 2" in text
+    assert "1e+08" in text
+    bad = theory.gradient_search_sentence(search.assign(largest=[1e8, 5.0, 1.0]))
+    assert "Bound exceeded** at eps = 0.5" in bad
+
+
+# ---------------------------------------------------------------- Theorem 3
+
+def _runs(gap_of_n, seeds=(0, 1, 2), optimizer="sgd", design="fixed steps", noise=0.0):
+    rows = []
+    for n in (10, 20, 40, 80):
+        for s in seeds:
+            rows.append({"optimizer": optimizer, "design": design, "epsilon": 1.0, "lr": 100.0, "seed": s,
+                         "n_train_queries": n, "steps": 64, "gap": gap_of_n(n) * (1 + noise * (s - 1))})
+    return pd.DataFrame(rows)
+
+
+def test_bootstrap_slope_exact_law_and_one_seed():
+    s = theory.bootstrap_slope(_runs(lambda n: 2.0 / n), n_boot=200)
+    assert s["slope"] == pytest.approx(-1.0, abs=1e-12)
+    assert s["ci_low"] == pytest.approx(-1.0, abs=1e-9) and s["ci_high"] == pytest.approx(-1.0, abs=1e-9)
+    assert s["n_seeds"] == 3 and s["n_sizes"] == 4
+    one = theory.bootstrap_slope(_runs(lambda n: 2.0 / n, seeds=(0,)), n_boot=200)
+    assert one["slope"] == pytest.approx(-1.0) and math.isnan(one["ci_low"])
+
+
+def test_theorem3_verdicts_are_worded_consistent_or_not():
+    shrink = theory.theorem3_slopes(_runs(lambda n: n ** -0.5, noise=0.05), n_boot=300)
+    assert shrink["trend"].tolist() == ["shrinks"]
+    text = theory.theorem3_sentence(shrink)
+    assert "**consistent with** Theorem 3" in text and "gap ~ n^-0.50" in text and "3 seeds per n" in text
+    grow = theory.theorem3_sentence(theory.theorem3_slopes(_runs(lambda n: 0.01 * n, noise=0.05), n_boot=300))
+    assert "**not consistent with** Theorem 3" in grow
+    adam = theory.theorem3_sentence(theory.theorem3_slopes(_runs(lambda n: 1 / n, optimizer="adam"), n_boot=50))
+    assert "Adam is outside Theorem 3" in adam and "consistent" not in adam
+    one = theory.theorem3_sentence(theory.theorem3_slopes(_runs(lambda n: 1 / n, seeds=(0,)), n_boot=50))
+    assert "**not tested**" in one and "1 seed per n" in one
+    for t in (text, grow, adam, one):
+        assert "holds" not in t
+
+
+def test_theorem3_configs_fix_the_number_of_steps():
+    cfgs = theory.theorem3_configs("ci", None, "fr", seeds=(0,))
+    e = theory.THEOREM3_EPOCHS["ci"]
+    sgd = cfgs["sgd", "fixed steps", 0.25, 0]
+    assert (sgd.optimizer, sgd.lr, sgd.clip, sgd.patience, sgd.epochs) == ("sgd", theory.SGD_C, None, None, 4 * e)
+    adam = cfgs["adam", "fixed steps", 0.1, 0]
+    assert (adam.optimizer, adam.lr, adam.clip, adam.epochs) == ("adam", 0.01, 5.0, 10 * e)
+    assert len(cfgs) == 2 * len(theory.THEOREM3_FRACTIONS)
+
+
+# ---------------------------------------------------------------- SGD in the trainer
+
+def test_optimizer_validated():
+    with pytest.raises(ValueError, match="unknown optimizer 'rmsprop'"):
+        TrainConfig(optimizer="rmsprop").resolved()
+    with pytest.raises(ValueError, match="lr_decay"):
+        TrainConfig(optimizer="sgd", lr_decay=0.9).resolved()
+    assert TrainConfig(encoder="cnn", optimizer="sgd").resolved().lr_decay == 1.0
+    # Adam runs keep their cache keys; SGD gets its own
+    assert TrainConfig(optimizer="adam").key() == TrainConfig().key() != TrainConfig(optimizer="sgd").key()
+
+
+def test_sgd_is_deterministic_and_its_step_size_is_c_over_t(monkeypatch):
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=7.0, optimizer="sgd", clip=None)
+    seen = []
+    original = torch.optim.SGD.step
+
+    def step(self, *a, **kw):
+        seen.append(self.param_groups[0]["lr"])
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(torch.optim.SGD, "step", step)
+    a = train(cfg, ds, progress=False)
+    t = len(seen)
+    assert t == sum(h["n_steps"] for h in a.history) > 2
+    assert seen == pytest.approx([7.0 / k for k in range(1, t + 1)], rel=1e-12)
+    b = train(cfg, ds, progress=False)
+    strip = lambda hist: [{k: v for k, v in h.items() if k != "seconds"} for h in hist]  # noqa: E731
+    assert strip(a.history) == strip(b.history) and a.split_losses == b.split_losses
+    assert a.test_metrics == b.test_metrics
+
+
+def test_sgd_takes_the_dense_path_and_matches_a_plain_torch_loop(monkeypatch):
+    from clirlib import optim
+
+    def no_row_adam(*a, **kw):
+        raise AssertionError("RowAdam must not be used for SGD")
+
+    monkeypatch.setattr(optim.RowAdam, "__init__", no_row_adam)
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=1, batch_size=32, lr=5.0, optimizer="sgd", clip=None, seed=3)
+    res = train(cfg, ds, progress=False, keep_model=True)
+    # the same epoch with nothing but torch: dense gradients, SGD, lr / t
+    determinism.configure()
+    determinism.seed_everything(3)
+    model = Ranker.build("avgpool", len(ds.q_vocab), len(ds.d_vocab), dim=ds.embedding_dim, eps=1.0, seed=3)
+    opt = torch.optim.SGD(model.parameters(), lr=5.0)
+    tr = ds.splits["train"]
+    labels = torch.from_numpy(tr.labels)
+    order = determinism.rng(3, "shuffle", 1).permutation(len(tr))
+    for t, start in enumerate(range(0, len(tr), 32), start=1):
+        rows = order[start:start + 32]
+        for group in opt.param_groups:
+            group["lr"] = 5.0 / t
+        opt.zero_grad()
+        q = _batch(ds.queries, tr.qidx[rows], torch.device("cpu"))
+        d = _batch(ds.docs, tr.didx[rows], torch.device("cpu"))
+        sosl(model(*q, *d), labels[torch.from_numpy(rows)], (0.2, 0.7)).backward()
+        opt.step()
+    for (name, p), (_, ref) in zip(res.model.named_parameters(), model.named_parameters()):
+        assert torch.allclose(p.detach(), ref.detach(), rtol=1e-5, atol=1e-6), name
