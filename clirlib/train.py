@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from . import determinism
 from .encoders import ENCODERS, AvgPoolEncoder, Ranker
-from .losses import DEFAULT_THRESHOLDS, get_loss
+from .losses import DEFAULT_THRESHOLDS, class_weights, get_loss
 from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
 
 #: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
@@ -45,6 +45,10 @@ PAPER_SETTINGS: dict[str, dict[str, Any]] = {
 
 #: Optimizers ``TrainConfig.optimizer`` accepts.
 OPTIMIZERS = ("adam", "sgd")
+
+
+#: Values of ``TrainConfig.class_weight``.
+CLASS_WEIGHTS = ("none", "balanced")
 
 
 class NonFiniteError(FloatingPointError):
@@ -78,6 +82,8 @@ class TrainConfig:
     init_scale: float | None = None  # rescale initial embedding rows to this mean norm
     record_steps: bool = False  # keep every step's gradient norm in the history
     score_train: bool = False  # score the training pairs at the end (Figure 3)
+    class_weight: str = "none"  # "none" | "balanced": each class contributes equally (weights from the training labels)
+    target_scale: float = 1.0  # loss on the score axis stretched by 1 / s: s^2 * loss(r / s) (cut points -1, theta, 1 times s)
 
     def resolved(self) -> "TrainConfig":
         """The same config with every ``None`` replaced by the paper's setting."""
@@ -110,6 +116,10 @@ class TrainConfig:
         )
         if out.epochs < 1 or out.batch_size < 1:
             raise ValueError("epochs and batch_size must be positive")
+        if out.class_weight not in CLASS_WEIGHTS:
+            raise ValueError(f"unknown class_weight {out.class_weight!r}; choose one of {', '.join(CLASS_WEIGHTS)}")
+        if not 0 < out.target_scale <= 1:
+            raise ValueError(f"target_scale must be in (0, 1], got {out.target_scale}")
         if out.patience is not None and out.patience < 1:
             raise ValueError(f"patience must be a positive number of epochs or None, got {out.patience}")
         return out
@@ -125,6 +135,9 @@ class TrainConfig:
         d = self.resolved().to_dict()
         if d["optimizer"] == "adam":
             del d["optimizer"]  # Adam runs keep the keys they had before the field existed
+        for name, default in (("class_weight", "none"), ("target_scale", 1.0)):
+            if d[name] == default:
+                del d[name]  # likewise for the loss-weighting fields (notebook 13)
         blob = json.dumps(d, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -270,6 +283,26 @@ def evaluate_split(model: Ranker, dataset, split, device: torch.device) -> dict[
     return evaluate(score_split(model, dataset, split, device), split.labels, split.qidx)
 
 
+def objective(cfg: "TrainConfig", train_labels: np.ndarray):
+    """The training loss of a resolved config as a function of ``(scores, labels)``: the
+    config's loss and thresholds, with per-pair class weights when ``class_weight`` is
+    ``"balanced"`` (``losses.class_weights`` of the training split's labels, so NR, SR and
+    MR contribute equally) and, for ``target_scale`` s < 1, s^2 * loss(r / s): for SOSL and
+    MSE exactly the same loss with every cut point (-1, theta, 1) multiplied by s; for PO
+    the cut points and the logistic scale multiplied by s."""
+    loss_fn = get_loss(cfg.loss)
+    w = class_weights(train_labels) if cfg.class_weight == "balanced" else None  # (3,)
+    s = float(cfg.target_scale)
+
+    def fn(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        kw = {} if w is None else {"weight": w.to(scores.device, scores.dtype)[labels.long()]}
+        if s == 1.0:
+            return loss_fn(scores, labels, cfg.thresholds, **kw)
+        return s * s * loss_fn(scores / s, labels, cfg.thresholds, **kw)
+
+    return fn
+
+
 def _subsample_train(split, fraction: float, seed: int):
     if fraction >= 1:
         return split
@@ -291,8 +324,6 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
 
         dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
     device = determinism.device()
-    loss_fn = get_loss(cfg.loss)
-    thresholds = cfg.thresholds
     disable = (not progress) if progress is not None else _progress_disabled()
 
     model = Ranker.build(
@@ -314,6 +345,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.lr_decay)
 
     tr = _subsample_train(dataset.splits["train"], cfg.train_fraction, cfg.seed)
+    loss_of = objective(cfg, tr.labels)
     dev, test = dataset.splits["dev"], dataset.splits["test"]
     labels_t = torch.from_numpy(tr.labels).to(device)
     n = len(tr)
@@ -335,7 +367,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
             rows = order[start:start + cfg.batch_size]
             with stepper.batch_threads():
                 scores = stepper.scores(rows)  # (B,)
-                loss = loss_fn(scores, labels_t[torch.from_numpy(rows).to(device)], thresholds)
+                loss = loss_of(scores, labels_t[torch.from_numpy(rows).to(device)])
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"non-finite loss ({loss.item()}) at epoch {epoch}, step {step}; {setting}")
                 total = stepper.backward(loss, cfg.clip)
@@ -384,7 +416,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     train_scores = score_split(model, dataset, tr, device)
     for name, split, sc in (("train", tr, train_scores), ("dev", dev, None), ("test", test, test_scores)):
         sc = score_split(model, dataset, split, device) if sc is None else sc
-        result.split_losses[name] = float(loss_fn(torch.from_numpy(sc), torch.from_numpy(split.labels), thresholds))
+        result.split_losses[name] = float(loss_of(torch.from_numpy(sc), torch.from_numpy(split.labels)))
     if cfg.score_train:
         result.train_scores = train_scores
         result.train_labels = tr.labels.copy()
