@@ -253,3 +253,83 @@ def theorem3_gap(gaps: pd.DataFrame) -> plt.Figure:
         ax.minorticks_off()
         ax.legend(fontsize=7)
     return fig
+
+
+# Notebooks 09 and 10: seeds and significance, training stability ---------------------------
+
+def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
+    """Heat map of the verdict comparisons of Tables 2 and 3: one panel per table, one row
+    per compared pair (A vs B), one column per metric, colour = effect A - B (mean over
+    seeds; blank where a claim has no such metric); a circle marks a comparison that
+    holds, a cross one that does not hold, no mark an inconclusive one. Tidy input:
+    ``tables/seeds_significance_tests.csv`` (``findings.seeds_tests``)."""
+    tables = list(dict.fromkeys(tests["table"])) if len(tests) else []
+    if not tables:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.text(0.5, 0.5, "no comparison was tested", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    metrics = [m for m in METRIC_NAMES if m in set(tests["metric"])]
+    rows = {t: list(dict.fromkeys(zip(tests.loc[tests["table"] == t, "a"], tests.loc[tests["table"] == t, "b"])))
+            for t in tables}
+    n_rows = max(len(r) for r in rows.values())
+    lim = max(float(np.nanmax(np.abs(tests["effect"].to_numpy(float)))), 1e-9)
+    fig, axes = plt.subplots(1, len(tables), figsize=(6.2 * len(tables), 0.3 * n_rows + 2.2),
+                             constrained_layout=True, squeeze=False)
+    for ax, table in zip(axes[0], tables):
+        t = tests[tests["table"] == table]
+        index = {pair: i for i, pair in enumerate(rows[table])}
+        col = {m: j for j, m in enumerate(metrics)}
+        grid = np.full((len(index), len(metrics)), np.nan)  # (pairs, metrics)
+        for a, b, m, e in zip(t["a"], t["b"], t["metric"], t["effect"]):
+            grid[index[(a, b)], col[m]] = e
+        im = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
+        for verdict, style in (("holds", {"marker": "o", "facecolors": "none", "edgecolors": "black"}),
+                               ("does not hold", {"marker": "x", "color": "black"})):
+            s = t[t["verdict"] == verdict]
+            ax.scatter([col[m] for m in s["metric"]], [index[(a, b)] for a, b in zip(s["a"], s["b"])],
+                       s=40, linewidths=1.0, label=verdict, **style)
+        starts = t.drop_duplicates("hypothesis")
+        for a, b in zip(starts["a"], starts["b"]):
+            if index[(a, b)] > 0:
+                ax.axhline(index[(a, b)] - 0.5, color="black", lw=0.8)
+        ax.set_xticks(range(len(metrics)), metrics, rotation=45, ha="right")
+        ax.set_yticks(range(len(index)), [f"{a} vs {b}" for a, b in index], fontsize=7)
+        ax.set_xlim(-0.5, len(metrics) - 0.5)
+        ax.set_ylim(len(index) - 0.5, -0.5)
+        ax.set_title(f"{table}: effect A - B (o holds, x does not hold)", fontsize=9)
+        fig.colorbar(im, ax=ax, shrink=0.8, label="A - B")
+    return fig
+
+
+def stability_traces(trace: pd.DataFrame) -> plt.Figure:
+    """Gradient norm (before clipping, log scale) against the training step: one panel
+    per (initial regime, clipping), one line per eps; a dotted line at the clipping
+    threshold. Tidy input: ``tables/stability_grad_norm_trace.csv`` (columns step,
+    grad_norm, regime, epsilon, clip with clip "none" or the threshold)."""
+    regimes = list(dict.fromkeys(trace["regime"]))
+    clip = trace["clip"].astype(str)
+    clips = list(dict.fromkeys(clip))
+    epsilons = sorted(trace["epsilon"].astype(float).unique())
+    colors = dict(zip(epsilons, plt.get_cmap("plasma")(np.linspace(0.1, 0.8, max(len(epsilons), 1)))))
+    colors.update({e: c for e, c in {0.0: "tab:red", 0.25: "tab:orange", 1.0: "tab:blue"}.items() if e in colors})
+    fig, axes = plt.subplots(max(len(regimes), 1), max(len(clips), 1), figsize=(10, 2.3 * max(len(regimes), 1)),
+                             sharex=True, sharey=True, constrained_layout=True, squeeze=False)
+    for i, regime in enumerate(regimes):
+        for j, tag in enumerate(clips):
+            ax = axes[i, j]
+            for eps in epsilons:
+                g = trace[(trace["regime"] == regime) & (clip == tag) & (trace["epsilon"].astype(float) == eps)]
+                if len(g):
+                    ax.plot(g["step"], g["grad_norm"], lw=0.7, color=colors[eps],
+                            label=f"eps = {eps:g}" + (" (cosine)" if eps == 0 else ""))
+            if tag != "none":
+                ax.axhline(float(tag), color="grey", ls=":", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_title(f"{regime}, clipping {'off' if tag == 'none' else 'at ' + tag}", fontsize=8)
+            if j == 0:
+                ax.set_ylabel("gradient norm")
+    for ax in axes[-1]:
+        ax.set_xlabel("training step")
+    axes[0, 0].legend(fontsize=7)
+    return fig

@@ -11,12 +11,19 @@ representation's norm is small ("exploding gradients"); smooth cosine (eps > 0) 
 - :func:`step_trace`: the per-step gradient norms (before clipping) as a tidy frame.
 - :func:`clipping_inactive`: whether clipping never touched a run, in which case the same
   config without clipping trains exactly the same model and need not be run.
+
+Notebook 10's grid: :func:`run_grid` trains (or reads) every (initial regime, eps, clip)
+setting, reusing a clipped run for its unclipped twin when clipping never fired;
+:func:`grid_summary` and :func:`grid_trace` give its tables; :func:`scs_vs_cosine` sets
+each SCS run against plain cosine (paired randomization test, Holm over the rows); and
+:func:`small_norm_pairs` pairs each rescaled regime with its ordinary one. The result
+sentences are rendered by :func:`clirlib.findings.stability_sentences`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -101,3 +108,101 @@ def clipping_inactive(record: dict[str, Any]) -> bool:
     if "error" in record or not clip or not norms:
         return False
     return bool(max(norms) + 1e-6 <= clip)
+
+
+# --------------------------------------------------------------------------- notebook 10's grid
+#: Columns that name a setting of notebook 10's grid.
+GRID_KEYS = ("regime", "epsilon", "clip")
+
+
+def clip_tag(clip: float | None) -> str:
+    """The clipping threshold as a label: ``"5"`` or ``"none"``."""
+    return "none" if clip is None else f"{clip:g}"
+
+
+def run_grid(profile: str, data: str | None, lang: str, regimes: Mapping[str, Mapping[str, Any]],
+             epsilons: Iterable[float], clips: Iterable[float | None],
+             force: bool | None = None) -> dict[tuple[str, float, str], tuple[dict[str, Any], bool]]:
+    """Notebook 10's runs: SOSL with average pooling on ``lang`` at the profile's scale,
+    for every (regime, eps, clip), recording every step's gradient norm; a run stopped by a
+    non-finite value is kept (``allow_nonfinite``). ``regimes`` maps a name to config
+    fields (``pretrained``, ``init_scale``). The first entry of ``clips`` should be a
+    threshold: a later setting without clipping reuses the clipped run when clipping never
+    fired there (:func:`clipping_inactive`). Returns {(regime, eps, clip tag): (record,
+    trained as its own run)}."""
+    from . import experiments, reproduction
+
+    clips = list(clips)
+    out: dict[tuple[str, float, str], tuple[dict[str, Any], bool]] = {}
+    for regime, fields in regimes.items():
+        for eps in epsilons:
+            for clip in clips:
+                key = (regime, eps, clip_tag(clip))
+                clipped = out.get((regime, eps, clip_tag(clips[0])))
+                if clip is None and clipped is not None and clipping_inactive(clipped[0]):
+                    out[key] = (clipped[0], False)  # clipping never fired: the same run
+                    continue
+                cfg = reproduction.base(profile, data, lang, epsilon=eps, clip=clip, record_steps=True, **fields)
+                out[key] = (experiments.run(cfg, force=force, allow_nonfinite=True), True)
+    return out
+
+
+def grid_summary(grid: Mapping[tuple[str, float, str], tuple[dict[str, Any], bool]]) -> pd.DataFrame:
+    """One :func:`run_summary` row per setting of :func:`run_grid`, led by regime, epsilon,
+    clip and ``own_run`` (False: the clipped twin's run, reused)."""
+    return pd.DataFrame([{**dict(zip(GRID_KEYS, k)), "own_run": own, **run_summary(rec)}
+                         for k, (rec, own) in grid.items()])
+
+
+def grid_trace(grid: Mapping[tuple[str, float, str], tuple[dict[str, Any], bool]]) -> pd.DataFrame:
+    """:func:`step_trace` of every setting of :func:`run_grid`: columns step, epoch,
+    grad_norm, regime, epsilon, clip."""
+    frames = [step_trace([rec], by=[]).assign(**dict(zip(GRID_KEYS, k))) for k, (rec, _) in grid.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def small_norm_pairs(regimes: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """{regime with ``init_scale``: the regime with the same other fields and no rescaling}."""
+    out = {}
+    for name, fields in regimes.items():
+        if fields.get("init_scale") is None:
+            continue
+        rest = {k: v for k, v in fields.items() if k != "init_scale"}
+        for other, f in regimes.items():
+            if f.get("init_scale") is None and {k: v for k, v in f.items() if k != "init_scale"} == rest:
+                out[name] = other
+                break
+    return out
+
+
+def scs_vs_cosine(summary: pd.DataFrame, grid: Mapping[tuple[str, float, str], tuple[dict[str, Any], bool]],
+                  metric: str = "NDCG@5", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """Per (regime, clip) and eps > 0: plain cosine's largest gradient norm over SCS's, the
+    clipped steps of both, the test ``metric`` of both, the paired randomization p-value
+    over test queries of SCS against plain cosine with the same clipping (NaN when either
+    run stopped), and its Holm adjustment over all the rows (``p_holm``)."""
+    from .experiments import per_query_frame
+    from .stats import holm, paired_randomization
+
+    def values(rec: dict[str, Any]) -> pd.Series:
+        return per_query_frame(rec).set_index("query_id")[metric]
+
+    rows = []
+    for (regime, clip), g in summary.groupby(["regime", "clip"], sort=False):
+        g = g.set_index("epsilon")
+        base = grid[regime, 0.0, clip][0]
+        for eps in [e for e in g.index if e > 0]:
+            rec = grid[regime, eps, clip][0]
+            p = (paired_randomization(values(rec), values(base), n_resamples, seed)
+                 if "error" not in rec and "error" not in base else float("nan"))
+            rows.append({"regime": regime, "clip": clip, "epsilon": eps,
+                         "max grad cosine / SCS": g.loc[0.0, "grad_norm_max"] / g.loc[eps, "grad_norm_max"],
+                         "clipped cosine": g.loc[0.0, "clipped_steps"], "clipped SCS": g.loc[eps, "clipped_steps"],
+                         f"{metric} cosine": g.loc[0.0, metric], f"{metric} SCS": g.loc[eps, metric],
+                         "p_value": p})
+    out = pd.DataFrame(rows)
+    if len(out):
+        tested = out["p_value"].notna()
+        out["p_holm"] = np.nan
+        out.loc[tested, "p_holm"] = holm(out.loc[tested, "p_value"])
+    return out

@@ -1,0 +1,205 @@
+"""Computed result sentences of notebooks 09 and 10 (clirlib.findings) on hand-made frames."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clirlib import findings, stability, verdicts
+from clirlib.metrics import METRIC_NAMES
+
+N = 40  # test queries per fixture
+LANGS = ("fr", "it", "sw", "tl")
+
+
+def record(loss, lang, seed, values, encoder="avgpool"):
+    per_query = {"query_id": [f"{lang}{i}" for i in range(N)], **{m: list(values) for m in METRIC_NAMES}}
+    config = {"lang": lang, "loss": loss, "encoder": encoder, "epsilon": 1.0, "thresholds": [0.2, 0.7],
+              "n_nr": 40, "seed": seed}
+    return {"config": config, "dev": {"P_mr@1": 0.5}, "dev_chance": 0.02, "test_per_query": per_query}
+
+
+def runs_frame(recs):
+    """One row per run with its config and mean test metrics (what run_many gives)."""
+    return pd.DataFrame([{**{k: r["config"][k] for k in ("lang", "loss", "encoder", "seed")},
+                          **{m: float(np.mean(r["test_per_query"][m])) for m in METRIC_NAMES}} for r in recs])
+
+
+@pytest.fixture(scope="module")
+def table2():
+    """SOSL 0.2 above every rival on every query; MSE = PO = 3Part_L2; seed s adds 0.01 * s
+    to every system, so each system's seed-to-seed std is exactly 0.01."""
+    base = np.linspace(0.1, 0.6, N)
+    recs = [record(loss, lang, s, base + (0.2 if loss == "sosl" else 0.0) + 0.01 * s)
+            for s in range(3) for lang in LANGS for loss in ("sosl", "3part_l2", "mse", "po")]
+    summary, comparisons = verdicts.evaluate({"table2": recs}, hypotheses=findings.TABLE_HYPOTHESES)
+    ms, display = findings.mean_std_table(runs_frame(recs), "loss", ("sosl", "3part_l2", "mse", "po"), LANGS)
+    return summary, comparisons, ms, display
+
+
+def test_mean_std_table_cells_and_order(table2):
+    _, _, ms, display = table2
+    assert list(display.index) == [(lang, k) for lang in LANGS for k in ("sosl", "3part_l2", "mse", "po")]
+    assert list(display.columns) == [*METRIC_NAMES, "n"]
+    assert (display["n"] == 3).all()
+    # mean of base + 0.2 + {0, 0.01, 0.02} = 0.35 + 0.2 + 0.01; std over seeds = 0.01
+    assert display.loc[("fr", "sosl"), "P_mr@1"] == "0.560 ± 0.010"
+    assert ms["std"].to_numpy() == pytest.approx(0.01)
+
+
+def test_mean_std_table_single_seed_shows_mean_only():
+    runs = pd.DataFrame({"lang": ["fr"], "encoder": ["cnn"], **{m: [0.25] for m in METRIC_NAMES}})
+    _, display = findings.mean_std_table(runs, "encoder", ("avgpool", "cnn"))
+    assert display.loc[("fr", "cnn"), "MAP"] == "0.250" and display.loc[("fr", "cnn"), "n"] == 1
+
+
+def test_seeds_tests_columns_labels_and_seed_sd(table2):
+    summary, comparisons, ms, _ = table2
+    tests = findings.seeds_tests(comparisons, [ms])
+    assert list(tests.columns) == findings.SEEDS_TEST_COLUMNS
+    assert set(tests["table"]) == {"Table 2"}
+    # sosl_vs_* x 3, mse_equals_po: 4 languages x 7 metrics each; low_resource_higher: 2 x 2 pairs x P_mr@1
+    assert len(tests) == 4 * 4 * 7 + 4
+    assert tests["seed_sd_a"].to_numpy() == pytest.approx(0.01) and tests["seed_sd_b"].to_numpy() == pytest.approx(0.01)
+    assert set(tests.loc[tests["hypothesis"] == "sosl_vs_mse", "lang"]) == set(LANGS)
+    assert set(tests.loc[tests["hypothesis"] == "low_resource_higher", "lang"]) == {"sw vs fr", "sw vs it", "tl vs fr", "tl vs it"}
+    # claims keep the order of verdicts.HYPOTHESES
+    order = [h.name for h in findings.TABLE_HYPOTHESES]
+    assert list(dict.fromkeys(tests["hypothesis"])) == [h for h in order if h in set(tests["hypothesis"])]
+
+
+def test_seeds_tests_empty():
+    assert list(findings.seeds_tests(pd.DataFrame()).columns) == findings.SEEDS_TEST_COLUMNS
+
+
+def test_comparison_grid_marks(table2):
+    _, comparisons, ms, _ = table2
+    tests = findings.seeds_tests(comparisons, [ms])
+    grid = findings.comparison_grid(tests, "Table 2")
+    cell = grid.loc[("sosl_vs_mse", "SOSL fr vs MSE fr"), "NDCG@5"]
+    assert cell == "+0.200 [+0.200, +0.200] +"
+    assert grid.loc[("low_resource_higher", "SOSL sw vs SOSL fr"), "MAP"] == ""  # not a metric of that claim
+
+
+def test_seeds_sentences_counts_and_numbers(table2):
+    summary, comparisons, ms, _ = table2
+    tests = findings.seeds_tests(comparisons, [ms])
+    text = findings.seeds_sentences(tests, summary, [ms])
+    # SOSL is 0.2 above each rival on every query: all 14 comparisons of a rival hold
+    line = next(l for l in text.splitlines() if "`sosl_vs_mse`" in l)
+    assert "of 28 comparisons, 28 hold, 0 do not hold and 0 are inconclusive, so the claim *holds*" in line
+    assert "Holding per language: fr 7/7, it 7/7, sw 7/7, tl 7/7." in line
+    # MSE = PO exactly: equivalence within +-0.02 holds
+    assert "so the claim *holds*" in next(l for l in text.splitlines() if "`mse_equals_po`" in l)
+    # Table 3's runs are missing
+    assert "*not tested*: no runs of grid 'table3'" in next(l for l in text.splitlines() if "`avgpool_vs_cnn`" in l)
+    # seeds: every std is 0.01; 28 (MSE = PO) + 4 (languages) of 116 effects are 0 < 0.01
+    seeds = next(l for l in text.splitlines() if l.startswith("- **Seeds, Table 2:**"))
+    assert "metric has median 0.010 (largest 0.010)" in seeds
+    assert "have median absolute size 0.200 (largest 0.200)" in seeds
+    assert "32 of 116 differences are smaller than the larger standard deviation" in seeds
+    assert ("(per claim: `sosl_vs_3part_l2` 0/28, `sosl_vs_mse` 0/28, `sosl_vs_po` 0/28, "
+            "`low_resource_higher` 4/4, `mse_equals_po` 28/28)") in seeds
+    totals = text.splitlines()[0]
+    k = {v: int((tests["verdict"] == v).sum()) for v in ("holds", "does not hold", "inconclusive")}
+    assert f"5 of 7 claims tested; of their {len(tests)} comparisons" in totals and f"{k['holds']} hold" in totals
+
+
+def test_seed_spread_matches_the_comparisons(table2):
+    _, comparisons, ms, _ = table2
+    spread = findings.seed_spread([ms])
+    tests = findings.seeds_tests(comparisons, [ms])
+    # the difference of seed means is the comparison's effect (same queries, every seed)
+    j = spread.merge(tests, on=["hypothesis", "a", "b", "metric"])
+    assert len(j) == len(tests) == len(spread)
+    assert j["diff"].to_numpy() == pytest.approx(j["effect"].to_numpy())
+    assert j["sd_a"].to_numpy() == pytest.approx(j["seed_sd_a"].to_numpy())
+
+
+def test_seeds_sentences_when_nothing_was_tested(table2):
+    summary, _, ms, _ = table2
+    untested = summary.assign(verdict="not tested", reason="a reason")
+    text = findings.seeds_sentences(findings.seeds_tests(pd.DataFrame()), untested, [ms])
+    assert text.splitlines()[0] == ("- **All claims of Tables 2 and 3:** none of the 7 claims was tested on these "
+                                    "runs (the reasons follow).")
+    assert text.count("*not tested*: a reason.") == 7
+    assert "- **Seeds, Table 2:**" in text  # the spread is descriptive: it needs no test
+
+
+def test_seeds_sentences_contrary_and_mde():
+    base = np.linspace(0.1, 0.6, N)
+    noise = np.tile([0.3, -0.3], N // 2)
+    recs = ([record("sosl", "fr", s, base - 0.2 + 0.01 * s) for s in range(3)]
+            + [record("mse", "fr", s, base + 0.01 * s) for s in range(3)]
+            + [record("sosl", "it", s, np.clip(base + noise, 0, 1)) for s in range(3)]
+            + [record("mse", "it", s, base) for s in range(3)])
+    h = verdicts.hypothesis("sosl_vs_mse")
+    summary, comparisons = verdicts.evaluate({"table2": recs}, hypotheses=[h])
+    tests = findings.seeds_tests(comparisons, hypotheses=[h])
+    text = findings.seeds_sentences(tests, summary, hypotheses=[h])
+    line = next(l for l in text.splitlines() if "`sosl_vs_mse`" in l)
+    assert "0 hold, 7 do not hold and 7 are inconclusive, so the claim *does not hold*" in line
+    assert "Contrary: SOSL fr vs MSE fr, P_mr@1: -0.200 (95 % CI -0.200 to -0.200)" in line and "and 4 more" in line
+    mde = tests.loc[tests["verdict"] == "inconclusive", "mde"].median()
+    assert f"a true difference of at least {mde:.3f}" in line
+    assert "Seeds" not in text  # no mean-std frames given: no seed line
+
+
+# --------------------------------------------------------------------------- notebook 10
+@pytest.fixture
+def stability_frames():
+    rows = []
+    for regime, first in (("pretrained", (0.02, 0.01)), ("pretrained, norm 0.001", (30.0, 1e-4))):
+        for (eps, g0), ndcg in zip(zip((0.0, 1.0), first), (0.4, 0.5)):
+            for clip in ("5", "none"):
+                own = clip == "5" or g0 > 5
+                rows.append({"regime": regime, "epsilon": eps, "clip": clip, "own_run": own, "finished": True,
+                             "nonfinite_steps": 0, "stopped_epoch": np.nan, "stopped_step": np.nan, "steps": 10,
+                             "clipped_steps": int(clip == "5" and g0 > 5), "grad_norm_max": max(g0, 0.01),
+                             "grad_norm_first_step": g0, "NDCG@5": ndcg + (0.02 if clip == "5" and g0 > 5 else 0)})
+    summary = pd.DataFrame(rows)
+    trace = pd.concat([pd.DataFrame({"step": np.arange(1, 11), "epoch": 1,
+                                     "grad_norm": r["grad_norm_first_step"] * 0.1 ** np.arange(10),
+                                     "regime": r["regime"], "epsilon": r["epsilon"], "clip": r["clip"]})
+                       for r in rows], ignore_index=True)
+    versus = pd.DataFrame([{"regime": r, "clip": c, "epsilon": 1.0,
+                            "max grad cosine / SCS": (30.0 / 0.01 if "norm" in r else 0.02 / 0.01),
+                            "clipped cosine": 0, "clipped SCS": 0, "NDCG@5 cosine": 0.4, "NDCG@5 SCS": 0.5,
+                            "p_value": p, "p_holm": min(1.0, 4 * p)}
+                           for (r, c), p in zip([(r, c) for r in ("pretrained", "pretrained, norm 0.001")
+                                                 for c in ("5", "none")], (0.01, 0.04, 0.001, 0.2))])
+    return summary, versus, trace
+
+
+def test_stability_sentences(stability_frames):
+    summary, versus, trace = stability_frames
+    text = findings.stability_sentences(summary, versus, trace, {"pretrained, norm 0.001": "pretrained"})
+    lines = text.splitlines()
+    assert lines[0] == "- **Non-finite values:** 0 of 8 runs stopped at a NaN or infinite loss or gradient."
+    assert "eps = 0: 1 of 20 steps (5.00%); eps = 1: 0 of 20 steps (0.00%)" in lines[1]
+    assert "Clipping fired at pretrained, norm 0.001, eps = 0: step 1." in lines[1]
+    assert "3 of 8 settings without clipping are the same run" in lines[1]
+    assert "pretrained: 2x to 2x (first-step norm 0.02 at eps = 0, 0.01 at eps = 1)" in lines[2]
+    assert "pretrained, norm 0.001: 3e+03x to 3e+03x" in lines[2]
+    assert "pretrained: 0.02 → 2e-06 → 1.1e-06" in lines[3]  # 0.02 * 0.1**4; median of 0.02 * 0.1**k, k < 10
+    assert "SCS is higher in 4 of 4 (regime, clipping, eps) cells" in lines[4]
+    assert "p < 0.05 in 3 cells for SCS and 0 for cosine; after Holm over the 4 cells, 2 for SCS" in lines[4]
+    assert "the largest change is +0.020 (on minus off; pretrained, norm 0.001, eps = 0)" in lines[5]
+    assert "plain cosine reaches 0.420 with clipping and 0.400 without; the best SCS setting 0.500 (eps = 1)" in lines[5]
+    assert "pretrained, norm 0.001 at eps = 1: 0.0001 against 0.01 in pretrained (0.01x, smaller)" in lines[6]
+
+
+def test_stability_sentences_report_stopped_runs(stability_frames):
+    summary, versus, trace = stability_frames
+    summary.loc[0, ["finished", "stopped_epoch", "stopped_step"]] = [False, 1, 7]
+    text = findings.stability_sentences(summary, versus, trace)
+    assert "1 of 8 runs stopped" in text and "pretrained, eps = 0, clipping 5 (epoch 1, step 7)" in text
+
+
+def test_small_norm_pairs():
+    regimes = {"a": dict(pretrained=True, init_scale=None), "a small": dict(pretrained=True, init_scale=1e-3),
+               "b": dict(pretrained=False, init_scale=None), "b small": dict(pretrained=False, init_scale=1e-3)}
+    assert stability.small_norm_pairs(regimes) == {"a small": "a", "b small": "b"}
+
+
+def test_number():
+    assert findings.number(12345.6) == "1.23e+04" and findings.number(0.12345) == "0.123"
