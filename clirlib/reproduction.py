@@ -121,22 +121,44 @@ def figure5_configs(profile: str, data: str | None = None, lang: str = "fr"):
 
 
 def figure5(profile: str, data: str | None = None, lang: str = "fr", force: bool | None = None) -> pd.DataFrame:
+    """Runs every config of :func:`figure5_configs`; returns the figure's curve (seed 0)."""
     configs = figure5_configs(profile, data, lang)
     df = run_many(configs, force=force, desc="Figure 5")
     df["sr_per_query"] = [run(c)["data_info"].get("sr_per_query", np.nan) for c in configs]
-    return df
+    return df[df["seed"] == 0].reset_index(drop=True)
 
 
-def verdict_records(profile: str, data: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The cached records behind every claim of ``clirlib.verdicts``, by grid (trains only
+GRIDS = ("table2", "table3", "figure4", "figure5")
+
+
+def verdict_records(profile: str, data: str | None = None,
+                    grids: Iterable[str] = GRIDS) -> dict[str, list[dict[str, Any]]]:
+    """The cached records behind the claims of ``clirlib.verdicts``, by grid (trains only
     what the cache lacks; ``force`` belongs to the notebooks that run the grids)."""
-    langs = languages(data)
-    t2, t3 = table2_configs(profile, data), table3_configs(profile, data)
-    _, best = figure4(profile, data, lang=langs[0], force=False)
-    f4, f5 = figure4_seed_configs(profile, best, data, langs[0]), figure5_configs(profile, data, langs[0])
-    ends = (min(NR_COUNTS), max(NR_COUNTS))
-    return {"table2": records(t2), "table3": records(t3), "figure4": records(f4),
-            "figure5": [r for r in records(f5) if r["config"]["n_nr"] in ends]}
+    langs, out = languages(data), {}
+    for grid in grids:
+        if grid == "table2":
+            out[grid] = records(table2_configs(profile, data))
+        elif grid == "table3":
+            out[grid] = records(table3_configs(profile, data))
+        elif grid == "figure4":
+            _, best = figure4(profile, data, lang=langs[0], force=False)
+            out[grid] = records(figure4_seed_configs(profile, best, data, langs[0]))
+        elif grid == "figure5":
+            ends = (min(NR_COUNTS), max(NR_COUNTS))
+            out[grid] = [r for r in records(figure5_configs(profile, data, langs[0])) if r["config"]["n_nr"] in ends]
+        else:
+            raise ValueError(f"unknown grid {grid!r}; choose from {', '.join(GRIDS)}")
+    return out
+
+
+def claim_verdicts(profile: str, data: str | None = None, grids: Iterable[str] = GRIDS):
+    """(summary, comparisons) of ``clirlib.verdicts`` for the claims resting on ``grids``."""
+    from . import verdicts
+
+    grids = tuple(grids)
+    hyps = [h for h in verdicts.HYPOTHESES if h.grid in grids]
+    return verdicts.evaluate(verdict_records(profile, data, grids), hyps)
 
 
 #: Wall-clock columns: they change on every run, so saved tables leave them out.

@@ -163,7 +163,9 @@ def _select(df: pd.DataFrame, flt: Mapping[str, Any]) -> pd.DataFrame:
 def _label(flt: Mapping[str, Any]) -> str:
     parts = []
     for k, v in flt.items():
-        if k == "loss":
+        if isinstance(v, list):
+            parts.append("/".join(_label({k: x}) for x in v))
+        elif k == "loss":
             parts.append(LOSS_LABELS.get(v, v))
         elif k == "encoder":
             parts.append(ENCODER_LABELS.get(v, v))
@@ -409,3 +411,22 @@ def check_consistent(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         raise AssertionError("verdicts flip between profiles: " + "; ".join(
             f"{r.hypothesis}: {r.verdict_a} vs {r.verdict_b}" for r in flips.itertuples()))
     return j
+
+
+def hypothesis_table(hypotheses: Iterable[Hypothesis] = HYPOTHESES) -> pd.DataFrame:
+    """The stated hypotheses as a table: claim, source, sides, metrics, kind, margin and why."""
+    return pd.DataFrame([{"hypothesis": h.name, "claim": h.claim, "source": h.source, "a": _label(h.a),
+                          "b": _label(h.b), "metrics": ", ".join(h.metrics), "kind": h.kind, "margin": h.margin,
+                          "paired": h.paired, "why this margin": h.why_margin} for h in hypotheses])
+
+
+def convergence(records: Iterable[Mapping[str, Any]], by: Iterable[str] = ("lang", "encoder")) -> pd.DataFrame:
+    """The convergence precondition per system: dev P_mr@1 (mean over seeds), chance, the bar
+    (``CONVERGENCE_FACTOR`` x chance), seeds, and whether the system may enter a verdict."""
+    runs, _ = run_table(list(records))
+    g = runs.groupby(list(by), sort=False)
+    out = pd.DataFrame({"dev_P_mr@1": g["dev_p1"].mean(), "chance": g["dev_chance"].mean(),
+                        "seeds": g["seed"].nunique()})
+    out["bar"] = CONVERGENCE_FACTOR * out["chance"]
+    out["enters_verdicts"] = (out["dev_P_mr@1"] >= out["bar"]) & (out["seeds"] >= MIN_SEEDS)
+    return out.reset_index()

@@ -1,0 +1,51 @@
+"""Figure 3: how well each loss separates the classes' scores on the training set (Sec. 5.1).
+
+The paper reads Figure 3 as: SOSL separates NR, SR and MR; 3Part_L2 mixes NR and SR; MSE
+and PO classify few MR documents correctly and mix MR with SR. ``class_separation``
+turns the sampled training scores into numbers a reader can check (mean and standard
+deviation per class, the share of MR scores above SOSL's upper threshold, whether the
+class means are ordered NR < SR < MR), and ``separation_sentences`` states them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .metrics import MR, NR, SR
+
+CLASS_NAMES = {NR: "NR", SR: "SR", MR: "MR"}
+
+
+def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd.DataFrame:
+    """One row per loss: mean and std of the scores per class, the share of MR scores above
+    ``upper`` and whether the class means are ordered NR < SR < MR.
+
+    ``scores``: tidy rows (loss, label, score) as written to ``fig3_train_scores.csv``.
+    """
+    g = scores.groupby(["loss", "label"])["score"]
+    mean = g.mean().unstack().rename(columns=CLASS_NAMES)
+    std = g.std(ddof=1).unstack().rename(columns=CLASS_NAMES)
+    out = pd.concat({"mean": mean, "std": std}, axis=1)
+    out.columns = [f"{c}_{s}" for s, c in out.columns]
+    out["MR_above_upper"] = scores[scores["label"] == MR].groupby("loss")["score"].apply(lambda s: float((s > upper).mean()))
+    out["ordered"] = (out["NR_mean"] < out["SR_mean"]) & (out["SR_mean"] < out["MR_mean"])
+    out["MR_minus_SR"] = out["MR_mean"] - out["SR_mean"]
+    if order is not None:
+        out = out.loc[[k for k in order if k in out.index]]
+    return out.reset_index()
+
+
+def separation_sentences(sep: pd.DataFrame, labels: dict[str, str], upper: float = 0.7) -> str:
+    """Markdown: the Figure 3 reading of this run, every number from ``sep``."""
+    lines = []
+    above = ", ".join(f"{labels.get(r.loss, r.loss)} {r.MR_above_upper:.1%}" for r in sep.itertuples())
+    lines.append(f"- Share of MR training scores above {upper:g} (SOSL's upper threshold): {above}.")
+    ordered = [labels.get(r.loss, r.loss) for r in sep.itertuples() if r.ordered]
+    unordered = [labels.get(r.loss, r.loss) for r in sep.itertuples() if not r.ordered]
+    lines.append("- Class means ordered NR < SR < MR: " + (", ".join(ordered) or "none")
+                 + ("; not ordered: " + ", ".join(unordered) if unordered else "") + ".")
+    best = sep.loc[sep["MR_minus_SR"].idxmax()]
+    worst = sep.loc[sep["MR_minus_SR"].idxmin()]
+    lines.append(f"- Gap between the MR and SR means: largest for {labels.get(best.loss, best.loss)} "
+                 f"({best.MR_minus_SR:.3f}), smallest for {labels.get(worst.loss, worst.loss)} ({worst.MR_minus_SR:.3f}).")
+    return "\n".join(lines)

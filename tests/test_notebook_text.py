@@ -1,0 +1,87 @@
+"""Notebook text agrees with the numbers beside it.
+
+Static checks on every committed notebook: no function or class definitions (compute lives
+in the library), and no markdown cell states a result by hand (no verdict words, no
+three-decimal numbers: those come from code). Dynamic check on the ``ci`` profile: the
+verdict table computed now renders to exactly the sentences stored in notebook 08, every
+sentence carries its row's verdict and numbers, and no claim flips between ``ci`` and the
+committed default-profile table.
+"""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from clirlib import paths, reproduction, verdicts
+
+NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+VERDICT_WORDS = re.compile(r"\b(holds|held|does not hold|not held|inconclusive|partly held)\b", re.I)
+RESULT_NUMBER = re.compile(r"(?<![\w.])0\.\d{3}\b")  # 0.xyz: how results are printed
+
+
+def cells(path: Path, kind: str):
+    return [("".join(c["source"]), c) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == kind]
+
+
+def python_source(src: str) -> str:
+    return "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_defines_no_functions_or_classes(path):
+    for src, _ in cells(path, "code"):
+        for node in ast.walk(ast.parse(python_source(src))):
+            assert not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)), \
+                f"{path.name} defines {node.name!r}: move it into clirlib"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_markdown_states_no_results(path):
+    # the first cell quotes the paper and the settings (learning rate 0.001, ...); later
+    # markdown explains how to read the computed cells and must not state results itself
+    for i, (src, _) in enumerate(cells(path, "markdown")):
+        text = re.sub(r"\*\*[^*]+\*\*|\*[^*]+\*", "", src)  # bold / italic terms name words ("**holds**: ..."), they state nothing
+        text = re.sub(r"`[^`]*`", "", text)
+        assert not VERDICT_WORDS.search(text), f"{path.name}: hand-written verdict in markdown: {src[:120]!r}"
+        assert i == 0 or not RESULT_NUMBER.search(text), f"{path.name}: hand-typed result number in markdown: {src[:120]!r}"
+
+
+def stored_markdown(path: Path, needle: str) -> str:
+    for src, cell in cells(path, "code"):
+        if needle in src:
+            for out in cell.get("outputs", []):
+                if "text/markdown" in out.get("data", {}):
+                    return "".join(out["data"]["text/markdown"])
+    raise AssertionError(f"no stored Markdown output for {needle!r} in {path.name}")
+
+
+@pytest.fixture(scope="module")
+def ci_summary():
+    summary, _ = reproduction.claim_verdicts("ci")
+    return summary
+
+
+def test_sentences_carry_their_rows_numbers(ci_summary):
+    assert set(ci_summary["verdict"]) <= set(verdicts.VERDICTS)
+    for r in ci_summary.to_dict("records"):
+        s = verdicts.sentence(r)
+        assert f"*{r['verdict']}*" in s and r["claim"] in s
+        if r["verdict"] != "not tested":
+            assert f"{int(r['n_queries'])} test queries" in s and r["deciding"] in s
+
+
+def test_stored_claim_sentences_match_a_fresh_ci_run(ci_summary):
+    stored = stored_markdown(paths.NOTEBOOKS_DIR / "08_claims_summary.ipynb", "verdicts.sentences(summary)")
+    assert stored.strip() == verdicts.sentences(ci_summary).strip(), \
+        "notebook 08's stored sentences differ from this code's ci verdicts: run `make notebooks-refresh`"
+
+
+def test_ci_and_default_verdicts_never_flip(ci_summary):
+    default = pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")
+    assert list(default.columns) == verdicts.SUMMARY_COLUMNS
+    assert set(default["verdict"]) <= set(verdicts.VERDICTS)
+    verdicts.check_consistent(ci_summary, default)

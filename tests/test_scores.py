@@ -1,0 +1,20 @@
+"""Figure 3's class separation numbers (clirlib.scores) on a hand-made score table."""
+
+import pandas as pd
+import pytest
+
+from clirlib import scores
+
+
+def test_class_separation_and_sentences():
+    df = pd.DataFrame({"loss": ["a"] * 6 + ["b"] * 6, "label": [0, 0, 1, 1, 2, 2] * 2,
+                       "score": [0.1, 0.2, 0.3, 0.4, 0.8, 0.6, 0.3, 0.3, 0.2, 0.2, 0.5, 0.9]})
+    sep = scores.class_separation(df, order=["a", "b"]).set_index("loss")
+    # a: NR mean (0.1 + 0.2) / 2 = 0.15, SR 0.35, MR 0.7 -> ordered; one of two MR scores (0.8) above 0.7
+    assert sep.loc["a", "NR_mean"] == pytest.approx(0.15) and sep.loc["a", "MR_mean"] == pytest.approx(0.7)
+    assert bool(sep.loc["a", "ordered"]) and sep.loc["a", "MR_above_upper"] == pytest.approx(0.5)
+    # b: NR 0.3 > SR 0.2 -> not ordered; MR - SR = 0.7 - 0.2 = 0.5
+    assert not bool(sep.loc["b", "ordered"]) and sep.loc["b", "MR_minus_SR"] == pytest.approx(0.5)
+    text = scores.separation_sentences(sep.reset_index(), {"a": "A"})
+    assert "ordered NR < SR < MR: A; not ordered: b" in text
+    assert "largest for b (0.500), smallest for A (0.350)" in text
