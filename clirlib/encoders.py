@@ -296,6 +296,13 @@ class LSTMEncoder(nn.Module):
       then sees one token, so the whole text reaches the model through the backward half.
 
     Neither read-out sees padding: each direction runs over its own text (below).
+
+    Table 3 uses ``"final"``. Taken literally, the paper's sentence makes the forward half of
+    the representation a function of the text's first word alone, so the forward LSTM
+    never reads the text; "final" is the standard bidirectional encoding
+    (Palangi et al. 2016 read the LSTM's state after the last word) and gives the model
+    the whole text in both directions. ``"paper"`` is there to check what the literal
+    reading changes (``python -m clirlib train --encoder lstm --lstm-readout paper``).
     """
 
     def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
