@@ -430,3 +430,40 @@ def convergence(records: Iterable[Mapping[str, Any]], by: Iterable[str] = ("lang
     out["bar"] = CONVERGENCE_FACTOR * out["chance"]
     out["enters_verdicts"] = (out["dev_P_mr@1"] >= out["bar"]) & (out["seeds"] >= MIN_SEEDS)
     return out.reset_index()
+
+
+README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
+
+
+def markdown_table(summary: pd.DataFrame) -> str:
+    """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``)."""
+    lines = ["| claim | source | verdict | deciding comparison | effect [95 % CI] | p (Holm) | MDE | queries x seeds |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
+    for r in summary.to_dict("records"):
+        if r["verdict"] == "not tested":
+            lines.append(f"| {r['claim']} | {r['source']} | not tested | {r['reason']} | | | | |")
+            continue
+        pct = r["kind"] == "at_most"
+        f = (lambda v: f"{v:+.1%}") if pct else (lambda v: f"{v:+.3f}")
+        mde = f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}"
+        lines.append(f"| {r['claim']} | {r['source']} | **{r['verdict']}** | {r['deciding']} | "
+                     f"{f(r['effect'])} [{f(r['ci_low'])}, {f(r['ci_high'])}] | {r['p_holm']:.3g} | {mde} | "
+                     f"{int(r['n_queries'])} x {int(r['n_seeds'])} |")
+    return "\n".join(lines)
+
+
+def update_readme(readme, summary: pd.DataFrame) -> bool:
+    """Replace the README's block between ``README_START`` and ``README_END`` by
+    :func:`markdown_table`; returns whether the file changed."""
+    from pathlib import Path
+
+    path = Path(readme)
+    text = path.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{path}: no {README_START} ... {README_END} block to regenerate")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    new = f"{head}{README_START}\n{markdown_table(summary)}\n{README_END}{tail}"
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text

@@ -85,3 +85,10 @@ def test_ci_and_default_verdicts_never_flip(ci_summary):
     assert list(default.columns) == verdicts.SUMMARY_COLUMNS
     assert set(default["verdict"]) <= set(verdicts.VERDICTS)
     verdicts.check_consistent(ci_summary, default)
+
+
+def test_readme_claims_table_is_the_csv():
+    readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(verdicts.README_START, 1)[1].split(verdicts.README_END, 1)[0].strip()
+    assert block == verdicts.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")), \
+        "README claims table is stale: `make reproduce` regenerates it from tables/claims_summary.csv"

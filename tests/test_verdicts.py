@@ -151,3 +151,19 @@ def test_hypotheses_are_well_formed():
     assert all(h.why_margin for h in verdicts.HYPOTHESES)
     with pytest.raises(ValueError, match="unknown hypothesis kind"):
         verdicts.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="bigger")
+
+
+def test_readme_block_regenerated(tmp_path):
+    base = np.linspace(0, 1, N)
+    summary = pd.DataFrame([decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).row])
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{verdicts.README_START}\nold\n{verdicts.README_END}\nrest\n")
+    assert verdicts.update_readme(readme, summary)
+    text = readme.read_text()
+    # effect +0.200 with interval [+0.200, +0.200], 40 queries x 3 seeds (the fixture)
+    assert "| A beats B | test | **holds** | a fr vs b fr, P_mr@1 | +0.200 [+0.200, +0.200] |" in text
+    assert "| 40 x 3 |" in text and text.startswith("intro\n") and text.endswith("rest\n")
+    assert not verdicts.update_readme(readme, summary)  # unchanged the second time
+    readme.write_text("no block")
+    with pytest.raises(ValueError, match="no <!-- claims:start -->"):
+        verdicts.update_readme(readme, summary)
