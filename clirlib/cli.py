@@ -32,7 +32,7 @@ def _train(args: argparse.Namespace) -> int:
         thresholds=tuple(args.thresholds) if args.thresholds else None, epochs=args.epochs,
         batch_size=args.batch_size, lr=args.lr, clip=None if args.clip == 0 else args.clip,
         seed=args.seed, data_seed=args.data_seed, n_queries=args.n_queries, n_nr=args.n_nr,
-        select_metric=args.select_metric,
+        select_metric=args.select_metric, lstm_readout=args.lstm_readout,
     )
     cfg.resolved()  # validate before loading any data
     res = train(cfg, progress=None if not args.quiet else False)
@@ -80,6 +80,13 @@ def _reproduce(args: argparse.Namespace) -> int:
                             cwd=str(nb.parent), progress_bar=False, log_output=False)
         print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
     print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}")
+    if args.profile == "default" and not args.data:  # the README's claims table mirrors tables/claims_summary.csv
+        import pandas as pd
+
+        from . import paths, verdicts
+
+        changed = verdicts.update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"))
+        print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
     return 0
 
 
@@ -139,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--n-queries", type=int)
     t.add_argument("--n-nr", type=int, default=40)
     t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES))
+    t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
+                   help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
+                        "the first (default); paper = the paper's words: forward LSTM's first state + backward's last")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)

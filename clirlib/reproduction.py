@@ -78,6 +78,13 @@ def table3_configs(profile: str, data: str | None = None, seeds: Iterable[int] |
             for seed in _seeds(profile, seeds) for lang in languages(data) for enc in ENCODER_ORDER]
 
 
+def lstm_readout_configs(profile: str, data: str | None = None):
+    """DSSM-LSTM with each read-out (``final``, Table 3's, and the paper's literal words),
+    first language, seed 0: shown once beside each other in notebook 05."""
+    lang = languages(data)[0]
+    return [base(profile, data, lang, encoder="lstm", lstm_readout=r) for r in ("final", "paper")]
+
+
 def table2(profile: str, data: str | None = None, seeds: Iterable[int] | None = None,
            force: bool | None = None) -> pd.DataFrame:
     return run_many(table2_configs(profile, data, seeds), force=force, desc="Table 2")

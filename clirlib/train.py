@@ -31,7 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from . import determinism
-from .encoders import ENCODERS, AvgPoolEncoder, Ranker
+from .encoders import ENCODERS, LSTM_READOUTS, AvgPoolEncoder, Ranker
 from .losses import DEFAULT_THRESHOLDS, class_weights, get_loss
 from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
 
@@ -49,6 +49,12 @@ OPTIMIZERS = ("adam", "sgd")
 
 #: Values of ``TrainConfig.class_weight``.
 CLASS_WEIGHTS = ("none", "balanced")
+
+
+#: Config fields that are left out of the cache key when they have these values, so runs
+#: keep the keys they had before the field existed.
+KEY_DEFAULTS: dict[str, Any] = {"optimizer": "adam", "class_weight": "none", "target_scale": 1.0,
+                                "lstm_readout": "final"}
 
 
 class NonFiniteError(FloatingPointError):
@@ -82,6 +88,7 @@ class TrainConfig:
     init_scale: float | None = None  # rescale initial embedding rows to this mean norm
     record_steps: bool = False  # keep every step's gradient norm in the history
     score_train: bool = False  # score the training pairs at the end (Figure 3)
+    lstm_readout: str = "final"  # DSSM-LSTM read-out: "final" | "paper" (encoders.LSTMEncoder)
     class_weight: str = "none"  # "none" | "balanced": each class contributes equally (weights from the training labels)
     target_scale: float = 1.0  # loss on the score axis stretched by 1 / s: s^2 * loss(r / s) (cut points -1, theta, 1 times s)
 
@@ -89,6 +96,8 @@ class TrainConfig:
         """The same config with every ``None`` replaced by the paper's setting."""
         if self.encoder not in ENCODERS:
             raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
+        if self.lstm_readout not in LSTM_READOUTS:
+            raise ValueError(f"unknown lstm_readout {self.lstm_readout!r}; choose one of {', '.join(LSTM_READOUTS)}")
         get_loss(self.loss)
         if self.select_metric not in METRIC_NAMES:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(METRIC_NAMES)}")
@@ -133,11 +142,10 @@ class TrainConfig:
     def key(self) -> str:
         """A stable hash of the resolved config (the cache key of ``experiments``)."""
         d = self.resolved().to_dict()
-        if d["optimizer"] == "adam":
-            del d["optimizer"]  # Adam runs keep the keys they had before the field existed
-        for name, default in (("class_weight", "none"), ("target_scale", 1.0)):
+        # Fields added after the cache existed leave the key unchanged at their defaults.
+        for name, default in KEY_DEFAULTS.items():
             if d[name] == default:
-                del d[name]  # likewise for the loss-weighting fields (notebook 13)
+                del d[name]
         blob = json.dumps(d, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -330,7 +338,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
         cfg.encoder, len(dataset.q_vocab), len(dataset.d_vocab), dim=dataset.embedding_dim,
         q_vectors=dataset.q_vectors if cfg.pretrained else None,
         d_vectors=dataset.d_vectors if cfg.pretrained else None,
-        eps=cfg.epsilon, init_scale=cfg.init_scale, seed=cfg.seed,
+        eps=cfg.epsilon, init_scale=cfg.init_scale, seed=cfg.seed, lstm_readout=cfg.lstm_readout,
     ).to(device)
     params = [p for p in model.parameters() if p.requires_grad]
     step_scheduler = None
