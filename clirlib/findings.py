@@ -242,9 +242,11 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
             f"- **Seeds, {table}:** the seed-to-seed standard deviation of one system's metric has median "
             f"{sd.median():.3f} (largest {sd.max():.3f}); the differences A - B of the seed means that the claims "
             f"compare have median absolute size {g['diff'].abs().median():.3f} (largest {g['diff'].abs().max():.3f}). "
-            f"{int(below.sum())} of {_count(len(g), 'difference')} are smaller than the larger standard deviation of "
-            f"their two systems (per claim: {per}): gaps that one run per system, as the paper reports, can show "
-            f"in either direction.")
+            + (f"None of the {_count(len(g), 'difference')} is smaller than the larger standard deviation of its two "
+               f"systems." if not below.any() else
+               f"{int(below.sum())} of {_count(len(g), 'difference')} {'is' if below.sum() == 1 else 'are'} smaller "
+               f"than the larger standard deviation of their two systems (per claim: {per}): gaps that one run per "
+               f"system, as the paper reports, can show in either direction."))
     return "\n".join(lines)
 
 

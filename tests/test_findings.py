@@ -203,3 +203,11 @@ def test_small_norm_pairs():
 
 def test_number():
     assert findings.number(12345.6) == "1.23e+04" and findings.number(0.12345) == "0.123"
+
+
+def test_seeds_line_when_no_difference_is_within_the_spread(table2):
+    summary, comparisons, ms, _ = table2
+    h = [verdicts.hypothesis("sosl_vs_mse")]
+    text = findings.seeds_sentences(findings.seeds_tests(comparisons, [ms], h), summary, [ms], h)
+    assert text.splitlines()[-1].endswith(
+        "None of the 28 differences is smaller than the larger standard deviation of its two systems.")
