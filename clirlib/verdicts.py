@@ -357,9 +357,9 @@ def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
         out = evaluate_hypothesis(h, *tables[h.grid], seed=seed)
         rows.append(out.row)
         comps.append(out.comparisons)
-    summary = pd.DataFrame(rows)[SUMMARY_COLUMNS]
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     comparisons = pd.concat(comps, ignore_index=True) if comps else pd.DataFrame()
-    return summary, comparisons[COMPARISON_COLUMNS] if len(comparisons) else comparisons
+    return summary, comparisons.reindex(columns=COMPARISON_COLUMNS)  # same columns when nothing was tested
 
 
 #: Fixed column orders, so the CSVs are byte-identical however the runs were obtained.

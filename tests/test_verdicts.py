@@ -126,6 +126,7 @@ def test_preconditions_not_tested():
 def test_evaluate_missing_grid_and_fixed_columns():
     summary, comparisons = verdicts.evaluate({})
     assert list(summary.columns) == verdicts.SUMMARY_COLUMNS
+    assert list(comparisons.columns) == verdicts.COMPARISON_COLUMNS and comparisons.empty
     assert set(summary["verdict"]) == {"not tested"} and len(summary) == len(verdicts.HYPOTHESES)
 
 
