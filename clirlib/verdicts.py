@@ -32,7 +32,8 @@ system needs at least ``MIN_SEEDS`` seeds and a dev P_mr@1 (mean over seeds) of 
 ``CONVERGENCE_FACTOR`` times chance (``metrics.chance_p_mr1``), because a model at chance
 says nothing about the claim. The claim row reports the deciding comparison: the weakest
 holding one for *holds*, the strongest contrary one for *does not hold*, the one furthest
-from holding for *inconclusive*.
+from holding for *inconclusive*; its ``p_holm`` is that of the test that decided (the
+contrary test's for *does not hold*).
 """
 
 from __future__ import annotations
@@ -315,8 +316,10 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
     comp["verdict"] = [_comparison_verdict(h, r) for r in comp.to_dict("records")]
     verdict, idx = _aggregate(h, comp)
     d = comp.loc[idx]
+    # the p-value of the test that decided: the contrary test's for "does not hold"
+    p_decided = d["p_against_holm"] if verdict == "does not hold" else d["p_holm"]
     row = {**base, "verdict": verdict, "deciding": f"{d['a']} vs {d['b']}, {d['metric']}",
-           "effect": d["effect"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_holm": d["p_holm"],
+           "effect": d["effect"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_holm": p_decided,
            "mde": d["mde"], "n_queries": int(d["n_queries"]), "n_seeds": n_seeds, "n_comparisons": len(comp),
            "reason": ""}
     return Outcome(row, comp)

@@ -101,6 +101,8 @@ def test_at_most_relative_drop():
     big = decide(h, [record("s", seed=s, values=a, n_nr=20) for s in range(3)]
                  + [record("s", seed=s, values=a * 0.5, n_nr=100) for s in range(3)])
     assert big.row["verdict"] == "does not hold" and big.row["effect"] == pytest.approx(0.5)
+    # every bootstrap drop is 0.5 > 0.15: the contrary test's p is 1 / (10000 + 1)
+    assert big.row["p_holm"] == pytest.approx(1 / 10001)
 
 
 def test_unpaired_languages():
