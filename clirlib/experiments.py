@@ -160,7 +160,10 @@ def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc:
 
 
 def summary_row(record: dict[str, Any]) -> dict[str, Any]:
-    cfg = dict(record["config"])
+    # Config columns in TrainConfig's field order: a record read back from the cache (JSON
+    # with sorted keys) and one just trained then give the same table, byte for byte.
+    order = [f.name for f in dataclasses.fields(TrainConfig)]
+    cfg = {k: record["config"][k] for k in sorted(record["config"], key=lambda k: (k not in order, order.index(k) if k in order else 0, k))}
     cfg["thresholds"] = tuple(cfg["thresholds"])
     row = {**cfg, "best_epoch": record["best_epoch"], "epochs_run": record["epochs_run"],
            "dev_chance": record["dev_chance"], "seconds": record["seconds"]}

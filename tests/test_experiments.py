@@ -73,3 +73,17 @@ def test_save_table_leaves_out_wall_clock_columns(tmp_path):
     assert (tmp_path / "t.csv").read_text() == "lang,MAP\nfr,0.5\n"
     save_table(df.assign(seconds=9.9), tmp_path / "u.csv")  # another run's timing: same file
     assert (tmp_path / "u.csv").read_bytes() == (tmp_path / "t.csv").read_bytes()
+
+
+def test_summary_row_columns_do_not_depend_on_where_the_record_came_from():
+    import json
+
+    from clirlib.experiments import summary_row
+    from clirlib.metrics import METRIC_NAMES
+    from clirlib.train import TrainConfig
+
+    fresh = {"config": TrainConfig().resolved().to_dict(), "best_epoch": 1, "epochs_run": 2, "dev_chance": 0.02,
+             "seconds": 1.0, "test": {m: 0.5 for m in METRIC_NAMES}, "dev": {m: 0.5 for m in METRIC_NAMES}}
+    cached = json.loads(json.dumps(fresh, sort_keys=True))  # how the cache stores it
+    assert list(summary_row(fresh)) == list(summary_row(cached))
+    assert list(summary_row(cached))[:3] == ["data", "lang", "loss"]  # TrainConfig's field order
