@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from .experiments import config, run, run_many, settings, summary_row
+from .experiments import config, run, run_many, settings
 from .metrics import METRIC_NAMES
 from .reported import LANGS
 
@@ -193,25 +193,9 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, key: str) -> pd.DataFr
     return out[[(m, s) for m in METRIC_NAMES for s in ("ours", "paper")]]
 
 
-def winners(w: pd.DataFrame, key: str, champion: str) -> pd.DataFrame:
-    """Per language and metric: does ``champion`` score at least as high as every rival?"""
-    rows = []
-    for lang, g in w.groupby("lang", sort=False):
-        g = g.set_index(key)
-        for m in METRIC_NAMES:
-            rival = g.drop(index=champion)[m]
-            rows.append({"lang": lang, "metric": m, champion: g.loc[champion, m],
-                         "best_rival": rival.idxmax(), "rival_value": rival.max(),
-                         "champion_best": bool(g.loc[champion, m] >= rival.max())})
-    return pd.DataFrame(rows)
-
-
 def relative_drop(fig5: pd.DataFrame, lo: int = 20, hi: int = 100) -> pd.Series:
     """Relative drop of each metric from ``lo`` to ``hi`` NR documents per query."""
     a = fig5.set_index("n_nr").loc[lo, list(METRIC_NAMES)]
     b = fig5.set_index("n_nr").loc[hi, list(METRIC_NAMES)]
     return ((a - b) / a).astype(float)
 
-
-def _summary_rows(recs) -> pd.DataFrame:
-    return pd.DataFrame([summary_row(r) for r in recs])

@@ -4,10 +4,9 @@
 (Smucker, Allan and Carterette 2007): under the null hypothesis the two systems are
 exchangeable on each query, so each per-query difference keeps or flips its sign with
 probability 1/2. The two-sided p-value is (1 + #{|mean of flipped| >= |observed mean|}) /
-(1 + n_resamples). ``paired_bootstrap`` gives a confidence interval of the mean difference.
-Both are seeded and vectorised in chunks.
-``per_query_table`` gathers the per-query metrics of cached runs, ``mean_std`` summarises
-runs over seeds, and ``holm`` adjusts a family of p-values (notebook 09).
+(1 + n_resamples). ``paired_bootstrap_ci`` gives a confidence interval of the mean
+difference. Both are seeded and vectorised in chunks. ``mean_std`` summarises runs over
+seeds, and ``holm`` adjusts a family of p-values (``clirlib.verdicts``).
 
 For comparisons that cannot be paired (two languages have different queries),
 ``permutation_unpaired`` shuffles the group labels and ``bootstrap_unpaired`` resamples
@@ -118,49 +117,9 @@ def min_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) ->
 def paired_bootstrap_ci(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, seed: int = 0,
                         level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap interval of mean(a - b), resampling queries."""
-    d = _aligned(a, b)
-    g = rng(seed, "bootstrap")
-    means = np.empty(n_resamples)
-    for start in range(0, n_resamples, 1000):
-        k = min(1000, n_resamples - start)
-        idx = g.integers(0, len(d), size=(k, len(d)))
-        means[start:start + k] = d[idx].mean(axis=1)
+    means = bootstrap_paired(_aligned(a, b), n_resamples, seed)
     lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
-
-
-def compare(per_query: pd.DataFrame, key: str, champion: str, metrics, n_resamples: int = 10_000,
-            seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """Champion against each rival, per language and metric: mean difference, p-value, verdict.
-
-    ``per_query``: tidy rows (lang, ``key``, query_id, one column per metric); when several
-    seeds are present their per-query values are averaged first.
-    """
-    rows = []
-    for lang, g in per_query.groupby("lang", sort=False):
-        table = g.groupby([key, "query_id"])[list(metrics)].mean()
-        for rival in [k for k in g[key].unique() if k != champion]:
-            for m in metrics:
-                a, b = table.loc[champion, m], table.loc[rival, m]
-                p = paired_randomization(a, b, n_resamples, seed)
-                rows.append({"lang": lang, "champion": champion, "rival": rival, "metric": m,
-                             "mean_diff": float((a - b.reindex(a.index)).mean()), "p_value": p,
-                             "significant": p < alpha,
-                             "verdict": ("champion better" if p < alpha and (a - b.reindex(a.index)).mean() > 0
-                                         else "rival better" if p < alpha else "no significant difference")})
-    return pd.DataFrame(rows)
-
-
-def per_query_table(records, by) -> pd.DataFrame:
-    """Per-query test metrics of several cached runs, one row per (run, query), labelled
-    with the config fields ``by`` (the input :func:`compare` expects)."""
-    frames = []
-    for rec in records:
-        f = pd.DataFrame(rec["test_per_query"])
-        for k in by:
-            f[k] = rec["config"][k]
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
 
 
 def mean_std(runs: pd.DataFrame, keys, metrics) -> pd.DataFrame:

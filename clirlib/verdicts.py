@@ -147,7 +147,7 @@ def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def _groups(spec: Mapping[str, Any], runs: pd.DataFrame) -> list[dict[str, Any]]:
+def _groups(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One filter dict per combination of the list-valued fields of ``spec``."""
     keys = list(spec)
     values = [v if isinstance(v, list) else [v] for v in spec.values()]
@@ -186,8 +186,8 @@ def pairs(h: Hypothesis, runs: pd.DataFrame) -> list[tuple[dict[str, Any], dict[
     values = [sorted(runs[m].dropna().unique().tolist()) for m in h.match]
     for combo in itertools.product(*values) if h.match else [()]:
         fixed = dict(zip(h.match, combo))
-        for ga in _groups(h.a, runs):
-            for gb in _groups(h.b, runs):
+        for ga in _groups(h.a):
+            for gb in _groups(h.b):
                 out.append(({**ga, **fixed}, {**gb, **fixed}))
     return out
 
