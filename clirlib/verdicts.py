@@ -288,19 +288,26 @@ def _preconditions(h: Hypothesis, runs: pd.DataFrame, groups: list[dict[str, Any
     return problems
 
 
+def _base_row(h: Hypothesis) -> dict[str, Any]:
+    return {"claim": h.claim, "source": h.source, "hypothesis": h.name, "kind": h.kind, "margin": h.margin,
+            "metrics": ", ".join(h.metrics)}
+
+
+def _not_tested(h: Hypothesis, reason: str, n_seeds: int = 0) -> dict[str, Any]:
+    return {**_base_row(h), "verdict": "not tested", "deciding": "", "effect": np.nan, "ci_low": np.nan,
+            "ci_high": np.nan, "p_holm": np.nan, "mde": np.nan, "n_queries": 0, "n_seeds": n_seeds,
+            "n_comparisons": 0, "reason": reason}
+
+
 def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFrame, seed: int = 0) -> Outcome:
     """Decide ``h`` from the runs and per-query values of its grid."""
     prs = pairs(h, runs)
     groups = list({tuple(sorted(g.items())): g for pr in prs for g in pr}.values())
-    base = {"claim": h.claim, "source": h.source, "hypothesis": h.name, "kind": h.kind, "margin": h.margin,
-            "metrics": ", ".join(h.metrics)}
+    base = _base_row(h)
     problems = _preconditions(h, runs, groups)
     n_seeds = int(min((_select(runs, g)["seed"].nunique() for g in groups), default=0))
     if problems:
-        row = {**base, "verdict": "not tested", "deciding": "", "effect": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-               "p_holm": np.nan, "mde": np.nan, "n_queries": 0, "n_seeds": n_seeds, "n_comparisons": 0,
-               "reason": "; ".join(problems)}
-        return Outcome(row, pd.DataFrame())
+        return Outcome(_not_tested(h, "; ".join(problems), n_seeds), pd.DataFrame())
     rows = []
     for fa, fb in prs:
         qa = _select(per_query, fa).groupby("query_id")[list(h.metrics)].mean()  # averaged over seeds
@@ -351,11 +358,7 @@ def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
     rows, comps = [], []
     for h in hypotheses:
         if h.grid not in tables or tables[h.grid][0].empty:
-            rows.append({"claim": h.claim, "source": h.source, "hypothesis": h.name, "kind": h.kind,
-                         "margin": h.margin, "metrics": ", ".join(h.metrics), "verdict": "not tested",
-                         "deciding": "", "effect": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_holm": np.nan,
-                         "mde": np.nan, "n_queries": 0, "n_seeds": 0, "n_comparisons": 0,
-                         "reason": f"no runs of grid {h.grid!r} for these data"})
+            rows.append(_not_tested(h, f"no runs of grid {h.grid!r} for these data"))
             continue
         out = evaluate_hypothesis(h, *tables[h.grid], seed=seed)
         rows.append(out.row)
