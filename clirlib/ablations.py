@@ -1,4 +1,4 @@
-"""Why do MSE and PO collapse? An ablation study (issue 12, item 6; notebook 13).
+"""Why do MSE and PO collapse? An ablation study (issue 12, item 6; notebook 14).
 
 On the ``default`` profile MSE and PO reach a French test P_mr@1 far below the paper's
 (0.253 for MSE, 0.254 for PO, Table 2) while SOSL matches the paper. The issue names

@@ -158,7 +158,7 @@ def metric_curves(df: pd.DataFrame, x: str, xlabel: str, metrics: Iterable[str] 
     return fig
 
 
-# Notebook 13: MSE / PO collapse ----------------------------------------------------------
+# Notebook 14: MSE / PO collapse ----------------------------------------------------------
 
 def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Figure:
     """Effect of each cause's variant on ``metric`` (variant minus baseline) with its 95 %

@@ -1,4 +1,4 @@
-"""The MSE / PO collapse study (clirlib.ablations, notebook 13) and its TrainConfig fields."""
+"""The MSE / PO collapse study (clirlib.ablations, notebook 14) and its TrainConfig fields."""
 
 import numpy as np
 import pandas as pd

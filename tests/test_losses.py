@@ -129,7 +129,7 @@ def test_bad_thresholds_rejected():
         one(sosl, 0.0, 0, (0.2, 1.0))
 
 
-# Per-pair weights (TrainConfig.class_weight, notebook 13) --------------------------------
+# Per-pair weights (TrainConfig.class_weight, notebook 14) --------------------------------
 
 R3 = torch.tensor([0.5, 0.5, 0.5], dtype=torch.float64)
 Y3 = torch.tensor([0, 1, 2])
