@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
+from . import env, profiles
 from .metrics import METRIC_NAMES
 
 
@@ -46,11 +46,11 @@ def _train(args: argparse.Namespace) -> int:
     for m in METRIC_NAMES:
         print(f"{m:<{width}}  {res.test_metrics[m]:.4f}")
     if args.out:
-        from .experiments import _jsonable
+        from .experiments import jsonable
 
         out = {"config": res.config.to_dict(), "test": res.test_metrics, "dev": res.dev_metrics,
                "best_epoch": res.best_epoch, "history": res.history, "seconds": res.seconds,
-               "data_info": _jsonable(info)}
+               "data_info": jsonable(info)}
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True))
         print(f"wrote {args.out}")
@@ -68,7 +68,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     from .paths import RESULTS_DIR
 
-    os.environ.setdefault("CLIRLIB_PROGRESS", "0")  # the kernels inherit it: no bars in executed notebooks
+    env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
     params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _refresh(args: argparse.Namespace) -> int:
     import papermill as pm
 
-    os.environ.setdefault("CLIRLIB_PROGRESS", "0")
+    env.quiet_children()
     for nb in _notebooks():
         print(f"[refresh] {nb.name}", flush=True)
         pm.execute_notebook(str(nb), str(nb), kernel_name=args.kernel, cwd=str(nb.parent),
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train and test one configuration")
-    t.add_argument("--data", default="ci", help="embedded-benchmark profile (ci, default, paper) or a WikiCLIR directory")
+    t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}) or a WikiCLIR directory")
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
     t.add_argument("--loss", default="sosl", choices=list(LOSSES))
     t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES))
@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_train)
 
     r = sub.add_parser("reproduce", help="run every notebook headless (make reproduce)")
-    r.add_argument("--profile", default="default", choices=["ci", "default", "paper"])
+    r.add_argument("--profile", default="default", choices=list(profiles.NAMES))
     r.add_argument("--data", help="a WikiCLIR root to use instead of the embedded benchmark")
     r.add_argument("--force", action="store_true", help="retrain instead of reading results/")
     r.add_argument("--kernel", default="clirlib")
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_refresh)
 
     g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")
-    g.add_argument("--profile", default="default", choices=["ci", "default", "paper"])
+    g.add_argument("--profile", default="default", choices=list(profiles.NAMES))
     g.add_argument("--lang", nargs="+", default=["fr", "it", "sw", "tl"])
     g.add_argument("--seed", type=int, default=0)
     g.set_defaults(func=_generate)

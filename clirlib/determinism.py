@@ -7,14 +7,15 @@ takes an explicit seed or a ``numpy.random.Generator`` / ``torch.Generator`` mad
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
 import torch
 
+from . import env
+
 #: Threads used by torch on the CPU. The target machines have 2 cores.
-DEFAULT_THREADS = int(os.environ.get("CLIRLIB_THREADS", "2"))
+DEFAULT_THREADS = env.threads(2)
 
 
 def configure(threads: int = DEFAULT_THREADS) -> None:
@@ -23,7 +24,7 @@ def configure(threads: int = DEFAULT_THREADS) -> None:
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     # cuBLAS needs this for deterministic matmuls when a GPU is used.
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    env.set_default("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if torch.backends.cudnn.is_available():
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True

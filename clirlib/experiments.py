@@ -26,41 +26,18 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import determinism, paths
+from . import determinism, env, paths, profiles
 from .metrics import METRIC_NAMES
-from .train import NonFiniteError, TrainConfig, _progress_disabled, train
+from .train import NonFiniteError, TrainConfig, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
 CACHE_VERSION = 4
 #: Scores kept per class for the density plots (Figure 3).
 SCORE_SAMPLE = 3000
 
-#: Experiment-level settings per profile: the most epochs for average pooling and for the
-#: DSSM models, the early-stopping patience (every run stops after ``patience`` epochs
-#: without a dev NDCG@5 gain and is tested at its best dev epoch), the seeds every system
-#: of a verdict is trained with (``clirlib.verdicts`` needs at least 3), and the threshold
-#: grid of Figure 4. Average pooling gets the paper's 30 epochs everywhere. The DSSM models
-#: get the paper's 30 / 15 only on ``paper``: with the paper's optimiser (lr 0.001, decay
-#: 0.95) DSSM-CNN's dev P_mr@1 on ``default`` French stays between 0.008 and 0.05 (chance
-#: 0.019) through all 30 epochs (measured: 300 s for one run, dev NDCG@5 still creeping up),
-#: so 24 such runs (2 models x 4 languages x 3 seeds, about 2 hours) would not change the
-#: verdict, which is "not tested" below 3x chance; ``default`` and ``ci`` give them 3 / 2 and
-#: 1 / 1 epochs to fit the time budget, and the notebooks show the convergence table.
-PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
-    "ci": {"epochs": {"avgpool": 30, "cnn": 1, "lstm": 1}, "patience": 5, "seeds": (0, 1, 2),
-           "threshold_grid": ((0.2, 0.7), (0.1, 0.5))},
-    "default": {"epochs": {"avgpool": 30, "cnn": 3, "lstm": 2}, "patience": 5, "seeds": (0, 1, 2),
-                "threshold_grid": ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8))},
-    "paper": {"epochs": {"avgpool": 30, "cnn": 30, "lstm": 15}, "patience": 5, "seeds": (0, 1, 2),
-              "threshold_grid": ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8), (0.2, 0.9), (0.0, 0.5))},
-}
-
-
 def settings(profile: str) -> dict[str, Any]:
-    try:
-        return PROFILE_SETTINGS[profile]
-    except KeyError:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_SETTINGS)}") from None
+    """Epochs, patience, seeds and threshold grid of ``profile`` (``clirlib.profiles.TRAINING``)."""
+    return profiles.training(profile)
 
 
 def runs_dir() -> Path:
@@ -78,7 +55,7 @@ def cache_key(config: TrainConfig) -> str:
 
 
 def _force(force: bool | None) -> bool:
-    return bool(force) if force is not None else os.environ.get("CLIRLIB_FORCE", "0") == "1"
+    return bool(force) if force is not None else env.force()
 
 
 def _atomic_write_json(path: Path, record: dict[str, Any]) -> None:
@@ -138,7 +115,7 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
         "split_losses": res.split_losses,
         "history": res.history,
         "seconds": res.seconds,
-        "data_info": _jsonable(res.data_info),
+        "data_info": jsonable(res.data_info),
         "test_per_query": {c: res.test_per_query[c].tolist() for c in res.test_per_query.columns},
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
@@ -154,7 +131,7 @@ def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc:
     """Run (or load) every config; one tidy row per run: config columns, then the metrics."""
     configs = list(configs)
     rows = []
-    for cfg in tqdm(configs, desc=desc, disable=_progress_disabled(), leave=False):
+    for cfg in tqdm(configs, desc=desc, disable=env.progress_disabled(), leave=False):
         rows.append(summary_row(run(cfg, force=force)))
     return pd.DataFrame(rows)
 
@@ -179,7 +156,8 @@ def history_frame(records: Iterable[dict[str, Any]], by: Iterable[str]) -> pd.Da
         h = pd.DataFrame(rec["history"])
         for k in by:
             v = rec["config"][k]
-            h[k] = tuple(v) if isinstance(v, list) else v
+            # a list-valued field (thresholds) is one tuple per row; a bare tuple would be spread over the rows
+            h[k] = [tuple(v)] * len(h) if isinstance(v, list) else v
         frames.append(h)
     return pd.concat(frames, ignore_index=True)
 
@@ -196,11 +174,12 @@ def config(**kw: Any) -> TrainConfig:
     return TrainConfig(**{k: v for k, v in kw.items() if k in names})
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
+    """``x`` with NumPy scalars and arrays as Python numbers and lists, other objects as strings."""
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, (np.integer,)):
         return int(x)
     if isinstance(x, (np.floating,)):

@@ -46,8 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-NR, SR, MR = 0, 1, 2
-"""Label values: not relevant, second-level relevant, most relevant."""
+from .labels import MR, NR, SR  # noqa: F401  (label values, re-exported for the metrics' callers)
 
 METRIC_NAMES = ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r")
 

@@ -7,11 +7,12 @@ to keep results of an installed copy elsewhere).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from . import env
+
 PACKAGE_DIR = Path(__file__).resolve().parent
-ROOT = Path(os.environ.get("CLIRLIB_HOME", PACKAGE_DIR.parent)).resolve()
+ROOT = env.home(PACKAGE_DIR.parent)
 
 #: Cached experiment results (one JSON per configuration) and tidy CSVs.
 RESULTS_DIR = ROOT / "results"

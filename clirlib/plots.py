@@ -23,12 +23,13 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from .losses import mse, sosl  # noqa: E402
+from .labels import MR, NR, SR  # noqa: E402
+from .labels import NAMES as LABEL_NAMES  # noqa: E402
 from .metrics import METRIC_NAMES  # noqa: E402
 from .reported import LOSS_NAMES  # noqa: E402
 from .similarity import smooth_cosine, smooth_cosine_grad_q  # noqa: E402
 
-CLASS_NAMES = {0: "NR", 1: "SR", 2: "MR"}
-CLASS_COLORS = {0: "tab:blue", 1: "tab:orange", 2: "tab:green"}
+CLASS_COLORS = {NR: "tab:blue", SR: "tab:orange", MR: "tab:green"}
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 120, "font.size": 9, "svg.hashsalt": "clirlib"})
 
 
@@ -92,7 +93,7 @@ def figure2(curves: pd.DataFrame, thresholds=(0.0, 0.5)) -> plt.Figure:
             ax.plot(h["r"], h["loss"], label=name, ls="-" if name == "SOSL" else "--")
         for t in thresholds:
             ax.axvline(t, color="grey", lw=0.8, ls=":")
-        ax.set_title(f"true label {CLASS_NAMES[y]} (class {y + 1} of 3)")
+        ax.set_title(f"true label {LABEL_NAMES[y]} (class {y + 1} of 3)")
         ax.set_xlabel("relevance score r")
     axes[0].set_ylabel("loss")
     axes[0].legend()
@@ -113,7 +114,7 @@ def figure3(scores: pd.DataFrame, thresholds=(0.2, 0.7)) -> plt.Figure:
         for y in (0, 1, 2):
             s = g.loc[g["label"] == y, "score"]
             if len(s) > 1 and s.std() > 0:
-                sns.kdeplot(x=s.to_numpy(), ax=ax, label=CLASS_NAMES[y], color=CLASS_COLORS[y], fill=True,
+                sns.kdeplot(x=s.to_numpy(), ax=ax, label=LABEL_NAMES[y], color=CLASS_COLORS[y], fill=True,
                             alpha=0.25, common_norm=False, warn_singular=False)
         for t in thresholds:
             ax.axvline(t, color="grey", lw=0.8, ls=":")

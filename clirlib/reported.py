@@ -11,7 +11,6 @@ import pandas as pd
 from .paths import REPORTED_DIR
 
 LANGS = ("fr", "it", "sw", "tl")
-LANG_NAMES = {"fr": "French", "it": "Italian", "sw": "Swahili", "tl": "Tagalog"}
 LOSS_NAMES = {"sosl": "SOSL", "3part_l2": "3Part_L2", "mse": "MSE", "po": "PO"}
 ENCODER_NAMES = {"avgpool": "Average Pooling", "cnn": "DSSM-CNN", "lstm": "DSSM-LSTM"}
 

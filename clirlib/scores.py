@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .metrics import MR, NR, SR
-
-CLASS_NAMES = {NR: "NR", SR: "SR", MR: "MR"}
+from .labels import MR, NAMES
 
 
 def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd.DataFrame:
@@ -23,8 +21,8 @@ def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd
     ``scores``: tidy rows (loss, label, score) as written to ``fig3_train_scores.csv``.
     """
     g = scores.groupby(["loss", "label"])["score"]
-    mean = g.mean().unstack().rename(columns=CLASS_NAMES)
-    std = g.std(ddof=1).unstack().rename(columns=CLASS_NAMES)
+    mean = g.mean().unstack().rename(columns=NAMES)
+    std = g.std(ddof=1).unstack().rename(columns=NAMES)
     out = pd.concat({"mean": mean, "std": std}, axis=1)
     out.columns = [f"{c}_{s}" for s, c in out.columns]
     out["MR_above_upper"] = scores[scores["label"] == MR].groupby("loss")["score"].apply(lambda s: float((s > upper).mean()))

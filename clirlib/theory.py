@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from . import profiles
 from .similarity import smooth_cosine
 
 
@@ -80,11 +81,11 @@ def n_train_queries(record: dict) -> int:
     """Training queries a cached run actually used: the training split's queries after the
     ``train_fraction`` subsample (the trainer's own rule, applied to the split's size)."""
     from .data.dataset import Split
-    from .train import _subsample_train
+    from .train import subsample_train
 
     n = int(record["data_info"]["split_sizes"]["train"])
     q = np.arange(n)
-    kept = _subsample_train(Split(q, q, np.zeros(n, dtype=np.int64)), record["config"]["train_fraction"],
+    kept = subsample_train(Split(q, q, np.zeros(n, dtype=np.int64)), record["config"]["train_fraction"],
                             record["config"]["seed"])
     return int(len(np.unique(kept.qidx)))
 
@@ -328,9 +329,6 @@ def gradient_search_sentence(search: pd.DataFrame) -> str:
 #: dev NDCG@5 among {1e3, 3e3, 1e4, 3e4, 1e5} in a development run on the default profile
 #: (eps = 1, full data, 4 epochs). A setting, not a result.
 SGD_C = 1e4
-#: Epochs over the full training set that fix T, the number of steps of every run of the
-#: fixed-steps design (a run on a share f of the queries gets round(epochs / f) epochs).
-THEOREM3_EPOCHS = {"ci": 2, "default": 2, "paper": 10}
 #: Shares of the training queries kept (``TrainConfig.train_fraction``).
 THEOREM3_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
 #: (optimizer, learning rate or c, gradient clipping): SGD is Theorem 3's plain SGD (no
@@ -342,7 +340,7 @@ def theorem3_configs(profile: str, data: str | None, lang: str, seeds, epsilon: 
     """The runs of notebook 12, keyed ``(optimizer, design, train_fraction, seed)``.
 
     One design, ``"fixed steps"``, Theorem 3's own setting: every run takes the T steps of
-    ``THEOREM3_EPOCHS[profile]`` epochs on the full training set (a share f of the queries
+    ``profiles.THEOREM3_EPOCHS[profile]`` epochs on the full training set (a share f of the queries
     gets round(epochs / f) epochs), and the theorem's bound at a fixed T falls with n. No
     early stopping; the model tested is still the epoch with the best dev NDCG@5 (the
     trainer's rule). (The paper's other regime, T growing like n, needs gamma * c < 2,
@@ -350,7 +348,7 @@ def theorem3_configs(profile: str, data: str | None, lang: str, seeds, epsilon: 
     """
     from .reproduction import base
 
-    epochs = THEOREM3_EPOCHS[profile]
+    epochs = profiles.THEOREM3_EPOCHS[profile]
     out = {}
     for opt, (lr, clip) in THEOREM3_OPTIMIZERS.items():
         for f in THEOREM3_FRACTIONS:

@@ -20,7 +20,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +29,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import determinism
+from . import determinism, env
 from .encoders import ENCODERS, LSTM_READOUTS, AvgPoolEncoder, Ranker
 from .losses import DEFAULT_THRESHOLDS, class_weights, get_loss
 from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
@@ -166,13 +165,6 @@ class TrainResult:
     train_labels: np.ndarray | None = None
     split_losses: dict[str, float] = field(default_factory=dict)  # mean loss per split, selected model
     model: Ranker | None = field(default=None, repr=False)
-
-
-def _progress_disabled() -> bool | None:
-    # tqdm's disable=None hides bars when output is not a terminal (papermill, nbval, CI).
-    if os.environ.get("CLIRLIB_PROGRESS", "") == "0" or os.environ.get("CI"):
-        return True
-    return None
 
 
 def _batch(texts, rows: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -311,7 +303,8 @@ def objective(cfg: "TrainConfig", train_labels: np.ndarray):
     return fn
 
 
-def _subsample_train(split, fraction: float, seed: int):
+def subsample_train(split, fraction: float, seed: int):
+    """The training pairs of a seeded random share ``fraction`` of the queries (at least one), all when ``fraction >= 1``."""
     if fraction >= 1:
         return split
     from .data.dataset import Split
@@ -332,7 +325,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
 
         dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
     device = determinism.device()
-    disable = (not progress) if progress is not None else _progress_disabled()
+    disable = (not progress) if progress is not None else env.progress_disabled()
 
     model = Ranker.build(
         cfg.encoder, len(dataset.q_vocab), len(dataset.d_vocab), dim=dataset.embedding_dim,
@@ -352,7 +345,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
         optimizer = torch.optim.Adam(params, lr=cfg.lr, fused=device.type in ("cpu", "cuda"))
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.lr_decay)
 
-    tr = _subsample_train(dataset.splits["train"], cfg.train_fraction, cfg.seed)
+    tr = subsample_train(dataset.splits["train"], cfg.train_fraction, cfg.seed)
     loss_of = objective(cfg, tr.labels)
     dev, test = dataset.splits["dev"], dataset.splits["test"]
     labels_t = torch.from_numpy(tr.labels).to(device)

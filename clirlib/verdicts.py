@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import stats
+from . import reported, stats
 from .metrics import METRIC_NAMES
 
 VERDICTS = ("holds", "does not hold", "inconclusive", "not tested")
@@ -57,7 +57,7 @@ N_RESAMPLES = 10_000
 #: Config fields that identify a system in a run record.
 SYSTEM_FIELDS = ("lang", "loss", "encoder", "epsilon", "thresholds", "n_nr", "lstm_readout")
 
-LOSS_LABELS = {"sosl": "SOSL", "3part_l2": "3Part_L2", "mse": "MSE", "po": "PO"}
+LOSS_LABELS = reported.LOSS_NAMES  # the paper's names of the losses, defined once
 ENCODER_LABELS = {"avgpool": "average pooling", "cnn": "DSSM-CNN", "lstm": "DSSM-LSTM"}
 
 

@@ -436,7 +436,7 @@ def test_table1_columns(wc):
 
 
 def test_min_detectable_difference():
-    from clirlib.data.stats import max_sd_of_differences, min_detectable_difference, paired_sd
+    from clirlib.data.describe import max_sd_of_differences, min_detectable_difference, paired_sd
 
     # (z_0.975 + z_0.8) * sd / sqrt(n) = (1.95996 + 0.84162) * 0.5 / 10
     assert min_detectable_difference(0.5, 100) == pytest.approx(0.140079, abs=1e-5)

@@ -16,7 +16,7 @@ import pytest
 from clirlib import paths
 from clirlib.data import PROFILES, clear_cache, generate_benchmark, load_dataset, load_wikiclir, tokenize
 from clirlib.data import synthetic
-from clirlib.data.sampling import split_sizes
+from clirlib.profiles import split_sizes
 from clirlib.data.text import normalize
 
 # Table 1 of the paper: SR documents per query.
@@ -185,7 +185,7 @@ def test_polyglot_files(ci_root):
 def test_embeddings_are_not_aligned_across_languages(ci_root):
     # The English and French vectors of the same latent meaning are unrelated (mean
     # cosine about 0; it was 0.11 before each language got its own random rotation).
-    lex = synthetic._lexicons(PROFILES["ci"].n_meanings, 0, synthetic.DIFFICULTY)
+    lex = synthetic.lexicons(PROFILES["ci"].n_meanings, 0, synthetic.DIFFICULTY)
     vec = {}
     for lang in ("en", "fr"):
         with open(ci_root / "polyglot" / f"polyglot-{lang}.pkl", "rb") as f:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from clirlib import determinism, theory
+from clirlib import determinism, profiles, theory
 from clirlib.encoders import Ranker
 from clirlib.losses import sosl
 from clirlib.train import TrainConfig, _batch, train
@@ -146,7 +146,7 @@ def test_theorem3_verdicts_are_worded_consistent_or_not():
 
 def test_theorem3_configs_fix_the_number_of_steps():
     cfgs = theory.theorem3_configs("ci", None, "fr", seeds=(0,))
-    e = theory.THEOREM3_EPOCHS["ci"]
+    e = profiles.THEOREM3_EPOCHS["ci"]
     sgd = cfgs["sgd", "fixed steps", 0.25, 0]
     assert (sgd.optimizer, sgd.lr, sgd.clip, sgd.patience, sgd.epochs) == ("sgd", theory.SGD_C, None, None, 4 * e)
     adam = cfgs["adam", "fixed steps", 0.1, 0]

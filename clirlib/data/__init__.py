@@ -2,22 +2,23 @@
 
 - ``load_dataset``: the one entry point (profile name or WikiCLIR folder -> RankingDataset)
 - ``load_wikiclir``: the streaming WikiCLIR reader, ``load_polyglot``: Polyglot pickles
-- ``generate_benchmark`` / ``PROFILES``: the embedded benchmark (``synthetic``)
+- ``generate_benchmark``: the embedded benchmark (``synthetic``; its sizes ``PROFILES`` are ``clirlib.profiles.SIZES``)
 - ``tokenize`` / ``build_vocab``: text handling, ``table1``: Table 1 for loaded data
 """
 
-from .dataset import LABEL_NAMES, SPLITS, RankingDataset, Ragged, Split, Vocab
+from .dataset import SPLITS, RankingDataset, Ragged, Split, Vocab
 from .errors import DataFormatError, DataSkipWarning, MissingDataError
 from .languages import WIKICLIR_LANGUAGES, available_languages, language_code
 from .load import clear_cache, load_dataset
 from .polyglot import load_polyglot, read_polyglot, save_polyglot
-from .stats import table1
-from .synthetic import PROFILES, generate_benchmark
+from ..profiles import SIZES as PROFILES  # the benchmark sizes, defined in clirlib.profiles
+from .describe import table1
+from .synthetic import generate_benchmark
 from .text import build_vocab, tokenize
 from .wikiclir import load_wikiclir
 
 __all__ = [
-    "LABEL_NAMES", "SPLITS", "RankingDataset", "Ragged", "Split", "Vocab",
+    "SPLITS", "RankingDataset", "Ragged", "Split", "Vocab",
     "DataFormatError", "DataSkipWarning", "MissingDataError",
     "WIKICLIR_LANGUAGES", "available_languages", "language_code",
     "clear_cache", "load_dataset", "load_polyglot", "read_polyglot", "save_polyglot",

@@ -54,7 +54,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..metrics import evaluate
-from .synthetic import CATEGORIES, DIFFICULTY, LANGS, PROFILES, Difficulty, Profile, _lexicons, write_texts
+from ..profiles import SIZES, Profile
+from .synthetic import CATEGORIES, DIFFICULTY, LANGS, Difficulty, lexicons, write_texts
 from .text import normalize, tokenize
 from .wikiclir import load_wikiclir, read_lines
 
@@ -94,7 +95,7 @@ def with_keyword_share(share: float, base: Difficulty = DIFFICULTY) -> Difficult
 def _meaning_of(profile: Profile, seed: int, d: Difficulty) -> dict[str, dict[str, int]]:
     """Normalised word -> latent meaning, per language (function words left out)."""
     out = {}
-    for lang, lex in _lexicons(profile.n_meanings, seed, d).items():
+    for lang, lex in lexicons(profile.n_meanings, seed, d).items():
         table = {}
         for m in range(lex.n_meanings):
             table[normalize(str(lex.words[lex.n_function + m]))] = m
@@ -125,7 +126,7 @@ def oracle(root: str | Path, profile: Profile | str, lang: str, *, seed: int, sp
     """
     if split == "test":
         raise ValueError("the calibration never looks at a test split")
-    p = PROFILES[profile] if isinstance(profile, str) else profile
+    p = SIZES[profile] if isinstance(profile, str) else profile
     ds = load_wikiclir(root, lang, n_nr=p.n_nr, seed=seed, split_sizes=p.splits[lang], n_queries=None)
     files = Path(ds.info["files"]["documents"]), Path(ds.info["files"]["queries"])
     meaning = _meaning_of(p, seed, difficulty)
@@ -179,7 +180,7 @@ def oracle_scores(profile: Profile | str = "default", *, seed: int = 1, split: s
 
     The collection is written to a temporary folder (no embeddings) and deleted again.
     """
-    p = PROFILES[profile] if isinstance(profile, str) else profile
+    p = SIZES[profile] if isinstance(profile, str) else profile
     rows = []
     with tempfile.TemporaryDirectory(prefix="clirlib-calibration-") as tmp:
         root = write_texts(p, seed, Path(tmp) / "bench", difficulty)

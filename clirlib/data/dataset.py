@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-LABEL_NAMES = {0: "NR", 1: "SR", 2: "MR"}
 SPLITS = ("train", "dev", "test")
 
 

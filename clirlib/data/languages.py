@@ -11,10 +11,10 @@ English is the one language whose file suffix (``simple``) is not its ISO code.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import env
 from .errors import DataFormatError, MissingDataError
 
 #: file suffix (our language code) -> folder name inside ``wiki-clir/``
@@ -75,8 +75,7 @@ def language_code(lang: str) -> str:
 
 def ir_datasets_source() -> Path:
     """Where ir_datasets extracts the WikiCLIR archive (it may not exist)."""
-    home = Path(os.environ.get("IR_DATASETS_HOME", Path.home() / ".ir_datasets"))
-    return home / "wikiclir" / "source"
+    return env.ir_datasets_home() / "wikiclir" / "source"
 
 
 def resolve_root(root: str | Path | None) -> Path:

@@ -25,10 +25,11 @@ import dataclasses
 import functools
 from pathlib import Path
 
+from ..profiles import SIZES
 from .dataset import RankingDataset
 from .errors import DataFormatError
 from .polyglot import find_polyglot, load_polyglot
-from .synthetic import LANGS, PROFILES, generate_benchmark
+from .synthetic import LANGS, generate_benchmark
 from .wikiclir import PAPER_N_QUERIES, load_wikiclir
 
 EMBEDDINGS = ("polyglot", "none")
@@ -47,7 +48,7 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     """
     if embeddings not in EMBEDDINGS:
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
-    key = str(data) if str(data) in PROFILES else str(Path(data).expanduser().resolve())
+    key = str(data) if str(data) in SIZES else str(Path(data).expanduser().resolve())
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
     ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
                  max_doc_tokens, strict)
@@ -57,11 +58,11 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
 @functools.lru_cache(maxsize=8)
 def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
             embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool) -> RankingDataset:
-    if data in PROFILES:
+    if data in SIZES:
         if lang not in LANGS:
             raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
         root = generate_benchmark(data, lang, seed=seed)
-        sizes = PROFILES[data].splits[lang] if n_queries is None else None
+        sizes = SIZES[data].splits[lang] if n_queries is None else None
         ds = load_wikiclir(root, lang, n_queries=n_queries, n_nr=n_nr, seed=seed, min_count=min_count,
                            max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict, split_sizes=sizes)
         ds.info.update(source="synthetic", profile=data, benchmark_root=str(root))

@@ -7,7 +7,7 @@ articles as NR documents (20 to 100 in Figure 5). Here:
 - the split is a seeded permutation of the selected queries; dev and test get
   ``floor(n / 5)`` queries each (as the released script, ``int(0.2 * n)``), train the rest.
   The embedded benchmark's ``default`` profile instead passes explicit sizes (its test
-  split is larger than a fifth, see ``synthetic.Profile.splits``); the permutation is the
+  split is larger than a fifth, see ``clirlib.profiles.Profile.splits``); the permutation is the
   same, its first ``train`` positions are the training queries, the next ``dev`` the dev
   queries, the rest the test queries, so every split is a uniform random sample;
 - each query's NR documents are drawn without replacement from the whole collection
@@ -22,17 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..determinism import rng
+from ..profiles import SPLIT_RATIO, split_sizes
 from .dataset import SPLITS
-
-SPLIT_RATIO = (3, 1, 1)
-
-
-def split_sizes(n: int, ratio: tuple[int, int, int] = SPLIT_RATIO) -> dict[str, int]:
-    """Number of train / dev / test queries out of ``n`` (3:1:1 -> dev = test = n // 5)."""
-    total = sum(ratio)
-    dev, test = n * ratio[1] // total, n * ratio[2] // total
-    return {"train": n - dev - test, "dev": dev, "test": test}
-
 
 def split_queries(n: int, seed: int, ratio: tuple[int, int, int] = SPLIT_RATIO,
                   sizes: tuple[int, int, int] | None = None) -> dict[str, np.ndarray]:

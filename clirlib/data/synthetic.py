@@ -40,42 +40,10 @@ Generative model (one "universe" of concepts per document language fr / it / sw 
   corpus is the queries plus English articles of the concepts (the analogue of English
   Wikipedia, not written to disk).
 
-Profiles (``PROFILES``; numbers for fr / it / sw / tl)
------------------------------------------------------
-``Profile.splits`` holds each language's (train, dev, test) queries; the generator writes
-their sum as query concepts and the loader splits them with exactly these sizes (one
-seeded permutation of the queries, so train, dev and test are uniform random samples of
-the same query concepts, with Table 1's SR-count distribution). ``clirlib.data.stats.
-split_table`` lists them with the power of each test split.
-
-- ``ci``: 120 / 120 / 110 / 120 queries split 3:1:1 (72 / 24 / 24; Swahili 66 / 22 /
-  22), 1600 / 1200 / 450 / 700 documents of 30-90 tokens, 1000 meanings; generated in
-  about 1 s, for tests and notebook checks. Its test splits are far too small to decide
-  between methods (verdicts on it are expected to be inconclusive).
-- ``default`` (``make reproduce``): train and dev as 3:1:1 of 600 / 600 / 547 / 600
-  queries (360 / 120; Swahili 329 / 109: the training budget of two CPU cores), and a
-  test split of ``DEFAULT_N_TEST`` = 1000 queries in every language, drawn by the same
-  generator from the same distribution (evaluation is cheap, training is not). With
-  1000 test queries and P_mr@1 near 0.4, a paired difference of 0.061 is detectable at
-  80 % power (two-sided alpha 0.05) when two rankers' hits are independent, and 0.03
-  when they disagree on at most 11.5 % of the queries (``stats.split_table``). Measured
-  once (data seed 1, French, 1000 test queries, average pooling, 30 epochs with patience
-  5): two SOSL runs differing only in the training seed disagree on 9.8 % of the
-  queries (sd of differences 0.31, so about 0.028 is detectable between such close
-  rankers); SOSL against MSE or PO, which score far lower, disagree on about 46 %.
-  Documents: 8000 / 6000 / 4000 / 5000 of 30-120 tokens (mean 55), so that query
-  concepts stay a minority of each collection (19 / 25 / 36 / 30 %); 1000 meanings;
-  generated in 2.1-2.3 s (2-core CPU, including the embeddings; 1.9 s before the test split).
-- ``paper``: Table 1's queries 25000 / 25000 / 22793 / 25000 split 3:1:1; documents
-  120000 / 95000 / 37000 / 79000 (Table 1: 1894000 / 1347000 / 37000 / 79000, so fr and
-  it are scaled down; Swahili's query concepts are 62 % of its collection, as in the real
-  WikiCLIR) of 50-300 tokens, 15000 meanings (more training queries support a larger
-  vocabulary).
-
-Every profile keeps Table 1's order fr > it > tl > sw of collection sizes and SR per
-query (exact: the counts are fixed to Table 1's mean), and uses 40 NR documents per
-query. ``ci`` and ``paper`` keep Swahili's share of queries (22793 / 25000); on
-``default`` it holds for train and dev.
+Profiles
+--------
+The sizes of the ``ci`` / ``default`` / ``paper`` collections (queries per split, documents,
+lengths, meanings) are ``clirlib.profiles.SIZES``, described there.
 
 Difficulty (``DIFFICULTY``: chosen once, the same for every loss, encoder and language)
 ---------------------------------------------------------------------------------------
@@ -141,64 +109,17 @@ import numpy as np
 
 from .. import paths
 from ..determinism import rng
+from ..profiles import SIZES, Profile
 from .blas import single_threaded_blas
 from .embeddings import train_embeddings
 from .languages import WIKICLIR_LANGUAGES
 from .polyglot import SPECIAL_TOKENS, save_polyglot
-from .sampling import split_sizes
 
 #: Bump when the generated files change, so cached collections are regenerated.
 GENERATOR_VERSION = 2
 LANGS = ("fr", "it", "sw", "tl")
 #: Table 1: SR documents per query.
 SR_PER_QUERY = {"fr": 12.6, "it": 11.7, "sw": 1.5, "tl": 0.6}
-
-
-def ratio_splits(n_queries: dict[str, int]) -> dict[str, tuple[int, int, int]]:
-    """(train, dev, test) sizes per language by the paper's 3:1:1 rule (``sampling.split_sizes``)."""
-    return {lang: tuple(split_sizes(n).values()) for lang, n in n_queries.items()}
-
-
-@dataclass(frozen=True)
-class Profile:
-    """Sizes of one benchmark profile, per document language.
-
-    ``splits[lang]`` is the (train, dev, test) number of queries: the generator writes
-    their sum as queries with an MR document, and ``load_dataset`` splits them with these
-    exact sizes (one seeded permutation, so each split is a uniform random sample of the
-    same query distribution).
-    """
-
-    name: str
-    splits: dict[str, tuple[int, int, int]]
-    n_docs: dict[str, int]
-    doc_len: tuple[int, int]  # min, max tokens of an article
-    query_len: tuple[int, int] = (8, 30)  # min, max tokens of a first sentence (before title removal)
-    n_meanings: int = 1500  # latent meanings (the content vocabulary; more training data supports more)
-    embed_tokens: int = 6_000_000  # at most this many tokens of text per language for the embeddings
-    n_nr: int = 40
-
-    @property
-    def n_queries(self) -> dict[str, int]:
-        """Queries with an MR document per language (train + dev + test)."""
-        return {lang: int(sum(s)) for lang, s in self.splits.items()}
-
-
-#: Test queries per language of the ``default`` profile (see the module docstring, "Profiles").
-DEFAULT_N_TEST = 1000
-
-PROFILES: dict[str, Profile] = {
-    "ci": Profile("ci", ratio_splits({"fr": 120, "it": 120, "sw": 110, "tl": 120}),
-                  {"fr": 1600, "it": 1200, "sw": 450, "tl": 700}, doc_len=(30, 90), n_meanings=1000),
-    # Train and dev: 3:1:1 of 600 / 600 / 547 / 600 (Swahili's share of Table 1's queries);
-    # test: DEFAULT_N_TEST more queries of the same distribution.
-    "default": Profile("default", {lang: (tr, dv, DEFAULT_N_TEST) for lang, (tr, dv, _) in
-                                   ratio_splits({"fr": 600, "it": 600, "sw": 547, "tl": 600}).items()},
-                       {"fr": 8000, "it": 6000, "sw": 4000, "tl": 5000}, doc_len=(30, 120), n_meanings=1000),
-    "paper": Profile("paper", ratio_splits({"fr": 25000, "it": 25000, "sw": 22793, "tl": 25000}),
-                     {"fr": 120_000, "it": 95_000, "sw": 37_000, "tl": 79_000}, doc_len=(50, 300),
-                     n_meanings=15_000, embed_tokens=4_000_000),
-}
 
 
 @dataclass(frozen=True)
@@ -292,7 +213,7 @@ def _candidates(gen: np.random.Generator, lang: str, n: int) -> list[str]:
     return ["".join(onsets[o[i, j]] + nuclei[v[i, j]] + codas[c[i, j]] for j in range(k[i])) for i in range(n)]
 
 
-def _lexicons(n_meanings: int, seed: int, d: Difficulty) -> dict[str, _Lexicon]:
+def lexicons(n_meanings: int, seed: int, d: Difficulty) -> dict[str, _Lexicon]:
     """One lexicon per language; no string appears in two languages."""
     used: set[str] = set()
     out = {}
@@ -447,7 +368,7 @@ def _concept_graph(p: Profile, lang: str, seed: int, d: Difficulty):
 
 def build_universe(profile: Profile | str, lang: str, seed: int = 0, d: Difficulty | None = None) -> _Universe:
     """Concepts, domains, keywords and the link graph of one document language."""
-    p = PROFILES[profile] if isinstance(profile, str) else profile
+    p = SIZES[profile] if isinstance(profile, str) else profile
     d = d or DIFFICULTY
     domain, queries, extras, indptr, indices = _concept_graph(p, lang, seed, d)
     n, n_dom = len(domain), int(domain.max()) + 1
@@ -471,7 +392,7 @@ def build_universe(profile: Profile | str, lang: str, seed: int = 0, d: Difficul
 
 def sr_per_query(profile: Profile | str, lang: str, seed: int = 0) -> np.ndarray:
     """SR documents of each query concept, straight from the concept graph (no words, no files)."""
-    p = PROFILES[profile] if isinstance(profile, str) else profile
+    p = SIZES[profile] if isinstance(profile, str) else profile
     _, queries, _, indptr, _ = _concept_graph(p, lang, seed, DIFFICULTY)
     return np.diff(indptr)[queries]
 
@@ -586,11 +507,11 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     to a temporary folder that is renamed at the end, so an interrupted run never leaves
     a collection that looks complete. ``lang`` is only checked (all languages are written).
     """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown benchmark profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if profile not in SIZES:
+        raise ValueError(f"unknown benchmark profile {profile!r}; choose one of {', '.join(SIZES)}")
     if lang is not None and lang not in LANGS:
         raise ValueError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
-    p = PROFILES[profile]
+    p = SIZES[profile]
     root = Path(out_dir) if out_dir is not None else default_dir(profile, seed)
     if not force and _manifest_ok(root, p, seed):
         return root
@@ -622,7 +543,7 @@ def write_texts(profile: Profile | str, seed: int, root: str | Path, difficulty:
     :func:`generate_benchmark` writes for that difficulty, except the Polyglot files (the
     costly part), into ``root``, which must not exist; no caching.
     """
-    p = PROFILES[profile] if isinstance(profile, str) else profile
+    p = SIZES[profile] if isinstance(profile, str) else profile
     root = Path(root)
     with single_threaded_blas():
         _write(p, seed, root, difficulty or DIFFICULTY, embeddings=False)
@@ -631,7 +552,7 @@ def write_texts(profile: Profile | str, seed: int, root: str | Path, difficulty:
 
 def _write(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embeddings: bool = True) -> None:
     d = d or DIFFICULTY
-    lex = _lexicons(p.n_meanings, seed, d)
+    lex = lexicons(p.n_meanings, seed, d)
     base = root / "wiki-clir"
     (base / "english").mkdir(parents=True)
     (root / "polyglot").mkdir()

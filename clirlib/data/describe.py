@@ -1,4 +1,4 @@
-"""Table 1 for loaded datasets, beside the paper's (Section 5, Table 1); split sizes and power.
+"""Describing datasets (Section 5, Table 1): Table 1 beside the paper's; split sizes and power.
 
 ``table1``: queries kept (and their train / dev / test split), SR documents per query,
 documents in the collection (the documents with text that NR documents are sampled from)
@@ -22,8 +22,8 @@ from statistics import NormalDist
 import pandas as pd
 
 from .. import reported
+from ..profiles import SIZES
 from .dataset import RankingDataset
-from .synthetic import PROFILES
 
 #: P_mr@1 around which the power of the test splits is stated (the default profile's models reach about 0.4).
 POWER_P = 0.4
@@ -71,10 +71,10 @@ def split_table(profile: str | None = None, p: float = POWER_P, difference: floa
     ``paired_sd(p)``) and ``max_discordance`` (the largest share of queries on which the two
     rankers may disagree for ``difference`` to be detectable).
     """
-    names = list(PROFILES) if profile is None else [profile]
+    names = list(SIZES) if profile is None else [profile]
     rows = []
     for name in names:
-        prof = PROFILES[name]
+        prof = SIZES[name]
         for lang, (train, dev, test) in prof.splits.items():
             n = train + dev + test
             ratio = dev == test == n // 5 and train == n - 2 * (n // 5)

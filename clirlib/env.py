@@ -1,0 +1,85 @@
+"""Every environment variable clirlib reads, in one place.
+
+========================  ==========================================================
+``CLIRLIB_HOME``          repository root for ``data/``, ``results/``, ``figures/``,
+                          ``tables/`` (default: the folder above the package)
+``CLIRLIB_FORCE``         ``1``: retrain instead of reading the ``results/`` cache
+                          (``make reproduce FORCE=1``)
+``CLIRLIB_PROGRESS``      ``0``: no progress bars (headless notebook runs set it);
+                          ``1`` or unset: bars when the output is a terminal
+``CI``                    set (to anything): no progress bars
+``CLIRLIB_THREADS``       torch CPU threads (default 2, the target machines' cores)
+``IR_DATASETS_HOME``      ir_datasets' cache, searched for WikiCLIR
+                          (default ``~/.ir_datasets``)
+========================  ==========================================================
+
+Switches take ``0`` or ``1``; any other value raises, naming the variable. The library
+writes two variables, both with ``setdefault`` so a user's value wins: ``CLIRLIB_PROGRESS=0``
+for the notebook kernels it starts (:func:`quiet_children`) and ``CUBLAS_WORKSPACE_CONFIG``
+for deterministic GPU matmuls (``clirlib.determinism``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME = (
+    "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME")
+
+
+def _switch(name: str) -> bool | None:
+    """``True`` / ``False`` for ``1`` / ``0``, ``None`` when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    if value == "":
+        return None
+    if value not in ("0", "1"):
+        raise ValueError(f"environment variable {name}={value!r}: use 0 or 1")
+    return value == "1"
+
+
+def home(default: Path) -> Path:
+    """The repository root: ``CLIRLIB_HOME`` or ``default``."""
+    return Path(os.environ.get(HOME, default)).resolve()
+
+
+def force() -> bool:
+    """``CLIRLIB_FORCE=1``: retrain instead of reading the cache."""
+    return bool(_switch(FORCE))
+
+
+def progress_disabled() -> bool | None:
+    """``disable`` for tqdm: ``True`` under ``CLIRLIB_PROGRESS=0`` or ``CI``, else ``None``.
+
+    tqdm's ``disable=None`` hides bars when output is not a terminal (papermill, nbval).
+    """
+    if _switch(PROGRESS) is False or os.environ.get(CI):
+        return True
+    return None
+
+
+def threads(default: int = 2) -> int:
+    """Torch CPU threads: ``CLIRLIB_THREADS`` or ``default``."""
+    value = os.environ.get(THREADS, "").strip()
+    try:
+        n = int(value) if value else default
+    except ValueError:
+        raise ValueError(f"environment variable {THREADS}={value!r}: use a positive integer") from None
+    if n < 1:
+        raise ValueError(f"environment variable {THREADS}={value!r}: use a positive integer")
+    return n
+
+
+def ir_datasets_home() -> Path:
+    """ir_datasets' cache folder: ``IR_DATASETS_HOME`` or ``~/.ir_datasets``."""
+    return Path(os.environ.get(IR_DATASETS_HOME, Path.home() / ".ir_datasets"))
+
+
+def quiet_children() -> None:
+    """No progress bars in the processes (notebook kernels) started from here, unless the user asked."""
+    os.environ.setdefault(PROGRESS, "0")
+
+
+def set_default(name: str, value: str) -> None:
+    """Set ``name`` for this process and its children unless it is set already."""
+    os.environ.setdefault(name, value)

@@ -1,0 +1,55 @@
+"""clirlib.env: the environment variables, read in one place, bad values named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clirlib import env
+
+
+def test_switches(monkeypatch):
+    monkeypatch.delenv("CLIRLIB_FORCE", raising=False)
+    assert env.force() is False
+    monkeypatch.setenv("CLIRLIB_FORCE", "1")
+    assert env.force() is True
+    monkeypatch.setenv("CLIRLIB_FORCE", "yes")
+    with pytest.raises(ValueError, match="CLIRLIB_FORCE='yes': use 0 or 1"):
+        env.force()
+
+
+def test_progress(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("CLIRLIB_PROGRESS", raising=False)
+    assert env.progress_disabled() is None  # tqdm decides (bars only on a terminal)
+    monkeypatch.setenv("CLIRLIB_PROGRESS", "0")
+    assert env.progress_disabled() is True
+    monkeypatch.setenv("CLIRLIB_PROGRESS", "1")
+    assert env.progress_disabled() is None
+    monkeypatch.setenv("CI", "true")
+    assert env.progress_disabled() is True
+
+
+def test_threads_and_paths(monkeypatch, tmp_path):
+    monkeypatch.delenv("CLIRLIB_THREADS", raising=False)
+    assert env.threads(2) == 2
+    monkeypatch.setenv("CLIRLIB_THREADS", "4")
+    assert env.threads(2) == 4
+    for bad in ("0", "two"):
+        monkeypatch.setenv("CLIRLIB_THREADS", bad)
+        with pytest.raises(ValueError, match="CLIRLIB_THREADS"):
+            env.threads(2)
+    monkeypatch.setenv("CLIRLIB_HOME", str(tmp_path))
+    assert env.home(Path("/elsewhere")) == tmp_path.resolve()
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
+    assert env.ir_datasets_home() == tmp_path
+
+
+def test_quiet_children_keeps_the_users_choice(monkeypatch):
+    monkeypatch.setenv("CLIRLIB_PROGRESS", "1")
+    env.quiet_children()
+    assert env.progress_disabled() is None
+    monkeypatch.delenv("CLIRLIB_PROGRESS")
+    env.quiet_children()
+    assert env.progress_disabled() is True

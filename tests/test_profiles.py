@@ -1,0 +1,41 @@
+"""clirlib.profiles: every per-profile setting in one module, with the same profiles everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from clirlib import cli, experiments, profiles, reproduction
+from clirlib.data import PROFILES
+
+
+def test_every_table_has_the_same_profiles():
+    for table in (profiles.SIZES, profiles.TRAINING, profiles.REAL_QUERIES, profiles.LEMMA2, profiles.THEOREM3_EPOCHS):
+        assert tuple(table) == profiles.NAMES
+
+
+def test_split_sizes_follow_3_1_1():
+    # 3:1:1 of 7: dev = test = 7 // 5 = 1, train = 7 - 2 = 5
+    assert profiles.split_sizes(7) == {"train": 5, "dev": 1, "test": 1}
+    # 110 Swahili ci queries: 110 // 5 = 22 each, train 66 (the module docstring's numbers)
+    assert profiles.SIZES["ci"].splits["sw"] == (66, 22, 22)
+    assert profiles.SIZES["ci"].splits["fr"] == (72, 24, 24)
+    # default: 3:1:1 of 600 for train / dev, then DEFAULT_N_TEST = 1000 test queries
+    assert profiles.SIZES["default"].splits["fr"] == (360, 120, 1000)
+    assert profiles.SIZES["default"].n_queries["sw"] == 329 + 109 + 1000
+
+
+def test_readers_share_the_one_definition():
+    assert PROFILES is profiles.SIZES  # clirlib.data re-exports, it does not copy
+    assert experiments.settings("default") is profiles.TRAINING["default"]
+    assert reproduction.source("ci", "/some/wikiclir") == {"data": "/some/wikiclir", "n_queries": 150}
+    assert reproduction.source("ci", None) == {"data": "ci", "n_queries": None}
+    parser = cli.build_parser()
+    args = parser.parse_args(["reproduce", "--profile", "paper"])
+    assert args.profile == "paper"
+
+
+def test_unknown_profile_raises():
+    with pytest.raises(ValueError, match="unknown profile 'huge'; choose one of ci, default, paper"):
+        profiles.training("huge")
+    with pytest.raises(ValueError, match="unknown profile"):
+        reproduction.source("huge", None)
