@@ -1,0 +1,153 @@
+"""The import rules of docs/architecture.md hold (imports read with ast, nothing imported).
+
+The rules are data (``LAYERS``, ``FORBIDDEN``, ``STANDALONE``): a module may import modules
+of its own layer or of a layer below, never above; the pairs in ``FORBIDDEN`` are closed
+even where the layers would allow them. A module the table does not place fails the test:
+add it to ``LAYERS`` here and to the table in docs/architecture.md, in the same commit.
+Function-level (lazy) imports count like top-level ones.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from clirlib import paths
+
+PACKAGE = paths.PACKAGE_DIR
+
+#: Bottom to top. A name is a module (``train``) or a package with everything in it
+#: (``data``, ``fast``, ``systems``), relative to ``clirlib``.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundation", ("env", "profiles", "labels", "paths", "determinism")),
+    ("paper", ("similarity", "losses", "metrics", "stats", "reported")),
+    ("data", ("data",)),
+    ("training", ("encoders", "optim", "fast", "train", "systems")),
+    ("experiments", ("experiments", "executors")),
+    ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots")),
+    ("front", ("cli", "notebook", "__main__", "")),  # "" is clirlib/__init__.py
+]
+
+#: (importer, imported) pairs closed although the layers allow them.
+FORBIDDEN: list[tuple[str, str, str]] = [
+    # the benchmark generator never sees a method it could favour (data/synthetic docstring)
+    ("data", "losses", "the generator and readers must not see a loss"),
+    ("data", "similarity", "the generator and readers must not see a similarity"),
+    # the speed wing sits behind train's interface, never the other way round
+    ("fast", "train", "clirlib.fast is called by train, it does not call it"),
+    ("fast", "systems", "clirlib.fast serves training, not whole systems"),
+    # the paper's training loop does not know about whole systems or the runner
+    ("train", "systems", "train is the paper's loop; systems wrap it"),
+]
+
+#: The paper's functions a reader opens first: they import no other clirlib module but these.
+STANDALONE: dict[str, tuple[str, ...]] = {"similarity": (), "losses": (), "metrics": ("labels",)}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports(path: Path) -> set[str]:
+    """clirlib modules ``path`` imports, as names relative to ``clirlib`` ("" = the package)."""
+    name = module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if name == "":
+        package = []
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                if node.module is None:  # from . import x, y
+                    out.update(".".join(base + [a.name]) for a in node.names)
+                else:
+                    out.add(target)
+            elif node.module and (node.module == "clirlib" or node.module.startswith("clirlib.")):
+                if node.module == "clirlib":
+                    out.update(a.name for a in node.names)
+                else:
+                    out.add(node.module[len("clirlib."):])
+        elif isinstance(node, ast.Import):
+            out.update(a.name[len("clirlib."):] for a in node.names if a.name.startswith("clirlib."))
+    return out
+
+
+def owner(module: str) -> str | None:
+    """The ``LAYERS`` entry that holds ``module`` (longest match: ``data.synthetic`` -> ``data``)."""
+    for _, names in LAYERS:
+        for n in names:
+            if module == n or (n and module.startswith(n + ".")):
+                return n
+    return None
+
+
+def layer(module: str) -> int | None:
+    entry = owner(module)
+    for i, (_, names) in enumerate(LAYERS):
+        if entry in names:
+            return i
+    return None
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_rules_themselves():
+    # a hand-checked instance of each rule, so a broken checker cannot pass silently
+    assert owner("data.synthetic") == "data" and owner("data") == "data" and owner("fast.adam") == "fast"
+    assert layer("profiles") == 0 and layer("metrics") == 1 and layer("train") == 3 and layer("cli") == 6
+    assert imports(PACKAGE / "scores.py") == {"labels"}
+    assert "profiles" in imports(PACKAGE / "data" / "synthetic.py")  # `from ..profiles import ...`
+    assert owner("no_such_module") is None
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_every_module_is_placed(path):
+    name = module_name(path)
+    assert layer(name) is not None, (
+        f"clirlib.{name} is in no layer: add it to LAYERS in tests/test_architecture.py and to docs/architecture.md")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_imports_go_down(path):
+    name = module_name(path)
+    mine = layer(name)
+    for dep in sorted(imports(path)):
+        theirs = layer(dep)
+        assert theirs is not None, f"clirlib.{name} imports clirlib.{dep}, which is in no layer"
+        assert theirs <= mine, (f"clirlib.{name} ({LAYERS[mine][0]}) imports clirlib.{dep} ({LAYERS[theirs][0]}): "
+                                "a layer may only import its own layer or those below (docs/architecture.md)")
+        for src, dst, why in FORBIDDEN:
+            assert not (owner(name) == src and owner(dep) == dst), f"clirlib.{name} imports clirlib.{dep}: {why}"
+    if name in STANDALONE:
+        assert imports(path) <= set(STANDALONE[name]), f"clirlib.{name} must stay standalone (the paper's code)"
+
+
+def test_environment_is_read_in_env_only():
+    for path in MODULES:
+        if module_name(path) == "env":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv") \
+                    and isinstance(node.value, ast.Name) and node.value.id == "os":
+                pytest.fail(f"clirlib.{module_name(path)} line {node.lineno} uses os.{node.attr}: read it in clirlib.env")
+
+
+def test_per_profile_tables_live_in_profiles():
+    # a dict keyed by the profile names anywhere else is a second definition of a profile
+    for path in MODULES:
+        if module_name(path) == "profiles":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+                assert not {"ci", "paper"} <= keys, (
+                    f"clirlib.{module_name(path)} line {node.lineno}: a per-profile table; put it in clirlib.profiles")
