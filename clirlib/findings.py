@@ -251,10 +251,6 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
 
 
 # --------------------------------------------------------------------------- notebook 10
-def _regime_list(summary: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(summary["regime"]))
-
-
 def _fired(summary: pd.DataFrame, trace: pd.DataFrame) -> pd.DataFrame:
     """Steps whose gradient norm exceeded the clipping threshold, in runs with clipping
     (their own runs only, so a reused run is not counted twice)."""

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from . import profiles
 from .experiments import config, run, run_many, settings
 from .metrics import METRIC_NAMES
 from .reported import LANGS
@@ -30,16 +31,11 @@ ENCODER_ORDER = ("avgpool", "cnn", "lstm")
 EPSILONS = tuple(np.round(np.arange(0, 2.0001, 0.25), 2).tolist())
 NR_COUNTS = tuple(range(20, 101, 10))
 
-#: Queries sampled from a real WikiCLIR directory per profile (the embedded benchmark's
-#: profiles fix their own sizes).
-REAL_QUERIES = {"ci": 150, "default": 1000, "paper": 25_000}
-
-
 def source(profile: str, data: str | None) -> dict[str, Any]:
     """The ``data`` / ``n_queries`` part of a config for a profile or a real directory."""
-    settings(profile)
+    profiles.check(profile)
     if data:
-        return {"data": str(data), "n_queries": REAL_QUERIES[profile]}
+        return {"data": str(data), "n_queries": profiles.REAL_QUERIES[profile]}
     return {"data": profile, "n_queries": None}
 
 
@@ -107,10 +103,14 @@ def figure4(profile: str, data: str | None = None, lang: str = "fr", force: bool
     configs = [base(profile, data, lang, epsilon=eps, thresholds=t) for eps in EPSILONS for t in grid]
     allruns = run_many(configs, force=force, desc="Figure 4")
     allruns["thresholds"] = allruns["thresholds"].map(tuple)
-    # ties on the dev metric go to the first grid entry (the paper's (0.2, 0.7))
-    best = (allruns.sort_values(["epsilon", f"dev_{select_metric}"], ascending=[True, False], kind="stable")
+    return allruns, best_per_epsilon(allruns, select_metric)
+
+
+def best_per_epsilon(allruns: pd.DataFrame, select_metric: str = "NDCG@5") -> pd.DataFrame:
+    """Per eps (ascending), the run with the best dev ``select_metric``; ties go to the run
+    listed first, i.e. the first entry of the threshold grid (the paper's (0.2, 0.7))."""
+    return (allruns.sort_values(["epsilon", f"dev_{select_metric}"], ascending=[True, False], kind="stable")
             .groupby("epsilon", as_index=False).head(1).reset_index(drop=True))
-    return allruns, best
 
 
 def figure4_seed_configs(profile: str, best: pd.DataFrame, data: str | None = None, lang: str = "fr"):

@@ -68,12 +68,6 @@ def run_summary(record: dict[str, Any], by: Iterable[str] = ()) -> dict[str, Any
     return row
 
 
-def summary_frame(records: Iterable[dict[str, Any]], by: Iterable[str]) -> pd.DataFrame:
-    """:func:`run_summary` of several runs as a DataFrame."""
-    by = list(by)
-    return pd.DataFrame([run_summary(r, by) for r in records])
-
-
 def step_trace(records: Iterable[dict[str, Any]], by: Iterable[str]) -> pd.DataFrame:
     """Per-step gradient norms (before clipping) of the runs that recorded them, tidy:
     columns ``by``..., step (1-based, counted over all epochs), epoch, grad_norm.

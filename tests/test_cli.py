@@ -24,6 +24,30 @@ def test_train_on_ci_profile_prints_metrics_and_writes_json(tmp_path):
     assert rec["config"]["loss"] == "sosl" and rec["config"]["thresholds"] == [0.2, 0.7]
     assert rec["config"]["epochs"] == 2 and rec["config"]["lr"] == 0.01  # full resolved config saved
     assert set(rec["test"]) == {"P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r"}
+    lines = p.stdout.splitlines()
+    printed = dict(line.split() for line in lines[lines.index(next(l for l in lines if l.startswith("P_mr@1"))):][:7])
+    assert {m: float(v) for m, v in printed.items()} == {m: round(v, 4) for m, v in rec["test"].items()}
+
+
+def test_train_options_reach_the_trainer(tmp_path):
+    # Non-default options: the run must equal the same config trained in process.
+    from clirlib.train import TrainConfig, train
+
+    out = tmp_path / "run.json"
+    p = cli("train", "--data", "ci", "--lang", "sw", "--epsilon", "0.5", "--thresholds", "0.1", "0.5", "--epochs", "2",
+            "--seed", "1", "--n-nr", "20", "--clip", "0", "--lr", "0.02", "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(out.read_text())
+    cfg = rec["config"]
+    assert (cfg["lang"], cfg["epsilon"], cfg["thresholds"], cfg["seed"], cfg["n_nr"], cfg["clip"], cfg["lr"]) == \
+        ("sw", 0.5, [0.1, 0.5], 1, 20, None, 0.02)
+    ref = train(TrainConfig(data="ci", lang="sw", epsilon=0.5, thresholds=(0.1, 0.5), epochs=2, seed=1, n_nr=20,
+                            clip=None, lr=0.02), progress=False)
+    assert rec["test"] == ref.test_metrics  # deterministic: the same numbers, bit for bit
+    # the chance line: 1 / candidates per query, with 20 NR documents (+ 1 MR + Swahili's few SR)
+    chance = next(line for line in p.stdout.splitlines() if line.startswith("chance"))
+    cands = rec["data_info"]["candidates_per_query"]
+    assert 21 <= cands < 24 and chance == f"chance P_mr@1 = 1/{cands:.1f} = {1 / cands:.3f}"
 
 
 @pytest.mark.parametrize("args, needle", [

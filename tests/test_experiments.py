@@ -57,10 +57,37 @@ def test_nonfinite_run_is_cached_as_error_when_allowed(results_dir, monkeypatch)
 
 def test_summary_rows_are_tidy(results_dir):
     ds = toy_dataset()
-    rows = [experiments.summary_row(experiments.run(TrainConfig(epochs=1, batch_size=32, loss=l), dataset=ds))
-            for l in ("sosl", "mse")]
+    recs = [experiments.run(TrainConfig(epochs=1, batch_size=32, loss=l), dataset=ds) for l in ("sosl", "mse")]
+    rows = [experiments.summary_row(r) for r in recs]
     assert [r["loss"] for r in rows] == ["sosl", "mse"]
-    assert {"P_mr@1", "dev_MAP", "epsilon", "thresholds", "seed"} <= set(rows[0])
+    for rec, row in zip(recs, rows):  # every value is the record's own, test and dev metrics not swapped
+        assert row["P_mr@1"] == rec["test"]["P_mr@1"] and row["dev_MAP"] == rec["dev"]["MAP"]
+        assert row["thresholds"] == tuple(rec["config"]["thresholds"]) and row["epochs_run"] == 1
+    assert rows[0]["thresholds"] == (0.2, 0.7) and rows[1]["thresholds"] == (0.2, 0.7)  # the losses' defaults
+
+
+def test_summary_row_hand_made_record():
+    from clirlib.metrics import METRIC_NAMES
+
+    rec = {"config": TrainConfig(seed=3).resolved().to_dict(), "best_epoch": 4, "epochs_run": 9, "dev_chance": 0.025,
+           "seconds": 12.5, "test": {m: i / 10 for i, m in enumerate(METRIC_NAMES)},
+           "dev": {m: 1 - i / 10 for i, m in enumerate(METRIC_NAMES)}}
+    row = experiments.summary_row(rec)
+    # METRIC_NAMES = (P_mr@1, P_mr@5, P_r@5, NDCG@5, MAP, MRR_mr, MRR_r): test = 0.0 .. 0.6, dev = 1.0 .. 0.4
+    assert (row["P_mr@1"], row["NDCG@5"], row["MRR_r"]) == (0.0, 0.3, 0.6)
+    assert (row["dev_P_mr@1"], row["dev_NDCG@5"], row["dev_MRR_r"]) == (1.0, 0.7, 0.4)
+    assert (row["seed"], row["best_epoch"], row["epochs_run"], row["seconds"]) == (3, 4, 9, 12.5)
+    assert list(row)[-14:] == [*METRIC_NAMES, *(f"dev_{m}" for m in METRIC_NAMES)]
+
+
+def test_history_and_per_query_frames(results_dir):
+    ds = toy_dataset()
+    rec = experiments.run(TrainConfig(epochs=2, batch_size=32), dataset=ds)
+    h = experiments.history_frame([rec], by=["loss", "thresholds"])
+    assert len(h) == 2 and h["loss"].eq("sosl").all() and h["thresholds"].tolist() == [(0.2, 0.7)] * 2
+    pq = experiments.per_query_frame(rec)
+    assert len(pq) == 12  # the toy dataset's 12 test queries
+    assert pq["P_mr@1"].mean() == pytest.approx(rec["test"]["P_mr@1"])  # the metric is the mean over queries
 
 
 def test_save_table_leaves_out_wall_clock_columns(tmp_path):

@@ -91,3 +91,113 @@ def test_stability_traces_panels_and_lines():
         assert axes[1, 0].get_xlabel() == "training step" and axes[0, 0].get_ylabel() == "gradient norm"
     finally:
         plt.close(fig)
+
+
+# ---------------------------------------------------------------- Figures 1-5 and notebooks 11, 12, 14
+
+def _lines(ax):
+    return [l for l in ax.get_lines() if l.get_label() and not l.get_label().startswith("_")]
+
+
+def test_figure1_one_heat_map_per_eps():
+    xs, _, g0, dev = plots.fig1_gradient_grid(0.5, n=21)  # grid step 0.2: x = 1 is on it (index 15)
+    assert g0.shape == (21, 21) and dev < 1e-9  # autograd = closed form
+    # at (x1, x2) = (1, 1), d = (1, 1), eps = 0.5, by the closed form
+    # d1 / ((|q|+e)(|d|+e)) - (q.d) q1 / (|q| (|q|+e)^2 (|d|+e)) with |q| = |d| = sqrt2, q.d = 2:
+    # 1 / a^2 - 2 / (sqrt2 a^3), a = sqrt2 + 0.5 (= 0.0713)
+    a = np.sqrt(2) + 0.5
+    assert xs[15] == pytest.approx(1.0)
+    assert g0[15, 15] == pytest.approx(1 / a**2 - 2 / (np.sqrt(2) * a**3))
+    fig = plots.figure1({0.0: g0, 0.5: g0}, xs)
+    try:
+        maps = [ax for ax in fig.axes if ax.images]
+        assert [ax.get_title() for ax in maps] == ["eps = 0 (cosine)", "eps = 0.5"]
+        assert len(fig.axes) == 3  # two maps and the colour bar
+    finally:
+        plt.close(fig)
+
+
+def test_figure2_sosl_and_mse_per_label():
+    curves = plots.fig2_curves((0.0, 0.5), n=5)  # r = -1, -0.5, 0, 0.5, 1
+    assert len(curves) == 3 * 2 * 5
+    # SOSL is zero inside its class's interval: label NR (0) for r <= 0, MR (2) for r >= 0.5
+    sosl = curves[curves["name"] == "SOSL"].set_index(["label", "r"])["loss"]
+    assert sosl.loc[(0, -1.0)] == 0 and sosl.loc[(2, 1.0)] == 0 and sosl.loc[(0, 1.0)] > 0
+    fig = plots.figure2(curves)
+    try:
+        assert [ax.get_title() for ax in fig.axes] == [f"true label {n} (class {i + 1} of 3)"
+                                                       for i, n in enumerate(("NR", "SR", "MR"))]
+        for ax in fig.axes:
+            assert [l.get_label() for l in _lines(ax)] == ["SOSL", "MSE"]
+            assert [l.get_xdata()[0] for l in ax.get_lines()[2:]] == [0.0, 0.5]  # threshold markers
+    finally:
+        plt.close(fig)
+
+
+def test_figure3_one_panel_per_loss_three_classes():
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame([{"loss": loss, "label": y, "score": float(v)} for loss in ("sosl", "mse")
+                           for y in (0, 1, 2) for v in rng.normal(0.3 * y - 0.3, 0.1, 50)])
+    fig = plots.figure3(scores)
+    try:
+        titled = [ax for ax in fig.axes if ax.get_title()]
+        assert [ax.get_title() for ax in titled] == ["SOSL", "MSE"]
+        assert [t.get_text() for t in titled[0].get_legend().get_texts()] == ["NR", "SR", "MR"]
+        assert len(titled[0].collections) == 3  # one filled density per class
+    finally:
+        plt.close(fig)
+
+
+def test_training_curves_and_metric_curves():
+    hist = pd.DataFrame({"epoch": [1, 2, 1, 2], "train_loss": [1.0, 0.5, 2.0, 1.0],
+                         "dev_NDCG@5": [0.1, 0.2, 0.3, 0.4], "loss": ["sosl", "sosl", "mse", "mse"]})
+    fig = plots.training_curves(hist, hue="loss", labels={"sosl": "SOSL", "mse": "MSE"})
+    try:
+        left, right = fig.axes
+        assert [l.get_label() for l in _lines(left)] == ["SOSL", "MSE"]
+        assert right.get_ylabel() == "dev NDCG@5" and left.get_yscale() == "log"
+        assert list(_lines(right)[1].get_ydata()) == [0.3, 0.4]
+    finally:
+        plt.close(fig)
+    df = pd.DataFrame({"n_nr": [20, 60, 100], "P_mr@1": [0.5, 0.4, 0.3], "MAP": [0.6, 0.55, 0.5]})
+    fig = plots.metric_curves(df, "n_nr", "NR documents", metrics=["P_mr@1", "MAP"], reference=20)
+    try:
+        assert [ax.get_title() for ax in fig.axes] == ["P_mr@1", "MAP"]
+        p, m = fig.axes
+        assert list(p.get_lines()[0].get_ydata()) == [0.5, 0.4, 0.3]
+        assert p.get_lines()[1].get_ydata()[0] == 0.5  # the reference line at n_nr = 20
+    finally:
+        plt.close(fig)
+
+
+def test_collapse_lemma2_and_theorem3_figures():
+    table = pd.DataFrame({"loss": ["mse", "mse", "po"], "cause": ["balance", "targets", "balance"],
+                          "effect": [0.1, -0.02, 0.05], "ci_lo": [0.05, -0.05, 0.0], "ci_hi": [0.15, 0.01, 0.1],
+                          "p_holm": [0.01, 0.5, 0.04], "gap": [0.3, 0.3, 0.2], "baseline": [0.05, 0.05, 0.06]})
+    fig = plots.collapse_attribution(table)
+    try:
+        assert [ax.get_title() for ax in fig.axes] == ["MSE: baseline 0.050", "PO: baseline 0.060"]
+        assert len(fig.axes[0].patches) == 2 and len(fig.axes[1].patches) == 1  # one bar per cause
+    finally:
+        plt.close(fig)
+    trace = pd.DataFrame({"eps": [0.0, 0.0, 1.0, 1.0], "q_norm": [0.01, 1.0, 0.01, 1.0],
+                          "max_grad_norm": [100.0, 1.0, 1.9, 1.0]})
+    search = pd.DataFrame({"eps": [0.0, 1.0], "largest": [1e6, 1.9], "bound_2_over_eps": [np.inf, 2.0]})
+    fig = plots.lemma2_gradient_bound(trace, search)
+    try:
+        left, right = fig.axes
+        assert [l.get_label() for l in _lines(left)] == ["eps = 0", "eps = 1"]
+        assert len(left.get_lines()) == 3  # two curves and the dotted 2/eps line of eps = 1
+        assert [l.get_label() for l in _lines(right)] == ["largest found", "bound 2/eps"]
+    finally:
+        plt.close(fig)
+    gaps = pd.DataFrame({"optimizer": ["sgd", "sgd", "adam", "adam"], "design": ["fixed steps"] * 4,
+                         "n_train_queries": [10, 40, 10, 40], "gap": [0.2, 0.1, 0.3, 0.2],
+                         "gap_std": [0.01, 0.01, np.nan, 0.02], "train_loss": [0.1] * 4, "test_loss": [0.3] * 4})
+    fig = plots.theorem3_gap(gaps)
+    try:
+        assert [ax.get_title() for ax in fig.axes] == ["fixed steps", "losses (fixed steps)"]
+        assert [l.get_label() for l in _lines(fig.axes[1])] == ["sgd, test", "sgd, train", "adam, test", "adam, train"]
+        assert fig.axes[0].get_xscale() == "log"
+    finally:
+        plt.close(fig)

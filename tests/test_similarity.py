@@ -122,3 +122,25 @@ def test_eps_positive_zero_vector_gradient_is_the_limit():
     smooth_cosine(q, d, 1.0).sum().backward()
     torch.testing.assert_close(q.grad, d / 6)
     assert math.isinf(lemma2_bound(0.0))
+
+
+def test_hand_computed_gradient():
+    # q = (3, 4), d = (4, 3), eps = 1: r = q.d / ((|q| + 1)(|d| + 1)) = 24 / 36, and
+    # grad_q r = d / 36 - q.d * q / (|q| (|q| + 1)^2 (|d| + 1)) = (4, 3) / 36 - 24 (3, 4) / (5 * 36 * 6)
+    #          = (0.1111 - 0.0667, 0.0833 - 0.0889) = (2 / 45, -1 / 180)
+    q = torch.tensor([[3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    d = torch.tensor([[4.0, 3.0]], dtype=torch.float64)
+    smooth_cosine(q, d, 1.0).sum().backward()
+    expected = torch.tensor([[2 / 45, -1 / 180]], dtype=torch.float64)
+    torch.testing.assert_close(q.grad, expected)
+    torch.testing.assert_close(smooth_cosine_grad_q(q.detach(), d, 1.0), expected)
+
+
+def test_many_form_batched_values():
+    # two queries, two documents each: every entry is the pairwise value (hand-checked ones:
+    # (3, 4) vs (4, 3) at eps 1 is 24 / 36; (3, 4) vs (3, 4) is 25 / 36; (1, 0) vs (0, 1) is 0)
+    q = torch.tensor([[3.0, 4.0], [1.0, 0.0]])
+    docs = torch.tensor([[[4.0, 3.0], [3.0, 4.0]], [[0.0, 1.0], [2.0, 0.0]]])
+    out = smooth_cosine_many(q, docs, 1.0)  # (2, 2)
+    # (1, 0) vs (2, 0): 2 / ((1 + 1)(2 + 1)) = 1 / 3
+    torch.testing.assert_close(out, torch.tensor([[24 / 36, 25 / 36], [0.0, 1 / 3]]))
