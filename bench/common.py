@@ -196,3 +196,20 @@ def proc_status_mb(field: str) -> float:
     except OSError:
         pass
     return float("nan")
+
+
+# --------------------------------------------------------------------------- report helpers
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    """A progress line with the seconds since the benchmarks started."""
+    print(f"[bench {time.perf_counter() - _T0:5.0f}s] {msg}", flush=True)
+
+
+def fmt(x: float, digits: int = 2) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def yes(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("yes" if ok else "**no**")

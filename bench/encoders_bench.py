@@ -166,3 +166,67 @@ def run(vocab: int = 100_000, min_seconds: float = 3.0, log=print) -> dict:
 if __name__ == "__main__":
     run()
     cnn_flop_rate()
+
+
+# --------------------------------------------------------------------------- section of run_all.py
+KEY = "encoders"
+TARGETS = {"cnn_matmul_fraction": 0.4}
+
+
+def section(opts) -> dict:
+    from common import log
+
+    log("scoring throughput of the encoders")
+    out = run(min_seconds=1.0 if opts.quick else 2.0, log=lambda m: log(m.strip()))
+    log("DSSM-CNN training FLOP rate vs this machine's float32 matmul rate")
+    out["cnn_flops"] = cnn_flop_rate(steps=20 if opts.quick else 40, reps=2 if opts.quick else 3,
+                                     log=lambda m: log(m.strip()))
+    return out
+
+
+def summary(res: dict) -> list[dict]:
+    from common import fmt, yes
+
+    v = res["cnn_flops"]["fraction"]
+    return [{"key": "cnn_matmul_fraction", "label": "DSSM-CNN training FLOP rate (textbook count) / float32 matmul rate",
+             "number": v, "value": fmt(v), "target": f">= {TARGETS['cnn_matmul_fraction']:g}",
+             "met": yes(v >= TARGETS["cnn_matmul_fraction"])}]
+
+
+def markdown(res: dict, report: dict) -> list[str]:
+    from common import fmt
+
+    L = []
+    en, m = res, report["machine"]
+    L.append(f"## Scoring throughput (no gradient, vocabulary {en['vocab']:,}, 2 threads)")
+    L.append("")
+    L.append("| encoder | pairs/s, each pair encoded (batches of 512 / 128) | pairs/s, evaluation path (`score_split`) | evaluation split |")
+    L.append("| --- | ---: | ---: | --- |")
+    for name, r in en["encoders"].items():
+        L.append(f"| {name} | {fmt(r['pairs_s_direct'], 0)} | {fmt(r['pairs_s_split'], 0)} | {r['split']} candidates |")
+    L.append("")
+    cf = en["cnn_flops"]
+    L.append("### DSSM-CNN training FLOP rate")
+    L.append("")
+    L.append("| measure | value |")
+    L.append("| --- | ---: |")
+    L.append(f"| float32 matmul rate (`torch.mm` 2048 x 2048, best of 5, {m['threads']} threads) | "
+             f"{fmt(cf['matmul_gflops'], 0)} GFLOP/s |")
+    L.append(f"| CNN training step (batch {cf['batch']}, `train._Step`: forward, SOSL, backward, clipping, Adam) | "
+             f"{fmt(cf['step_ms'], 1)} ms (best of {len(cf['step_seconds_all'])} runs of {cf['steps']} steps) |")
+    L.append(f"| textbook FLOPs per step (conv GEMM + FC, forward and both backward products) | "
+             f"{cf['textbook_gflop_per_step']:.2f} GFLOP |")
+    L.append(f"| achieved rate, textbook count | {fmt(cf['cnn_gflops'], 0)} GFLOP/s = "
+             f"**{cf['fraction']:.0%}** of matmul |")
+    L.append(f"| FLOPs clirlib executes per step (max-pool backward on the argmax windows only) | "
+             f"{cf['executed_gflop_per_step']:.2f} GFLOP |")
+    L.append(f"| achieved rate, executed count | {fmt(cf['cnn_executed_gflops'], 0)} GFLOP/s = "
+             f"{cf['executed_fraction']:.0%} of matmul |")
+    L.append("")
+    L.append("Synthetic data shaped like the default profile (queries 8-30 tokens, documents 30-120, vocabulary "
+             "1,000 per language, dimension 64, 300 filters, window 3). The textbook count is what a Conv1d "
+             "implementation must compute; clirlib computes the same function and gradients "
+             "(tests/test_encoders.py) with fewer operations, so that rate is an effective one and may exceed "
+             "the matmul rate.")
+    L.append("")
+    return L

@@ -166,3 +166,49 @@ if __name__ == "__main__":
     res = run()
     for name, rec in res["impls"].items():
         print(name, {k: v for k, v in rec.items() if k not in ("values", "seconds")})
+
+
+# --------------------------------------------------------------------------- section of run_all.py
+KEY = "metrics"
+TARGETS = {"metrics_speedup_vs_pytrec_eval": 10.0, "metrics_speedup_vs_loop": 10.0}
+
+
+def section(opts) -> dict:
+    from common import log
+
+    log("metrics: 5,000 queries x 54 candidates")
+    return run(repeats=2 if opts.quick else 3, log=lambda m: log(m.strip()))
+
+
+def summary(res: dict) -> list[dict]:
+    from common import fmt, yes
+
+    me = res["impls"]
+    rows = [("metrics_speedup_vs_pytrec_eval", "metrics speedup vs pytrec_eval", me["pytrec_eval"].get("speedup", float("nan"))),
+            ("metrics_speedup_vs_loop", "metrics speedup vs per-query Python loop", me["loop"]["speedup"])]
+    return [{"key": k, "label": label, "number": v, "value": f"{fmt(v)}x", "target": f">= {TARGETS[k]:g}x",
+             "met": yes(v >= TARGETS[k])} for k, label, v in rows]
+
+
+def markdown(res: dict, report: dict) -> list[str]:
+    from common import fmt, yes
+
+    L = []
+    me = res
+    L.append(f"## Metrics ({me['queries']:,} queries x 54 candidates = {me['rows']:,} rows, tie-free scores)")
+    L.append("")
+    L.append("| implementation | median s | best s | clirlib speedup | largest difference to clirlib (7 means) | identical (<= 1e-12) |")
+    L.append("| --- | ---: | ---: | ---: | ---: | :---: |")
+    for name, rec in me["impls"].items():
+        if "error" in rec:
+            L.append(f"| {name} | {rec['error']} | | | | |")
+            continue
+        L.append(f"| {name} | {rec['median']:.4f} | {rec['best']:.4f} | "
+                 f"{'-' if name == 'clirlib' else fmt(rec['speedup']) + 'x'} | {rec['max_abs_diff']:.1e} | "
+                 f"{yes(rec['max_abs_diff'] <= 1e-12)} |")
+    L.append("")
+    L.append("pytrec_eval, ranx and ir-measures times include building their dict inputs from the arrays; "
+             "ranx's numba compilation is excluded. Differences of order 1e-15 are the order of float "
+             "additions in the means.")
+    L.append("")
+    return L

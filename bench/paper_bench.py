@@ -20,9 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def _rss_mb() -> float:
@@ -96,6 +99,107 @@ def train_epoch(fraction: float) -> dict:
     out["one_time_seconds"] = call_s - epoch_s  # set-up, final test scoring, split losses
     out["projected_30_epochs_seconds"] = load_s + out["one_time_seconds"] + 30 * out["epoch_seconds"]
     return out
+
+
+# --------------------------------------------------------------------------- section of run_all.py
+KEY = "paper"
+PEAK_RSS_LIMIT_MB = 4000.0
+
+
+def _subprocess_json(args: list[str], timeout: float) -> dict:
+    """Run this script with ``args`` in a separate process; its last JSON line, or an ``error``."""
+    env = dict(os.environ, CLIRLIB_PROGRESS="0")
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], capture_output=True,
+                           text=True, timeout=timeout, env=env, cwd=str(Path(__file__).resolve().parents[1]))
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"error": f"exit {p.returncode}: {tail[0][:300]}"}
+    out = json.loads(lines[-1])
+    out["process_wall_seconds"] = wall
+    return out
+
+
+def section(opts) -> dict:
+    """Generation (if missing) and one epoch of the paper profile, each in its own process."""
+    from common import log, proc_status_mb
+
+    quick = opts.quick
+    log("paper profile (fr): data generation if missing (separate process)")
+    gen_parent_rss = proc_status_mb("VmRSS")
+    gen = _subprocess_json(["generate"], timeout=900)
+    gen["parent_rss_mb_at_spawn"] = gen_parent_rss
+    if "error" in gen:
+        log(f"  skipped: {gen['error']}")
+        return {"generate": gen, "train": {"error": "data not available"}}
+    took = "already on disk" if gen["already_generated"] else f"{gen['seconds']:.0f} s"
+    log(f"  generation: {took}")
+    fraction = 0.1 if quick else 1.0
+    log(f"paper profile: load + train one epoch{' (10 % of the queries, extrapolated)' if quick else ''} "
+        "in a separate process")
+    parent_rss = proc_status_mb("VmRSS")
+    tr = _subprocess_json(["train", "--fraction", str(fraction)], timeout=1500)
+    tr["parent_rss_mb_at_spawn"] = parent_rss
+    if "error" in tr:
+        log(f"  failed: {tr['error']}")
+    else:
+        log(f"  epoch {tr['epoch_seconds']:.1f} s, 30 epochs projected {tr['projected_30_epochs_seconds'] / 60:.1f} min, "
+            f"peak RSS {tr['peak_rss_mb']:.0f} MB")
+    return {"generate": gen, "train": tr}
+
+
+def summary(res: dict) -> list[dict]:
+    from common import yes
+
+    pt = res["train"]
+    label = "peak RSS, load paper profile (fr) + train one epoch (subprocess, `getrusage` maxrss)"
+    if "error" in pt:
+        return [{"label": "peak RSS, load paper profile (fr) + train", "value": f"not measured ({pt['error']})",
+                 "target": "<= 4 GB", "met": "n/a"}]
+    return [{"label": label, "value": f"{pt['peak_rss_mb'] * 2**20 / 1e9:.2f} GB",
+             "target": f"<= {PEAK_RSS_LIMIT_MB / 1000:g} GB", "met": yes(pt["peak_rss_mb"] * 2**20 <= PEAK_RSS_LIMIT_MB * 1e6)}]
+
+
+def markdown(res: dict, report: dict) -> list[str]:
+    from common import fmt
+
+    L = []
+    L.append("## Paper profile (French, 25,000 queries)")
+    L.append("")
+    L.append("| measure | value |")
+    L.append("| --- | ---: |")
+    pg, pt = res["generate"], res["train"]
+    if "error" in pg:
+        L.append(f"| paper profile | not measured: {pg['error']} |")
+    else:
+        if pg["already_generated"]:
+            L.append("| generation of the collection (one-time, separate process) | already on disk |")
+        else:
+            L.append(f"| generation of the collection (one-time, separate process) | {fmt(pg['seconds'], 0)} s "
+                     f"(peak RSS {pg['peak_rss_mb'] * 2**20 / 1e9:.2f} GB) |")
+    if "error" not in pt:
+        L.append(f"| data | {pt['n_queries']:,} queries, {pt['n_docs']:,} documents, vocabularies "
+                 f"{pt['q_vocab']:,} / {pt['d_vocab']:,}, {pt['train_pairs']:,} training pairs |")
+        L.append(f"| load (`load_dataset(\"paper\", \"fr\")`) | {fmt(pt['load_seconds'], 1)} s |")
+        L.append(f"| one epoch (training steps + dev evaluation){' (extrapolated from ' + format(pt['fraction'], '.0%') + ' of the queries)' if pt['extrapolated'] else ''} | "
+                 f"{fmt(pt['epoch_seconds'], 1)} s |")
+        L.append(f"| one-time cost of a run (set-up, test scoring, split losses) | {fmt(pt['one_time_seconds'], 1)} s |")
+        L.append(f"| projected 30-epoch run (load + one-time + 30 epochs) | "
+                 f"{pt['projected_30_epochs_seconds'] / 60:.1f} min |")
+        L.append(f"| peak RSS (`getrusage` maxrss) after loading / after one epoch and the end-of-run scoring | "
+                 f"{pt['peak_rss_mb_after_load'] * 2**20 / 1e9:.2f} / {pt['peak_rss_mb'] * 2**20 / 1e9:.2f} GB "
+                 f"(the process image's own `VmHWM`: {pt.get('vm_hwm_mb', float('nan')) * 2**20 / 1e9:.2f} GB; "
+                 f"Linux counts the parent's {pt.get('parent_rss_mb_at_spawn', float('nan')) * 2**20 / 1e9:.2f} GB "
+                 "at spawn into maxrss, a floor below the job's own peak) |")
+    elif "error" not in pg:
+        L.append(f"| epoch / peak RSS | not measured: {pt['error']} |")
+    L.append("")
+    return L
 
 
 def main(argv=None) -> int:
