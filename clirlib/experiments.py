@@ -167,11 +167,15 @@ def per_query_frame(record: dict[str, Any]) -> pd.DataFrame:
 
 
 def config(**kw: Any) -> TrainConfig:
-    """``TrainConfig`` ignoring unknown keys (handy for notebooks' parameter dicts)."""
+    """``TrainConfig(**kw)`` with ``thresholds`` as a tuple; an unknown key raises (a silently
+    dropped setting would train, and cache, the default config under the caller's name)."""
     names = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(kw) - names)
+    if unknown:
+        raise ValueError(f"unknown training setting(s) {', '.join(unknown)}; TrainConfig has {', '.join(sorted(names))}")
     if "thresholds" in kw and kw["thresholds"] is not None:
         kw["thresholds"] = tuple(kw["thresholds"])
-    return TrainConfig(**{k: v for k, v in kw.items() if k in names})
+    return TrainConfig(**kw)
 
 
 def jsonable(x: Any) -> Any:

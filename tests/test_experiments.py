@@ -114,3 +114,20 @@ def test_summary_row_columns_do_not_depend_on_where_the_record_came_from():
     cached = json.loads(json.dumps(fresh, sort_keys=True))  # how the cache stores it
     assert list(summary_row(fresh)) == list(summary_row(cached))
     assert list(summary_row(cached))[:3] == ["data", "lang", "loss"]  # TrainConfig's field order
+
+
+def test_config_rejects_unknown_settings():
+    cfg = experiments.config(lang="sw", thresholds=[0.1, 0.5], epochs=3)
+    assert cfg == TrainConfig(lang="sw", thresholds=(0.1, 0.5), epochs=3)  # list -> tuple, nothing else changed
+    with pytest.raises(ValueError, match="unknown training setting\\(s\\) epochz, lang_"):
+        experiments.config(lang_="fr", epochz=3)
+
+
+def test_every_grid_of_the_notebooks_builds_its_configs():
+    # the grids pass only TrainConfig fields (config() would raise on a typo)
+    from clirlib import ablations, reproduction, theory
+
+    assert len(reproduction.table2_configs("ci")) == 4 * 4 * 3  # losses x languages x seeds
+    assert len(reproduction.table3_configs("ci")) == 3 * 4 * 3  # encoders x languages x seeds
+    assert len(reproduction.figure5_configs("ci")) == 9 + 2 * 2  # NR counts 20..100, other seeds at the ends
+    assert theory.theorem3_configs("ci", None, "fr", (0,)) and ablations.grid("ci")
