@@ -20,14 +20,19 @@ PACKAGE = paths.PACKAGE_DIR
 
 #: Bottom to top. A name is a module (``train``) or a package with everything in it
 #: (``data``, ``fast``, ``systems``), relative to ``clirlib``.
+#: Some names are modules other branches add (issues 13, 14, 16, 17: cache, validate,
+#: train_config, retrieval, entity_linking, transe, families, precheck), placed here ahead of
+#: their merge; a name with no file is simply unused.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("env", "profiles", "labels", "paths", "determinism")),
+    ("foundation", ("env", "profiles", "labels", "paths", "determinism", "cache", "validate")),
     ("paper", ("similarity", "losses", "metrics", "stats", "reported")),
     ("data", ("data",)),
-    ("training", ("encoders", "optim", "fast", "train", "systems")),
+    ("training", ("encoders", "optim", "fast", "train_config", "train", "systems", "retrieval", "entity_linking",
+                  "transe")),
     ("experiments", ("experiments", "executors")),
-    ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots")),
-    ("front", ("cli", "notebook", "__main__", "")),  # "" is clirlib/__init__.py
+    ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots",
+                 "families")),
+    ("front", ("cli", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py
 ]
 
 #: (importer, imported) pairs closed although the layers allow them.
