@@ -157,3 +157,31 @@ def test_per_profile_tables_live_in_profiles():
                 keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
                 assert not {"ci", "paper"} <= keys, (
                     f"clirlib.{module_name(path)} line {node.lineno}: a per-profile table; put it in clirlib.profiles")
+
+
+def test_every_imported_name_exists():
+    # Function-level imports run only when their function does; a renamed or removed name
+    # (after a merge, say) would fail late. Resolve every ``from x import name`` now.
+    import importlib
+
+    for path in MODULES:
+        name = module_name(path)
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                target = ".".join(["clirlib", *base, *([node.module] if node.module else [])])
+            elif node.module and node.module.startswith("clirlib"):
+                target = node.module
+            else:
+                continue
+            mod = importlib.import_module(target)
+            for a in node.names:
+                if a.name == "*" or hasattr(mod, a.name):
+                    continue
+                try:
+                    importlib.import_module(f"{target}.{a.name}")  # a submodule
+                except ModuleNotFoundError:
+                    pytest.fail(f"clirlib.{name} line {node.lineno} imports {a.name} from {target}, which has no such name")
