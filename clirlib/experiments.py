@@ -248,9 +248,6 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     is part of the cache file name only through the record: a cached record without it
     is re-run when ``collection=True``.
     """
-    from . import systems
-    from .metrics import chance_p_mr1, evaluate, evaluate_per_query
-
     cfg = config.resolved()
     path = runs_dir() / f"{system_cache_key(cfg)}.json"
     if path.exists() and not _force(force):
@@ -261,6 +258,17 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
                 return record
         except json.JSONDecodeError:
             path.unlink()
+    record = system_record(cfg, dataset=dataset, collection=collection)
+    _atomic_write_json(path, record)
+    return record
+
+
+def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
+    """Fit and evaluate ``config``'s system without the cache (``run_system``'s record)."""
+    from . import systems
+    from .metrics import chance_p_mr1, evaluate, evaluate_per_query
+
+    cfg = config.resolved()
     determinism.configure()
     determinism.seed_everything(cfg.seed)
     if dataset is None:
@@ -302,7 +310,6 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
             "n_docs": int(retrieval.collection_dataset(dataset).info["collection"]["n_docs"]),
             "seconds": time.perf_counter() - t1,
         }
-    _atomic_write_json(path, record)
     return record
 
 
