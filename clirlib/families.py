@@ -113,9 +113,19 @@ def sweep_configs(profile: str, n_train_pairs: int, data: str | None = None, lan
 
     seed = experiments.settings(profile)["seeds"][0] if seed is None else seed
     c0 = scaled_topics(n_train_pairs)
-    return [(f"MDL.{m} C={f * c0}", systems.config("mdl", lang=lang, seed=seed, m=m, n_topics=f * c0,
+    # n_topics None at factor 1 (the scaled C itself): MDL.1 and MDL.6 of the grid, from the cache
+    return [(f"MDL.{m} C={f * c0}", systems.config("mdl", lang=lang, seed=seed, m=m, n_topics=None if f == 1 else f * c0,
                                                     **_source(profile, data)))
             for f in SWEEP_C_FACTORS for m in SWEEP_M]
+
+
+def sweep_frame(labelled: list[tuple[str, dict]], n_train_pairs: int) -> pd.DataFrame:
+    """``run_frame`` of the sweep with ``n_topics`` filled in where the scaled C was used."""
+    from .systems.mdl import scaled_topics
+
+    df = run_frame(labelled)
+    df["n_topics"] = df["n_topics"].fillna(scaled_topics(n_train_pairs)).astype(int)
+    return df
 
 
 def run(labelled: list[tuple[str, Any]], force: bool | None = None, desc: str = "systems") -> list[tuple[str, dict]]:
@@ -211,3 +221,57 @@ def reported_summary() -> pd.DataFrame:
     r = reported()
     return (r.groupby(["table", "setting", "model", "n_topics"], sort=False)["mAP"]
             .agg(["mean", "min", "max", "count"]).reset_index())
+
+
+#: The MDL paper's findings that our claims test, with the paper's two numbers (mean over
+#: its language pairs and directions): claim name -> (table, model A, model B).
+PAPER_FINDINGS = {
+    "mdl6_vs_mdl1": ("Table 2", "MDL.6", "MDL.1"),
+    "lda_vs_random_labels": ("Table 6", "MDL.5", "MDL.random5"),
+}
+
+
+def carry_over(decided: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Beside each claim the MDL paper makes: its two mAP means, and ours (whole-collection
+    MAP@1000, mean over languages and seeds) with our verdict. A different data set and
+    protocol: only the direction is comparable, never the level."""
+    rep = reported()
+    rows = []
+    for name, (table, a, b) in PAPER_FINDINGS.items():
+        r = decided[decided["hypothesis"] == name]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        h = next(h for h in HYPOTHESES if h.name == name)
+        t = rep[rep["table"] == table]
+        ours = runs.groupby("label")["MAP@1000"].mean()
+        rows.append({"hypothesis": name, "claim": h.claim, "paper_table": table, "paper_a": a, "paper_b": b,
+                     "paper_map_a": float(t.loc[t["model"] == a, "mAP"].mean()),
+                     "paper_map_b": float(t.loc[t["model"] == b, "mAP"].mean()),
+                     "ours_a": h.a["label"], "ours_b": h.b["label"],
+                     "ours_map1000_a": float(ours.get(h.a["label"], np.nan)),
+                     "ours_map1000_b": float(ours.get(h.b["label"], np.nan)), "verdict": r["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def carry_over_sentences(table: pd.DataFrame) -> list[str]:
+    """One sentence per row of :func:`carry_over`, every number from the row."""
+    out = []
+    for r in table.to_dict("records"):
+        out.append(f"{r['claim']}: the MDL paper's {r['paper_table']} reports mAP {r['paper_map_a']:.3f} for "
+                   f"{r['paper_a']} against {r['paper_map_b']:.3f} for {r['paper_b']} (its data and protocol); here "
+                   f"whole-collection MAP@1000 is {r['ours_map1000_a']:.3f} for {r['ours_a']} against "
+                   f"{r['ours_map1000_b']:.3f} for {r['ours_b']}, and the claim on our benchmark is *{r['verdict']}*.")
+    return out
+
+
+def floor_sentences(runs: pd.DataFrame) -> list[str]:
+    """Where each system stands against the lexical floor and chance, per language (P_mr@1
+    on candidate lists, mean over seeds), computed from the run table."""
+    out = []
+    mean = runs.groupby(["lang", "label"], sort=False)[["P_mr@1", "dev_chance"]].mean()
+    for lang in dict.fromkeys(runs["lang"]):
+        m = mean.loc[lang]
+        parts = ", ".join(f"{label} {m.loc[label, 'P_mr@1']:.3f}" for label in ORDER if label in m.index)
+        out.append(f"{lang}: test P_mr@1 {parts} (chance on the dev lists {m['dev_chance'].mean():.3f}).")
+    return out

@@ -10,8 +10,8 @@ product of q / (||q|| + eps) and d / (||d|| + eps), so one chunk of queries agai
 documents is one matrix product; other systems through ``score_matrix`` (BM25).
 
 Exact top-k (k = 1000, or every document of a smaller collection) per chunk of queries:
-``torch.topk`` gives the k-th score tau; documents tied at tau are added and the
-candidates are ordered by (score descending, label ascending, document row), which is
+``torch.topk`` of k + 1 gives the k-th score tau; where the (k+1)-th equals it, every
+document tied at tau is a candidate, and the candidates are ordered by (score descending, label ascending, document row), which is
 ``clirlib.metrics``' pessimistic tie rule: a tie never helps the system. A relevant
 document outside the top k counts as not retrieved (as in a TREC run of depth k).
 
@@ -106,14 +106,17 @@ def top_k_chunk(scores: torch.Tensor, k: int, q_codes: np.ndarray, rel_keys: np.
     """Labels (b, k) of the top-k documents of each row of ``scores`` (b, n_docs) under the
     pessimistic tie rule. ``q_codes`` (b,) are the rows' query codes; a relevant document is
     ``q_code * n_docs + doc`` in the sorted ``rel_keys`` with label ``rel_labels``."""
-    vals, idx = torch.topk(scores, k, dim=1)  # (b, k), (b, k)
+    n = scores.shape[1]
+    # One more than k: a tie crosses the boundary only where the (k+1)-th score equals the k-th.
+    vals, idx = torch.topk(scores, min(k + 1, n), dim=1)  # (b, k + 1), (b, k + 1)
     vals, idx = vals.numpy(), idx.numpy().astype(np.int64)
+    crossing = vals[:, k] == vals[:, k - 1] if n > k else np.zeros(len(vals), dtype=bool)  # (b,)
+    vals, idx = vals[:, :k], idx[:, :k]
     tau = vals[:, -1:]  # (b, 1)
-    n_ge = (scores >= torch.from_numpy(tau)).sum(1).numpy()  # (b,)
     lab = _labels_of(rel_keys, rel_labels, q_codes[:, None] * n_docs + idx)  # (b, k)
     order = np.lexsort((idx, lab, -vals), axis=-1)
     lab = np.take_along_axis(lab, order, axis=1)
-    for i in np.flatnonzero(n_ge > k):  # ties at the k-th score: choose among them pessimistically
+    for i in np.flatnonzero(crossing):  # ties across the k-th score: choose among them pessimistically
         row = scores[i].numpy()
         cand = np.flatnonzero(row >= tau[i, 0])  # (c,) with c > k
         cl = _labels_of(rel_keys, rel_labels, q_codes[i] * n_docs + cand)
