@@ -120,3 +120,14 @@ def test_random_label_control_near_chance_on_ci():
     assert rec["dev"]["P_mr@1"] < CONVERGENCE_FACTOR * rec["dev_chance"]
     assert rec["test"]["P_mr@1"] < CONVERGENCE_FACTOR * rec["dev_chance"]
     assert rec["config"]["labels"] == "random" and len(rec["history"]) == 50
+
+
+def test_same_config_same_scores():
+    from clirlib import systems
+    from clirlib.data import load_dataset
+
+    ds = load_dataset("ci", "tl")
+    cfg = systems.config("mdl", data="ci", lang="tl", epochs=2, d2v_epochs=3)
+    a = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
+    b = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
+    assert np.array_equal(a, b)
