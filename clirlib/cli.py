@@ -24,7 +24,41 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _train_system(args: argparse.Namespace) -> int:
+    """``train --system bm25|mdl``: fit one whole system (``clirlib.systems``), print the
+    seven candidate-list metrics and, for systems that can, the whole-collection ones."""
+    from . import systems
+    from .experiments import jsonable, system_record
+
+    kw = {"data": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
+          "n_queries": args.n_queries, "n_nr": args.n_nr}
+    if args.system == "mdl":
+        kw.update(m=args.m, n_topics=args.n_topics, labels=args.labels, criterion=args.criterion)
+        if args.epochs is not None:
+            kw["epochs"] = args.epochs
+    cfg = systems.config(args.system, **kw).resolved()  # validate before loading any data
+    rec = system_record(cfg, collection=not args.no_collection)
+    width = max(len(m) for m in METRIC_NAMES)
+    print(f"system={args.system} data={cfg.data} lang={cfg.lang} seed={cfg.seed} ({rec['seconds']:.1f}s)")
+    info = rec["data_info"]
+    if "candidates_per_query" in info:
+        print(f"chance P_mr@1 = 1/{info['candidates_per_query']:.1f} = {1 / info['candidates_per_query']:.3f}")
+    for m in METRIC_NAMES:
+        print(f"{m:<{width}}  {rec['test'][m]:.4f}")
+    if "collection" in rec:
+        print(f"whole collection ({rec['collection']['n_docs']} documents):")
+        for m, v in rec["collection"]["metrics"].items():
+            print(f"{m:<{width}}  {v:.4f}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(jsonable(rec), indent=1, sort_keys=True))
+        print(f"wrote {args.out}")
+    return 0
+
+
 def _train(args: argparse.Namespace) -> int:
+    if args.system != "sosl":
+        return _train_system(args)
     from .train import TrainConfig, train
 
     cfg = TrainConfig(
@@ -131,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train and test one configuration")
+    t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl"],
+                   help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL (clirlib.systems)")
     t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}) or a WikiCLIR directory")
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
     t.add_argument("--loss", default="sosl", choices=list(LOSSES))
@@ -149,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
                         "the first (default); paper = the paper's words: forward LSTM's first state + backward's last")
+    t.add_argument("--m", type=int, default=6, help="mdl: labels per pair (MDL.m)")
+    t.add_argument("--n-topics", type=int, help="mdl: LDA topics C (default: scaled to the training pairs)")
+    t.add_argument("--labels", default="lda", choices=["lda", "random", "true"], help="mdl: where labels come from")
+    t.add_argument("--criterion", default="en", choices=["en", "doc"], help="mdl: the language LDA runs on")
+    t.add_argument("--no-collection", action="store_true", help="bm25 / mdl: skip whole-collection retrieval")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)

@@ -193,3 +193,110 @@ def jsonable(x: Any) -> Any:
     if isinstance(x, (str, int, float, bool)) or x is None:
         return x
     return str(x)
+
+
+# --------------------------------------------------------------------------- whole systems
+def system_cache_key(config: Any) -> str:
+    """``v<cache version>-g<generator version>-<system>-<config hash>`` for a system run."""
+    from .data.synthetic import GENERATOR_VERSION
+
+    return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.system}-{config.key()}"
+
+
+def run_system(config: Any, *, force: bool | None = None, dataset=None, collection: bool = True) -> dict[str, Any]:
+    """Fit and evaluate a whole retrieval system (``clirlib.systems``), or read the cache.
+
+    Protocol (what a system brings to be cached here; HIKE follows it too):
+
+    - ``config`` is a frozen dataclass deriving from ``systems.SystemConfig``: the fields
+      ``system, data, lang, seed, data_seed, n_queries, n_nr`` plus the system's own;
+      ``key()`` (a hash of ``resolved().to_dict()``), ``resolved()`` (checks every field,
+      fills defaults) and ``to_dict()`` (JSON-able). ``systems.config(name, **fields)``
+      builds one and raises on unknown fields.
+    - ``systems.get(config.system)(config)`` builds the system; ``fit(dataset, seed)``
+      with ``seed = config.seed`` trains it on the dataset loaded from ``data, lang,
+      n_queries, n_nr, data_seed`` (as ``train`` loads it); it may set ``history`` (one
+      dict per epoch) and ``best_epoch``.
+    - ``score(dataset, "dev")`` and ``score(dataset, "test")`` give the candidate-list
+      scores; the seven metrics and per-query test values are computed here, with the
+      same code as ``run``.
+    - dual encoders (and systems with ``score_matrix``) are also evaluated on the whole
+      collection (``clirlib.retrieval``), unless ``collection=False``.
+
+    The record has ``run``'s keys (``key, config, test, dev, dev_chance, best_epoch,
+    epochs_run, history, seconds, data_info, test_per_query, created``), so
+    ``clirlib.verdicts`` reads it unchanged, plus ``collection``: ``{"metrics": means,
+    "per_query": {column: values}, "seconds": ...}`` (absent when not evaluated).
+    Written atomically, like ``run``'s entries; ``force`` as in ``run``. ``collection``
+    is part of the cache file name only through the record: a cached record without it
+    is re-run when ``collection=True``.
+    """
+    cfg = config.resolved()
+    path = runs_dir() / f"{system_cache_key(cfg)}.json"
+    if path.exists() and not _force(force):
+        try:
+            with open(path) as f:
+                record = json.load(f)
+            if not collection or "collection" in record or record.get("collection_supported") is False:
+                return record
+        except json.JSONDecodeError:
+            path.unlink()
+    record = system_record(cfg, dataset=dataset, collection=collection)
+    _atomic_write_json(path, record)
+    return record
+
+
+def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
+    """Fit and evaluate ``config``'s system without the cache (``run_system``'s record)."""
+    from . import systems
+    from .metrics import chance_p_mr1, evaluate, evaluate_per_query
+
+    cfg = config.resolved()
+    determinism.configure()
+    determinism.seed_everything(cfg.seed)
+    if dataset is None:
+        from .data import load_dataset
+
+        dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
+    t0 = time.perf_counter()
+    system = systems.get(cfg.system)(cfg).fit(dataset, cfg.seed)
+    dev, test = dataset.splits["dev"], dataset.splits["test"]
+    dev_scores, test_scores = system.score(dataset, "dev"), system.score(dataset, "test")
+    seconds = time.perf_counter() - t0
+    per_query = evaluate_per_query(test_scores, test.labels, test.qidx)
+    per_query["query_id"] = [dataset.query_ids[i] for i in per_query["query_id"]]
+    history = [{k: jsonable(v) for k, v in h.items()} for h in getattr(system, "history", [])]
+    record: dict[str, Any] = {
+        "key": system_cache_key(cfg),
+        "config": cfg.to_dict(),
+        "test": evaluate(test_scores, test.labels, test.qidx),
+        "dev": evaluate(dev_scores, dev.labels, dev.qidx),
+        "dev_chance": chance_p_mr1(dev.labels, dev.qidx),
+        "best_epoch": int(getattr(system, "best_epoch", 0)),
+        "epochs_run": len(history),
+        "history": history,
+        "seconds": seconds,
+        "data_info": jsonable(dataset.info),
+        "test_per_query": {c: per_query[c].tolist() for c in per_query.columns},
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    supported = bool(getattr(system, "is_dual_encoder", False) or hasattr(system, "score_matrix"))
+    record["collection_supported"] = supported
+    if collection and supported:
+        from . import retrieval
+
+        t1 = time.perf_counter()
+        coll = retrieval.evaluate_system(system, dataset, "test")
+        record["collection"] = {
+            "metrics": {m: float(coll[m].mean()) for m in retrieval.COLLECTION_METRICS},
+            "per_query": {c: coll[c].tolist() for c in coll.columns},
+            "n_docs": int(retrieval.collection_dataset(dataset).info["collection"]["n_docs"]),
+            "seconds": time.perf_counter() - t1,
+        }
+    return record
+
+
+def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str = "system runs") -> list[dict[str, Any]]:
+    """``run_system`` of every config (cached), with a progress bar."""
+    configs = list(configs)
+    return [run_system(c, force=force) for c in tqdm(configs, desc=desc, disable=env.progress_disabled(), leave=False)]

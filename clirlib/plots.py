@@ -334,3 +334,47 @@ def stability_traces(trace: pd.DataFrame) -> plt.Figure:
         ax.set_xlabel("training step")
     axes[0, 0].legend(fontsize=7)
     return fig
+
+
+def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable[str]) -> plt.Figure:
+    """Notebook 13: one panel per metric, bars per language and system (mean over test
+    queries of seed-averaged values) with 95 % bootstrap intervals. Tidy input:
+    ``families.summary`` (columns label, lang, metric, mean, ci_low, ci_high)."""
+    metrics = [m for m in metrics if m in set(summary["metric"])]
+    labels = [l for l in order if l in set(summary["label"])]
+    langs = list(dict.fromkeys(summary["lang"]))
+    ncol = min(4, max(1, len(metrics)))
+    nrow = int(np.ceil(len(metrics) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), constrained_layout=True, squeeze=False)
+    width = 0.8 / max(len(labels), 1)
+    for ax, m in zip(axes.ravel(), metrics):
+        s = summary[summary["metric"] == m]
+        for j, label in enumerate(labels):
+            t = s[s["label"] == label].set_index("lang").reindex(langs)
+            x = np.arange(len(langs)) + (j - (len(labels) - 1) / 2) * width
+            err = np.vstack([t["mean"] - t["ci_low"], t["ci_high"] - t["mean"]]).clip(min=0)
+            ax.bar(x, t["mean"], width, yerr=err, capsize=2, label=label)
+        ax.set_xticks(range(len(langs)), langs)
+        ax.set_title(m, fontsize=9)
+        ax.set_ylim(bottom=0)
+    for ax in axes.ravel()[len(metrics):]:
+        ax.set_axis_off()
+    axes.ravel()[0].legend(fontsize=7)
+    return fig
+
+
+def mdl_sweep_heatmap(sweep: pd.DataFrame, metric: str) -> plt.Figure:
+    """Notebook 13: MDL's m x C sweep (the MDL paper's Figure 5) as a heat map of ``metric``.
+    Tidy input: one row per run with columns m, n_topics and ``metric``."""
+    grid = sweep.pivot_table(index="n_topics", columns="m", values=metric, aggfunc="mean").sort_index()
+    fig, ax = plt.subplots(figsize=(1.1 * grid.shape[1] + 2.2, 0.7 * grid.shape[0] + 1.6), constrained_layout=True)
+    im = ax.imshow(grid.to_numpy(float), cmap="viridis", aspect="auto")
+    ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index])
+    ax.set_xlabel("m (labels per pair)")
+    ax.set_ylabel("C (LDA topics)")
+    for (i, j), v in np.ndenumerate(grid.to_numpy(float)):
+        ax.text(j, i, f"{v:.3f}", ha="center", va="center", color="white", fontsize=7)
+    fig.colorbar(im, ax=ax, label=metric)
+    ax.set_title(f"MDL: {metric} over m and C", fontsize=9)
+    return fig

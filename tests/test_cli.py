@@ -98,3 +98,28 @@ def test_train_on_hand_written_wikiclir_directory(tmp_path):
     rec = json.loads((tmp_path / "r.json").read_text())
     assert rec["data_info"]["n_queries"] == 30  # every query has an MR document
     assert rec["data_info"]["split_sizes"] == {"train": 18, "dev": 6, "test": 6}  # 3:1:1
+
+
+@pytest.mark.parametrize("system", ["bm25", "mdl"])
+def test_train_other_systems_on_a_wikiclir_directory(tmp_path, system):
+    write_fixture(tmp_path / "wikiclir")
+    extra = ["--epochs", "3"] if system == "mdl" else []
+    p = cli("train", "--system", system, "--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5",
+            "--quiet", "--out", str(tmp_path / "r.json"), *extra)
+    assert p.returncode == 0, p.stderr
+    assert "whole collection (60 documents)" in p.stdout
+    rec = json.loads((tmp_path / "r.json").read_text())
+    assert rec["config"]["system"] == system and rec["data_info"]["split_sizes"]["test"] == 6
+
+
+def test_train_mdl_on_the_embedded_benchmark(tmp_path):
+    p = cli("train", "--system", "mdl", "--data", "ci", "--lang", "tl", "--m", "1", "--epochs", "2", "--quiet",
+            "--no-collection", "--out", str(tmp_path / "r.json"))
+    assert p.returncode == 0, p.stderr
+    rec = json.loads((tmp_path / "r.json").read_text())
+    assert rec["config"]["m"] == 1 and rec["epochs_run"] == 2 and "collection" not in rec
+
+
+def test_unknown_mdl_labels_is_one_line():
+    p = cli("train", "--system", "mdl", "--labels", "gold")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1

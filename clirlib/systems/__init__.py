@@ -11,7 +11,16 @@ module of this package. Every system follows :class:`System`:
   same code path as the paper's ranker;
 - dual encoders (``is_dual_encoder = True``) also provide ``encode_queries(dataset,
   rows)`` -> (n, k) and ``encode_documents(dataset, rows)`` -> (m, k) float32, which
-  whole-collection retrieval ranks by cosine.
+  whole-collection retrieval (``clirlib.retrieval``) ranks by the smooth cosine r_eps of
+  the system's ``eps`` (Eq. 1 of the paper; ``eps = 0`` is plain cosine);
+- a system that is not a dual encoder may provide ``score_matrix(dataset, q_rows)`` ->
+  (len(q_rows), n_docs) scores of the queries against every document of ``dataset``,
+  which whole-collection retrieval uses instead (BM25 does).
+
+A system is built from its config: ``cls(config)`` with ``config`` an instance of
+``cls.Config``, a frozen dataclass deriving from :class:`SystemConfig` (the common fields
+``system, data, lang, seed, data_seed, n_queries, n_nr`` plus the system's own; unknown
+fields raise). ``experiments.run_system(config)`` caches runs of any registered system.
 
 ``SYSTEMS`` maps a system's CLI name to its class; a module registers itself with
 :func:`register`.
@@ -19,11 +28,53 @@ module of this package. Every system follows :class:`System`:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 SYSTEMS: dict[str, type["System"]] = {}
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """The fields every system's config has; ``None`` means "the profile's / paper's"."""
+
+    system: str = "system"
+    data: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
+    lang: str = "fr"
+    seed: int = 0  # the system's own randomness (initialisation, shuffling, doc2vec, LDA)
+    data_seed: int = 0  # benchmark generation, split, NR sampling (as TrainConfig.data_seed)
+    n_queries: int | None = None
+    n_nr: int = 40
+
+    def resolved(self) -> "SystemConfig":
+        """The same config with defaults filled in and every field checked."""
+        get(self.system)
+        if self.n_nr < 0:
+            raise ValueError(f"n_nr must be >= 0, got {self.n_nr}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    def key(self) -> str:
+        """A stable hash of the resolved config (part of the cache key of ``experiments``)."""
+        blob = json.dumps(self.resolved().to_dict(), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SystemConfig":
+        """A config from a dict; unknown fields raise naming them and the known ones."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} field(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return cls(**kw)
 
 
 def register(cls: type["System"]) -> type["System"]:
@@ -39,6 +90,15 @@ class System:
 
     name: ClassVar[str] = "system"
     is_dual_encoder: ClassVar[bool] = False
+    Config: ClassVar[type[SystemConfig]] = SystemConfig
+    #: r_eps of the encodings ranks documents (0 = cosine); only for dual encoders.
+    eps: float = 0.0
+
+    def __init__(self, config: SystemConfig | None = None):
+        self.config = config if config is not None else self.Config(system=self.name)
+        #: Per-epoch records of a trained system (empty for untrained ones), for the run record.
+        self.history: list[dict[str, Any]] = []
+        self.best_epoch: int = 0
 
     def fit(self, dataset: Any, seed: int) -> "System":
         raise NotImplementedError
@@ -55,6 +115,35 @@ class System:
 
 def get(name: str) -> type[System]:
     """The system class registered as ``name``; unknown names raise with the choices."""
+    _load_builtin()
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r}; choose one of {', '.join(sorted(SYSTEMS)) or '(none)'}")
     return SYSTEMS[name]
+
+
+def config(system: str, **kw: Any) -> SystemConfig:
+    """The config of ``system`` with fields ``kw`` (unknown fields raise)."""
+    return get(system).Config.from_dict({"system": system, **kw})
+
+
+def token_texts(vocab: Any, texts: Any, rows: np.ndarray) -> list[list[str]]:
+    """Token strings of ``texts`` rows (a ``Ragged`` of ids of ``vocab``), with ``<PAD>``
+    and ``<UNK>`` left out: an unknown word carries no information to match or embed."""
+    itos = np.asarray(vocab.itos, dtype=object)
+    out = []
+    for r in np.asarray(rows, dtype=np.int64):
+        ids = texts[int(r)]
+        out.append(itos[ids[ids > 1]].tolist())
+    return out
+
+
+def _load_builtin() -> None:
+    # Importing a system's module registers it; optional ones (HIKE) may be absent.
+    import importlib
+
+    for mod in ("bm25", "sosl", "mdl", "hike"):
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":
+                raise

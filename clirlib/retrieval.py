@@ -1,0 +1,205 @@
+"""Retrieval over the whole collection (issue 13; the MDL paper's Section 4.2 protocol).
+
+The paper's tables rank 44 candidates per query (MR, SR and 40 sampled NR documents).
+Here every test query ranks **every document of its language's documents file**, with
+the query's MR and SR documents relevant (label 2 and 1) and every other document not.
+
+Scores: dual encoders by r_eps(q, d) = q^T d / ((||q|| + eps)(||d|| + eps)) of their
+encodings (Eq. 1 of the paper; eps = 0 is cosine, MDL's measure), which is the dot
+product of q / (||q|| + eps) and d / (||d|| + eps), so one chunk of queries against all
+documents is one matrix product; other systems through ``score_matrix`` (BM25).
+
+Exact top-k (k = 1000, or every document of a smaller collection) per chunk of queries:
+``torch.topk`` of k + 1 gives the k-th score tau; where the (k+1)-th equals it, every
+document tied at tau is a candidate, and the candidates are ordered by (score descending, label ascending, document row), which is
+``clirlib.metrics``' pessimistic tie rule: a tie never helps the system. A relevant
+document outside the top k counts as not retrieved (as in a TREC run of depth k).
+
+Metrics, per query, then averaged (R = the query's number of relevant documents, MR or
+SR, in the collection; rel_i = 1 if the document at rank i is relevant):
+
+- ``MAP@t`` (t = 10, 50, 1000), the MDL paper's AP with cutoff t:
+  AP@t = (1 / R) * sum_{i=1}^{t} rel_i * (sum_{j<=i} rel_j) / i, which is trec_eval's
+  ``map_cut_t`` (the denominator is R, not the relevant documents within t);
+- ``R@100``: (sum_{i<=100} rel_i) / R (trec_eval ``recall_100``);
+- ``MRR``: 1 / (rank of the first relevant document), 0 if none in the top k
+  (``recip_rank``);
+- ``NDCG@1``, ``NDCG@10``: linear gain (the label) and discount log2(i + 1), ideal
+  ranking from the query's labels in the collection (``ndcg_cut``, as ``metrics.ndcg``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .data.dataset import RankingDataset, Ragged, Split
+
+COLLECTION_METRICS = ("MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10")
+DEPTH = 1000
+_CACHE: dict[tuple, RankingDataset] = {}
+
+
+# --------------------------------------------------------------------------- the collection
+def collection_dataset(dataset: RankingDataset) -> RankingDataset:
+    """``dataset`` with ``docs`` / ``doc_ids`` replaced by every document of the language's
+    documents file (file order, tokenised like the loader, encoded with ``dataset.d_vocab``:
+    words outside the training vocabulary become ``<UNK>``) and the splits' ``didx``
+    pointing into it. Documents without any word are left out and counted in
+    ``info["collection"]["skipped_empty"]`` (the loader skips the same ones)."""
+    from .data.wikiclir import _tsv, read_lines
+    from .data.languages import wikiclir_files
+    from .data.text import tokenize
+
+    root = dataset.info.get("root")
+    if root is None:
+        raise ValueError("the dataset does not name its WikiCLIR folder (info['root']); load it with load_dataset")
+    key = (str(root), dataset.lang, id(dataset.d_vocab), id(dataset.splits["test"].didx))
+    if key in _CACHE:
+        return _CACHE[key]
+    files = wikiclir_files(root, dataset.lang)
+    stoi = dataset.d_vocab.stoi
+    ids: list[str] = []
+    texts: list[list[int]] = []
+    skipped = 0
+    for lineno, line in read_lines(files.documents):
+        did, _, text = _tsv(files.documents, lineno, line, ("doc_id", "title", "text"))
+        toks = tokenize(text)
+        if not toks:
+            skipped += 1
+            continue
+        ids.append(did)
+        texts.append([stoi.get(t, 1) for t in toks])
+    row_of = {d: i for i, d in enumerate(ids)}
+    remap = np.array([row_of[d] for d in dataset.doc_ids], dtype=np.int64)  # pool row -> collection row
+    splits = {name: Split(s.qidx, remap[s.didx], s.labels) for name, s in dataset.splits.items()}
+    info = {**dataset.info, "collection": {"n_docs": len(ids), "skipped_empty": skipped, "file": str(files.documents)}}
+    out = dataclasses.replace(dataset, doc_ids=ids, docs=Ragged.from_lists(texts), splits=splits, info=info)
+    if len(_CACHE) >= 4:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = out
+    return out
+
+
+def relevance(split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(query rows, their relevant document rows, labels, the split's queries in order of
+    first appearance): the MR and SR pairs of ``split``."""
+    _, first = np.unique(split.qidx, return_index=True)
+    queries = split.qidx[np.sort(first)]
+    rel = split.labels > 0
+    return split.qidx[rel], split.didx[rel], split.labels[rel], queries
+
+
+# --------------------------------------------------------------------------- exact top-k
+def _labels_of(keys_sorted: np.ndarray, labels_sorted: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    pos = np.clip(np.searchsorted(keys_sorted, keys), 0, max(len(keys_sorted) - 1, 0))
+    hit = keys_sorted[pos] == keys if len(keys_sorted) else np.zeros(keys.shape, bool)
+    return np.where(hit, labels_sorted[pos] if len(keys_sorted) else 0, 0)
+
+
+def top_k_chunk(scores: torch.Tensor, k: int, q_codes: np.ndarray, rel_keys: np.ndarray,
+                rel_labels: np.ndarray, n_docs: int) -> np.ndarray:
+    """Labels (b, k) of the top-k documents of each row of ``scores`` (b, n_docs) under the
+    pessimistic tie rule. ``q_codes`` (b,) are the rows' query codes; a relevant document is
+    ``q_code * n_docs + doc`` in the sorted ``rel_keys`` with label ``rel_labels``."""
+    n = scores.shape[1]
+    # One more than k: a tie crosses the boundary only where the (k+1)-th score equals the k-th.
+    vals, idx = torch.topk(scores, min(k + 1, n), dim=1)  # (b, k + 1), (b, k + 1)
+    vals, idx = vals.numpy(), idx.numpy().astype(np.int64)
+    crossing = vals[:, k] == vals[:, k - 1] if n > k else np.zeros(len(vals), dtype=bool)  # (b,)
+    vals, idx = vals[:, :k], idx[:, :k]
+    tau = vals[:, -1:]  # (b, 1)
+    lab = _labels_of(rel_keys, rel_labels, q_codes[:, None] * n_docs + idx)  # (b, k)
+    order = np.lexsort((idx, lab, -vals), axis=-1)
+    lab = np.take_along_axis(lab, order, axis=1)
+    for i in np.flatnonzero(crossing):  # ties across the k-th score: choose among them pessimistically
+        row = scores[i].numpy()
+        cand = np.flatnonzero(row >= tau[i, 0])  # (c,) with c > k
+        cl = _labels_of(rel_keys, rel_labels, q_codes[i] * n_docs + cand)
+        lab[i] = cl[np.lexsort((cand, cl, -row[cand]))[:k]]
+    return lab
+
+
+def rank_vectors(q: np.ndarray, d: np.ndarray, eps: float, q_codes: np.ndarray, rel_keys: np.ndarray,
+                 rel_labels: np.ndarray, k: int = DEPTH, chunk: int = 256) -> np.ndarray:
+    """Labels (n_q, k) of each query's top-k documents by r_eps of ``q`` (n_q, p) and
+    ``d`` (n_docs, p): chunks of ``chunk`` queries against all documents, float32."""
+    def unit(x):  # x / (||x|| + eps); cosine clamps the norm like similarity.MIN_NORM
+        x = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+        n = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+        return x / (n.clamp_min(1e-8) if eps == 0 else n + eps)
+
+    qn, dn = unit(q), unit(d)  # (n_q, p), (n_docs, p)
+    k = min(k, len(dn))
+    out = np.zeros((len(qn), k), dtype=np.int64)
+    with torch.no_grad():
+        for s in range(0, len(qn), chunk):
+            sc = qn[s:s + chunk] @ dn.T  # (b, n_docs)
+            out[s:s + chunk] = top_k_chunk(sc, k, q_codes[s:s + chunk], rel_keys, rel_labels, len(dn))
+    return out
+
+
+# --------------------------------------------------------------------------- metrics
+def metrics_from_labels(top: np.ndarray, n_rel: np.ndarray, n_mr: np.ndarray) -> pd.DataFrame:
+    """Per-query whole-collection metrics from the top-k labels (n_q, k), the number of
+    relevant documents R (n_q,) and of MR documents (n_q,) of each query."""
+    rel = (top > 0).astype(np.float64)  # (n_q, k)
+    k = top.shape[1]
+    ranks = np.arange(1, k + 1)
+    cum = np.cumsum(rel, axis=1)  # (n_q, k)
+    prec_hits = rel * cum / ranks  # rel_i * P@i
+    cum_ap = np.cumsum(prec_hits, axis=1)
+    R = np.asarray(n_rel, dtype=np.float64)
+    safe = np.where(R > 0, R, 1.0)
+    out: dict[str, Any] = {}
+    for t in (10, 50, 1000):
+        out[f"MAP@{t}"] = np.where(R > 0, cum_ap[:, min(t, k) - 1] / safe, 0.0)
+    out["R@100"] = np.where(R > 0, cum[:, min(100, k) - 1] / safe, 0.0)
+    first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)
+    out["MRR"] = np.divide(1.0, first, out=np.zeros(len(first)), where=first > 0)
+    n_sr = R - np.asarray(n_mr, dtype=np.float64)
+    for c in (1, 10):
+        disc = 1.0 / np.log2(np.arange(2, c + 2))  # (c,)
+        cum_disc = np.concatenate(([0.0], np.cumsum(disc)))
+        cc = min(c, k)
+        dcg = top[:, :cc].astype(np.float64) @ disc[:cc]
+        # ideal: MR documents first (gain 2), then SR (gain 1); as metrics.ndcg
+        idcg = cum_disc[np.minimum(R, c).astype(int)] + cum_disc[np.minimum(n_mr, c).astype(int)]
+        out[f"NDCG@{c}"] = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+    return pd.DataFrame(out)
+
+
+def evaluate_system(system: Any, dataset: RankingDataset, split: str = "test", k: int = DEPTH,
+                    chunk: int = 256) -> pd.DataFrame:
+    """Per-query whole-collection metrics of a fitted ``system`` on ``split``: column
+    ``query_id`` (original ids, in order of first appearance in the split) then
+    ``COLLECTION_METRICS``. ``dataset`` is the pool dataset the system was fitted on."""
+    coll = collection_dataset(dataset)
+    qrows, drows, labels, queries = relevance(coll.splits[split])
+    code = {int(q): i for i, q in enumerate(queries)}
+    q_codes = np.arange(len(queries), dtype=np.int64)
+    n_docs = len(coll.docs)
+    keys = np.array([code[int(q)] for q in qrows], dtype=np.int64) * n_docs + drows
+    order = np.argsort(keys, kind="stable")
+    rel_keys, rel_labels = keys[order], labels[order]
+    if getattr(system, "is_dual_encoder", False):
+        top = rank_vectors(system.encode_queries(coll, queries), system.encode_documents(coll, np.arange(n_docs)),
+                           float(system.eps), q_codes, rel_keys, rel_labels, k=k, chunk=chunk)
+    elif hasattr(system, "score_matrix"):
+        kk = min(k, n_docs)
+        top = np.zeros((len(queries), kk), dtype=np.int64)
+        for s in range(0, len(queries), chunk):
+            sc = torch.from_numpy(np.ascontiguousarray(system.score_matrix(coll, queries[s:s + chunk]), np.float64))
+            top[s:s + chunk] = top_k_chunk(sc, kk, q_codes[s:s + chunk], rel_keys, rel_labels, n_docs)
+    else:
+        raise ValueError(f"{getattr(system, 'name', system)!r} can neither encode nor score a whole collection")
+    q_of = np.array([code[int(q)] for q in qrows], dtype=np.int64)
+    n_rel = np.bincount(q_of, minlength=len(queries))
+    n_mr = np.bincount(q_of[labels == 2], minlength=len(queries))
+    df = metrics_from_labels(top, n_rel, n_mr)
+    df.insert(0, "query_id", [coll.query_ids[int(q)] for q in queries])
+    return df
