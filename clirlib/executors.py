@@ -17,9 +17,9 @@ and returns one record per config, in order, with the cache of
 task that declares its CPUs (``CLIRLIB_THREADS``, the threads a serial run uses, pinned in
 the worker so the numbers are byte-identical to a serial run) and one GPU for the DSSM
 encoders when the cluster has GPUs. The driver loads each dataset once and puts it in
-Ray's object store; Ray copies it once to every node that needs it and the tasks there read
-it from shared memory (the benchmark is built or read once, not once per task; no shared
-file system is needed). A task whose worker dies (killed, node lost) is retried
+Ray's object store; Ray copies it once to every node that needs it, and each worker process
+there reads it once and keeps it for its next tasks (:func:`worker_dataset`): the benchmark
+is built or read once, not once per task, and no shared file system is needed. A task whose worker dies (killed, node lost) is retried
 ``max_retries`` times by Ray.
 
 The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
@@ -155,11 +155,34 @@ def _load(key: tuple):
     return load_dataset(data, lang, n_queries=n_queries, n_nr=n_nr, seed=seed)
 
 
-def _train_task(config: TrainConfig, dataset) -> tuple[str, Any]:
+#: Datasets a worker process has read from the object store, by object id (a worker runs
+#: many tasks; the two most recent are kept, and the driver submits runs grouped by dataset).
+_WORKER_DATASETS: dict[str, Any] = {}
+
+
+def worker_dataset(box: list):
+    """The dataset behind ``box = [object_ref]``, read from the node's object store once
+    per worker process. Ray would resolve a bare ref before every task, unpickling the
+    vocabularies and id lists each time; boxed, the worker keeps what it read."""
+    import copy
+    import dataclasses
+
+    import ray
+
+    key = box[0].hex()
+    if key not in _WORKER_DATASETS:
+        while len(_WORKER_DATASETS) >= 2:
+            _WORKER_DATASETS.pop(next(iter(_WORKER_DATASETS)))
+        _WORKER_DATASETS[key] = ray.get(box[0])
+    ds = _WORKER_DATASETS[key]
+    return dataclasses.replace(ds, info=copy.deepcopy(ds.info))  # as load_dataset returns it
+
+
+def _train_task(config: TrainConfig, box: list) -> tuple[str, Any]:
     """Body of a Ray task: ("ok", record) or ("error", traceback). Real errors are returned,
     not raised, so Ray does not retry them; a dead worker is retried by Ray."""
     try:
-        return "ok", experiments.compute_record(config, dataset=dataset)
+        return "ok", experiments.compute_record(config, dataset=worker_dataset(box))
     except Exception:
         return "error", traceback.format_exc()
 
@@ -210,7 +233,7 @@ class RayExecutor:
             if dkey not in datasets:
                 datasets[dkey] = ray.put(_load(dkey))
             gpu = 1 if has_gpu and cfg.encoder in GPU_ENCODERS else 0
-            ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(cfg, datasets[dkey])
+            ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(cfg, [datasets[dkey]])
             pending[ref] = key
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)

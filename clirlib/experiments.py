@@ -8,6 +8,10 @@ tests) and, when asked, a sample of training scores per class (Figure 3). Entrie
 written atomically (temporary file, then rename), so an interrupted ``make reproduce``
 loses at most the run in progress and never leaves a corrupt entry.
 
+:func:`run` is :func:`cached_record`, else :func:`compute_record` then :func:`store_record`;
+:mod:`clirlib.executors` runs whole grids with the same three steps, serially or as Ray
+tasks (``run_many(..., executor=)``).
+
 Set ``force=True`` (or the environment variable ``CLIRLIB_FORCE=1``, or
 ``make reproduce FORCE=1``) to retrain instead of reading the cache.
 """
