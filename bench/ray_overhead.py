@@ -1,6 +1,6 @@
 """Per-task data overhead of the Ray executor: the dataset once per node vs once per task.
 
-Starts a two-node loopback Ray cluster (``tests/_ray_cluster.py``: one CPU per node), puts
+Starts a two-node loopback Ray cluster (``clirlib/raycluster.py``: one CPU per node), puts
 one profile's French dataset in the object store as ``clirlib.executors.RayExecutor``
 does, and times:
 
@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def _empty(_=None) -> int:
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--profile", default="ci", choices=["ci", "default"])
     p.add_argument("--tasks", type=int, default=20)
     args = p.parse_args(argv)
-    from _ray_cluster import LOOPBACK_ENV, LocalCluster
+    from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
 
     os.environ.update(LOOPBACK_ENV)
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])

@@ -107,12 +107,22 @@ def _executor_env(args: argparse.Namespace):
         os.environ["RAY_ADDRESS"] = args.address
     if args.executor != "ray" or os.environ.get("RAY_ADDRESS"):
         return lambda: None
-    from .executors import RayExecutor
+    import tempfile
 
-    ray = RayExecutor().connect()
-    os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
-    print(f"[reproduce] started a local Ray instance at {os.environ['RAY_ADDRESS']}", flush=True)
-    return ray.shutdown
+    from .determinism import DEFAULT_THREADS
+    from .raycluster import LOOPBACK_ENV, LocalCluster
+
+    os.environ.update(LOOPBACK_ENV)
+    tmp = tempfile.TemporaryDirectory(prefix="clirlib-ray-")
+    cluster = LocalCluster(Path(tmp.name), [max(DEFAULT_THREADS, os.cpu_count() or 1)]).__enter__()
+    os.environ["RAY_ADDRESS"] = cluster.address
+    print(f"[reproduce] started a local Ray head at {cluster.address} (loopback only)", flush=True)
+
+    def stop() -> None:
+        cluster.stop()
+        tmp.cleanup()
+
+    return stop
 
 
 def _refresh(args: argparse.Namespace) -> int:

@@ -24,8 +24,9 @@ is built or read once, not once per task, and no shared file system is needed. A
 
 The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
 :func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
-and ``RAY_ADDRESS`` (an existing cluster; without it a local Ray instance listening on
-127.0.0.1 only is started). ``python -m clirlib reproduce --executor ray --address ADDR``
+and ``RAY_ADDRESS`` (an existing cluster; without it ``ray.init`` starts a local instance
+in this process, listening on 127.0.0.1 only; ``reproduce`` instead starts one loopback
+head for all its notebooks, :mod:`clirlib.raycluster`). ``python -m clirlib reproduce --executor ray --address ADDR``
 sets both for the notebooks it runs.
 """
 

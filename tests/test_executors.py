@@ -2,7 +2,7 @@
 
 The cluster is started by the test (``ray start --head`` plus a second node joining by
 address, one CPU each, loopback only) and torn down by the process groups it recorded
-(``tests/_ray_cluster.py``). The grid is a slice of the ci profile's Table 2 grid (French,
+(``clirlib/raycluster.py``). The grid is a slice of the ci profile's Table 2 grid (French,
 seed 0, the four losses) with 4 epochs, so the file stays within its time budget.
 """
 
@@ -21,7 +21,7 @@ import pytest
 from clirlib import executors, experiments, paths, reproduction
 from clirlib.train import TrainConfig
 
-from _ray_cluster import LOOPBACK_ENV, LocalCluster
+from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
 
 #: Fields that hold wall-clock times or dates: everything else of a record must match.
 TIMING = {"seconds", "created"}

@@ -1,14 +1,16 @@
-"""A real two-node Ray cluster on loopback for the executor tests.
+"""A Ray cluster on this machine, listening on loopback only (for the grids of Section 5).
 
-``ray start --head`` plus a second ``ray start --address=...`` node, each with its declared
-CPUs, each started in its own session (``setsid``) so that the node's processes (GCS,
-raylet, agents) share one process group whose id is the PID of that ``ray start``.
-Teardown signals exactly those recorded groups, then the PIDs found as children of
-their processes (Ray's workers, which move to groups of their own); never ``ray stop``,
-never a process name. Every port is given explicitly (free loopback ports), and
+What ``python -m clirlib reproduce --executor ray`` starts when no cluster address is
+given, and what ``tests/test_executors.py`` starts with two nodes: ``ray start --head``
+plus, for a second node, ``ray start --address=...``, each with its declared CPUs and in
+its own session (``setsid``), so that a node's processes (GCS, raylet, agents) share one
+process group whose id is the PID of that ``ray start``. :meth:`LocalCluster.stop`
+signals exactly those recorded groups, then the PIDs found as children of their
+processes (Ray's workers, which move to groups of their own); never ``ray stop``, never a
+process name. Every port is given explicitly (free loopback ports), and
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray keep 127.0.0.1 instead of replacing it
-with the machine's reachable address: every server of the cluster listens on loopback
-only (the joining node gets the same through ``JOIN_CLI``).
+with the machine's reachable address (the joining node gets the same through
+``JOIN_CLI``). Nothing is reachable from another machine, so token authentication is off.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ def _node_ports() -> tuple[list[str], dict[str, int]]:
 
 
 class LocalCluster:
-    """``with LocalCluster(tmp, [1, 1]) as c: ray.init(c.address)``; nodes with 1 CPU each."""
+    """``with LocalCluster(tmp, [1, 1]) as c: ray.init(c.address)``: two nodes with 1 CPU
+    each, Ray's files under ``tmp``. Set :data:`LOOPBACK_ENV` in the driver before it
+    imports ray."""
 
     def __init__(self, tmp: Path, cpus: list[int], timeout: float = 120.0):
         self.tmp, self.cpus, self.timeout = Path(tmp), cpus, timeout
