@@ -90,3 +90,12 @@ def test_no_cache_says_what_to_download(tmp_path, monkeypatch):
         load_dataset("irds:wikiclir/sw", "sw", n_queries=5)
     msg = str(err.value)
     assert "\n" not in msg and "wiki-clir.tar.gz" in msg and str(tmp_path / "empty" / "wikiclir" / "source") in msg
+
+
+def test_grids_find_the_cached_languages(irds_home):
+    from clirlib import reproduction
+
+    # the fixture caches French only: of the paper's fr, it, sw, tl the grids get fr
+    assert reproduction.languages("irds:wikiclir") == ["fr"]
+    assert reproduction.languages("irds:wikiclir/fr") == ["fr"]
+    assert reproduction.source("ci", "irds:wikiclir/fr") == {"data": "irds:wikiclir/fr", "n_queries": 150}
