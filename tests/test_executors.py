@@ -173,3 +173,40 @@ def test_reproduce_takes_executor_and_address():
     args = build_parser().parse_args(["reproduce", "--profile", "ci", "--executor", "ray", "--address", "h:6379"])
     assert (args.executor, args.address) == ("ray", "h:6379")
     assert build_parser().parse_args(["reproduce"]).executor == "serial"
+
+
+_DRIVER = """
+import sys, pathlib
+sys.path.insert(0, sys.argv[3])
+from clirlib import executors, paths
+from test_executors import _grid
+paths.RESULTS_DIR = pathlib.Path(sys.argv[1])
+ex = executors.RayExecutor(sys.argv[2], threads=1)
+state = executors._Grid(_grid(), None, "t")
+print("todo", len(state.todo), flush=True)
+state.bar.close()
+ex.run(_grid(), desc="driver")
+print("done", flush=True)
+"""
+
+
+def test_killed_driver_resumes_from_the_cache(results_dir, serial_records, cluster):
+    """The driver killed by its PID once a run is stored; a new driver trains only the rest."""
+    import sys
+
+    c, _ = cluster
+    cmd = [sys.executable, "-c", _DRIVER, str(results_dir), c.address, os.path.dirname(__file__)]
+    env = {**os.environ, **LOOPBACK_ENV}
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    runs = results_dir / "runs"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (runs.is_dir() and list(runs.glob("*.json"))):
+        time.sleep(0.2)
+    first.kill()  # SIGKILL by PID: no clean-up in the driver
+    first.wait()
+    stored = len(list(runs.glob("*.json")))
+    assert 1 <= stored < 4
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300).stdout
+    assert f"todo {4 - stored}" in out and "done" in out  # only the missing runs resubmitted
+    records = [experiments.cached_record(cfg) for cfg in _grid()]
+    assert [_strip(r) for r in records] == [_strip(r) for r in serial_records]
