@@ -17,6 +17,9 @@ PROFILE    ?= default
 DATA       ?=
 # FORCE=1 retrains every experiment instead of reading the results/ cache.
 FORCE      ?= 0
+# EXECUTOR=ray trains the grids' runs as Ray tasks; ADDRESS=<host:port> (or RAY_ADDRESS) joins a cluster.
+EXECUTOR   ?= serial
+ADDRESS    ?=
 
 NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
@@ -32,7 +35,7 @@ help: ## List the targets (default goal)
 	@echo "clirlib make targets:"
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>  FORCE=1 (retrain)"
+	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>  FORCE=1 (retrain)  EXECUTOR=serial|ray  ADDRESS=<ray head>"
 
 venv: $(STAMP) ## Create .venv with the pinned dependencies and the clirlib kernel
 
@@ -45,8 +48,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "clirlib (.venv)" >/dev/null
 	@touch $(STAMP)
 
-reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE) and write figures/ and tables/
-	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) --kernel $(KERNEL)
+reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, EXECUTOR, ADDRESS) and write figures/ and tables/
+	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) --executor $(EXECUTOR) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
 
 test: $(STAMP) ## Run pytest over tests/ and nbval over every notebook
 	$(PY) -m pytest -q tests

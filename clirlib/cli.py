@@ -103,16 +103,20 @@ def _reproduce(args: argparse.Namespace) -> int:
     from .paths import RESULTS_DIR
 
     env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
+    stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
     total = time.perf_counter()
-    for nb in _notebooks():
-        t0 = time.perf_counter()
-        print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
-        pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
-                            cwd=str(nb.parent), progress_bar=False, log_output=False)
-        print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
+    try:
+        for nb in _notebooks():
+            t0 = time.perf_counter()
+            print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
+            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
+                                cwd=str(nb.parent), progress_bar=False, log_output=False)
+            print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
+    finally:
+        stop_ray()
     print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}")
     if args.profile == "default" and not args.data:  # the README's claims table mirrors tables/claims_summary.csv
         import pandas as pd
@@ -122,6 +126,37 @@ def _reproduce(args: argparse.Namespace) -> int:
         changed = verdicts.update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"))
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
     return 0
+
+
+def _executor_env(args: argparse.Namespace):
+    """Name the executor for the notebook kernels (``clirlib.executors.get_executor`` reads
+    it). ``ray`` without an address: one local loopback Ray instance for every notebook,
+    started here; returns the function that stops it."""
+    from .executors import EXECUTORS
+
+    if args.executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {args.executor!r}; choose one of {', '.join(EXECUTORS)}")
+    env.set_for_children(**{env.EXECUTOR: args.executor})
+    if args.address:
+        env.set_for_children(**{env.RAY_ADDRESS: args.address})
+    if args.executor != "ray" or env.ray_address():
+        return lambda: None
+    import tempfile
+
+    from .determinism import DEFAULT_THREADS
+    from .raycluster import LOOPBACK_ENV, LocalCluster
+
+    env.set_for_children(**LOOPBACK_ENV)
+    tmp = tempfile.TemporaryDirectory(prefix="clirlib-ray-")
+    cluster = LocalCluster(Path(tmp.name), [max(DEFAULT_THREADS, os.cpu_count() or 1)]).__enter__()
+    env.set_for_children(**{env.RAY_ADDRESS: cluster.address})
+    print(f"[reproduce] started a local Ray head at {cluster.address} (loopback only)", flush=True)
+
+    def stop() -> None:
+        cluster.stop()
+        tmp.cleanup()
+
+    return stop
 
 
 def _refresh(args: argparse.Namespace) -> int:
@@ -199,6 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--data", help="a WikiCLIR root to use instead of the embedded benchmark")
     r.add_argument("--force", action="store_true", help="retrain instead of reading results/")
     r.add_argument("--kernel", default="clirlib")
+    r.add_argument("--executor", default="serial", choices=["serial", "ray"],
+                   help="train the grids' runs in the notebook (serial) or as Ray tasks (ray)")
+    r.add_argument("--address", default=None,
+                   help="a running Ray cluster (default: $RAY_ADDRESS, else a local loopback instance)")
     r.set_defaults(func=_reproduce)
 
     f = sub.add_parser("refresh-notebooks", help="re-execute committed notebooks in place (fast defaults)")

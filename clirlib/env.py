@@ -11,6 +11,9 @@
 ``CLIRLIB_THREADS``       torch CPU threads (default 2, the target machines' cores)
 ``IR_DATASETS_HOME``      ir_datasets' cache, searched for WikiCLIR
                           (default ``~/.ir_datasets``)
+``CLIRLIB_EXECUTOR``      ``serial`` (default) or ``ray``: how experiment grids run
+                          (``make reproduce EXECUTOR=ray`` sets it for the kernels)
+``RAY_ADDRESS``           an existing Ray cluster to run the grids on (Ray's own name)
 ========================  ==========================================================
 
 Switches take ``0`` or ``1``; any other value raises, naming the variable. The library
@@ -24,8 +27,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME = (
-    "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME")
+HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS = (
+    "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME",
+    "CLIRLIB_EXECUTOR", "RAY_ADDRESS")
 
 
 def _switch(name: str) -> bool | None:
@@ -83,3 +87,25 @@ def quiet_children() -> None:
 def set_default(name: str, value: str) -> None:
     """Set ``name`` for this process and its children unless it is set already."""
     os.environ.setdefault(name, value)
+
+
+def executor() -> str:
+    """The executor the grids use: ``CLIRLIB_EXECUTOR`` (default ``serial``)."""
+    return os.environ.get(EXECUTOR, "").strip() or "serial"
+
+
+def ray_address() -> str | None:
+    """``RAY_ADDRESS``: an existing Ray cluster, or None."""
+    return os.environ.get(RAY_ADDRESS, "").strip() or None
+
+
+def set_for_children(**values: str) -> None:
+    """Set variables for this process and the processes it starts (the notebook kernels)."""
+    os.environ.update(values)
+
+
+def snapshot(names: tuple[str, ...] | None = None) -> dict[str, str]:
+    """A copy of the environment (or of the variables ``names`` that are set), for a child process."""
+    if names is None:
+        return dict(os.environ)
+    return {k: os.environ[k] for k in names if k in os.environ}

@@ -8,6 +8,10 @@ tests) and, when asked, a sample of training scores per class (Figure 3). Entrie
 written atomically (temporary file, then rename), so an interrupted ``make reproduce``
 loses at most the run in progress and never leaves a corrupt entry.
 
+:func:`run` is :func:`cached_record`, else :func:`compute_record` then :func:`store_record`;
+:mod:`clirlib.executors` runs whole grids with the same three steps, serially or as Ray
+tasks (``run_many(..., executor=)``).
+
 Set ``force=True`` (or the environment variable ``CLIRLIB_FORCE=1``, or
 ``make reproduce FORCE=1``) to retrain instead of reading the cache.
 """
@@ -24,7 +28,6 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from . import determinism, env, paths, profiles
 from .metrics import METRIC_NAMES
@@ -88,6 +91,15 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
     With ``allow_nonfinite=True`` a run stopped by ``NonFiniteError`` is cached as a record
     with an ``"error"`` message (and no metrics) instead of raising, for stability studies.
     """
+    record = cached_record(config, force=force)
+    if record is None:
+        record = compute_record(config, dataset=dataset, allow_nonfinite=allow_nonfinite)
+        store_record(config, record)
+    return record
+
+
+def cached_record(config: TrainConfig, *, force: bool | None = None) -> dict[str, Any] | None:
+    """The cache entry of ``config``, or ``None`` when it must be (re)trained."""
     path = runs_dir() / f"{cache_key(config)}.json"
     if path.exists() and not _force(force):
         try:
@@ -95,15 +107,24 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
                 return json.load(f)
         except json.JSONDecodeError:
             path.unlink()  # cannot happen with atomic writes; retrain rather than fail
+    return None
+
+
+def store_record(config: TrainConfig, record: dict[str, Any]) -> None:
+    """Write ``record`` as the cache entry of ``config`` (atomically; the only writer)."""
+    _atomic_write_json(runs_dir() / f"{cache_key(config)}.json", record)
+
+
+def compute_record(config: TrainConfig, *, dataset=None, allow_nonfinite: bool = False) -> dict[str, Any]:
+    """Train ``config`` and return its record without touching the cache (what a remote
+    worker runs: :mod:`clirlib.executors` sends the record back for the driver to store)."""
     try:
         res = train(config, dataset)
     except NonFiniteError as e:
         if not allow_nonfinite:
             raise
-        record = {"key": cache_key(config), "config": config.resolved().to_dict(), "error": str(e),
-                  "created": time.strftime("%Y-%m-%d %H:%M:%S")}
-        _atomic_write_json(path, record)
-        return record
+        return {"key": cache_key(config), "config": config.resolved().to_dict(), "error": str(e),
+                "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     record = {
         "key": cache_key(config),
         "config": res.config.to_dict(),
@@ -123,17 +144,19 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
         record["step_grad_norms"] = [float(x) for x in res.step_grad_norms]
     if res.train_scores is not None:
         record["train_scores"] = _score_sample(res.train_scores, res.train_labels, res.config.seed)
-    _atomic_write_json(path, record)
     return record
 
 
-def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> pd.DataFrame:
-    """Run (or load) every config; one tidy row per run: config columns, then the metrics."""
-    configs = list(configs)
-    rows = []
-    for cfg in tqdm(configs, desc=desc, disable=env.progress_disabled(), leave=False):
-        rows.append(summary_row(run(cfg, force=force)))
-    return pd.DataFrame(rows)
+def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc: str = "runs",
+             executor=None) -> pd.DataFrame:
+    """Run (or load) every config; one tidy row per run: config columns, then the metrics.
+
+    ``executor``: ``"serial"``, ``"ray"`` or an executor object of :mod:`clirlib.executors`;
+    ``None`` takes the one ``CLIRLIB_EXECUTOR`` names (serial by default)."""
+    from .executors import get_executor
+
+    records = get_executor(executor).run(list(configs), force=force, desc=desc)
+    return pd.DataFrame([summary_row(r) for r in records])
 
 
 def summary_row(record: dict[str, Any]) -> dict[str, Any]:

@@ -43,9 +43,9 @@ def languages(data: str | None, langs: Iterable[str] = LANGS) -> list[str]:
     """The paper's languages available in ``data`` (all four for the embedded benchmark)."""
     if not data:
         return list(langs)
-    from .data import available_languages
+    from .data import available_languages, irds
 
-    have = set(available_languages(data))
+    have = set(irds.cached_languages(data) if irds.is_irds(data) else available_languages(data))
     return [lang for lang in langs if lang in have]
 
 

@@ -7,6 +7,7 @@
   exactly like real data, split with the profile's explicit (train, dev, test) sizes
   (``Profile.splits``; an explicit ``n_queries`` instead takes the first ``n_queries``
   queries and splits them 3:1:1); embeddings are the generated Polyglot-format files.
+- ``data`` ``irds:wikiclir/<lang>``: the same files from ir_datasets' cache (``irds``).
 - ``data`` a folder in the WikiCLIR layout (one holding ``wiki-clir/``, or
   ``wiki-clir`` itself): embeddings are ``<root>/polyglot/polyglot-<lang>.pkl`` and
   ``polyglot-en.pkl``, or Polyglot files found under ``embeddings_dir``; a language
@@ -26,9 +27,11 @@ import functools
 from pathlib import Path
 
 from ..profiles import SIZES
+from . import irds
 from .dataset import RankingDataset
 from .errors import DataFormatError
 from .polyglot import find_polyglot, load_polyglot
+from .irds import is_irds
 from .synthetic import LANGS, generate_benchmark
 from .wikiclir import PAPER_N_QUERIES, load_wikiclir
 
@@ -48,7 +51,7 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     """
     if embeddings not in EMBEDDINGS:
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
-    key = str(data) if str(data) in SIZES else str(Path(data).expanduser().resolve())
+    key = str(data) if str(data) in SIZES or is_irds(data) else str(Path(data).expanduser().resolve())
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
     ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
                  max_doc_tokens, strict)
@@ -69,8 +72,9 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         search = [root / "polyglot"]
     else:
         n = n_queries if n_queries is not None else PAPER_N_QUERIES
-        ds = load_wikiclir(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
-                           max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
+        reader = irds.load if is_irds(data) else load_wikiclir  # irds:wikiclir/<lang>: ir_datasets' cache
+        ds = reader(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
+                    max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
         wc = Path(ds.info["root"])  # the wiki-clir folder; its parent is the root
         search = [Path(embeddings_dir)] if embeddings_dir else []
         search += [wc.parent / "polyglot", wc / "polyglot"]

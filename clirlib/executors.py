@@ -1,0 +1,266 @@
+"""Executors for experiment grids: every run of a grid serially, or as Ray tasks on a cluster.
+
+Section 5's tables and figures are grids of independent training runs
+(:mod:`clirlib.reproduction`). An executor takes such a grid (a list of ``TrainConfig``)
+and returns one record per config, in order, with the cache of
+:mod:`clirlib.experiments` in front:
+
+- runs already in the cache are read, never resubmitted;
+- only the driver (this process) writes cache entries, atomically, one as soon as its run
+  finishes: killed and restarted, the driver loses at most the runs in flight;
+- a run that fails for a real error (a bad config, a NaN loss) does not stop the grid: the
+  failures are reported together with their config and traceback when the grid is done
+  (:class:`GridError`), never retried, never dropped;
+- a tqdm bar counts finished runs (quiet under CI, see ``CLIRLIB_PROGRESS``).
+
+``serial`` trains in this process (the reference path). ``ray`` sends each run as one Ray
+task that declares its CPUs (``CLIRLIB_THREADS``, the threads a serial run uses, pinned in
+the worker so the numbers are byte-identical to a serial run) and one GPU for the DSSM
+encoders when the cluster has GPUs. The driver loads each dataset once and puts it in
+Ray's object store; Ray copies it once to every node that needs it, and each worker process
+there reads it once and keeps it for its next tasks (:func:`worker_dataset`): the benchmark
+is built or read once, not once per task, and no shared file system is needed. A task whose worker dies (killed, node lost) is retried
+``max_retries`` times by Ray.
+
+The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
+:func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
+and ``RAY_ADDRESS`` (an existing cluster; without it ``ray.init`` starts a local instance
+in this process, listening on 127.0.0.1 only; ``reproduce`` instead starts one loopback
+head for all its notebooks, :mod:`clirlib.raycluster`). ``python -m clirlib reproduce --executor ray --address ADDR``
+sets both for the notebooks it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from . import env as env_vars
+from . import experiments
+from .train import TrainConfig
+
+EXECUTORS = ("serial", "ray")
+#: Encoders whose runs get a GPU when the cluster has one (average pooling's per-batch work
+#: is a few sub-millisecond kernels, faster on the CPU than through a device transfer).
+GPU_ENCODERS = ("cnn", "lstm")
+#: Environment every Ray worker of a grid gets: the serial run's thread count and hash
+#: seed (the Makefile's PYTHONHASHSEED=0), and no per-run progress bars.
+WORKER_ENV_KEYS = ("CLIRLIB_THREADS", "PYTHONHASHSEED", "CLIRLIB_PROGRESS", "CUBLAS_WORKSPACE_CONFIG")
+
+
+@dataclass
+class Failure:
+    """A run that raised: its config and the worker's traceback."""
+
+    config: TrainConfig
+    error: str  # the traceback (or Ray's error for a worker lost more than max_retries times)
+
+    def summary(self) -> str:
+        last = self.error.strip().splitlines()[-1] if self.error.strip() else "?"
+        c = self.config
+        return f"{experiments.cache_key(c)} ({c.data}/{c.lang}/{c.loss}/{c.encoder}, seed {c.seed}): {last}"
+
+
+class GridError(RuntimeError):
+    """Some runs of a grid failed; the others are in the cache. ``failures`` has each
+    failing config with its full traceback."""
+
+    def __init__(self, desc: str, failures: list[Failure], n_runs: int):
+        self.failures = failures
+        lines = [f"{len(failures)} of {n_runs} runs of {desc!r} failed (the others are cached):"]
+        lines += [f"  {f.summary()}" for f in failures]
+        super().__init__("\n".join(lines))
+
+    def report(self) -> str:
+        """Every failing config in full, with its traceback."""
+        out = [str(self)]
+        for f in self.failures:
+            out += ["", f"--- {experiments.cache_key(f.config)}: {f.config}", f.error.rstrip()]
+        return "\n".join(out)
+
+
+@dataclass
+class _Grid:
+    """Bookkeeping shared by the executors: cached records, what is left, failures."""
+
+    configs: list[TrainConfig]
+    force: bool | None
+    desc: str
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.keys = [experiments.cache_key(c) for c in self.configs]
+        self.todo: dict[str, TrainConfig] = {}
+        for key, cfg in zip(self.keys, self.configs):
+            if key in self.records or key in self.todo:
+                continue  # the same run twice in a grid is trained once
+            rec = experiments.cached_record(cfg, force=self.force)
+            if rec is None:
+                self.todo[key] = cfg
+            else:
+                self.records[key] = rec
+        self.bar = tqdm(total=len(set(self.keys)), initial=len(self.records), desc=self.desc,
+                        disable=env_vars.progress_disabled(), leave=False)
+
+    def done(self, key: str, record: dict[str, Any]) -> None:
+        experiments.store_record(self.todo[key], record)
+        self.records[key] = record
+        self.bar.update(1)
+
+    def failed(self, key: str, error: str) -> None:
+        self.failures.append(Failure(self.todo[key], error))
+        self.bar.update(1)
+
+    def result(self) -> list[dict[str, Any]]:
+        self.bar.close()
+        if self.failures:
+            err = GridError(self.desc, self.failures, len(set(self.keys)))
+            print(err.report(), file=sys.stderr)
+            raise err
+        return [self.records[k] for k in self.keys]
+
+
+class SerialExecutor:
+    """Every run in this process, one after the other (the reference path)."""
+
+    name = "serial"
+
+    def run(self, configs: list[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> list[dict[str, Any]]:
+        grid = _Grid(list(configs), force, desc)
+        for key, cfg in grid.todo.items():
+            try:
+                record = experiments.compute_record(cfg)
+            except Exception:
+                grid.failed(key, traceback.format_exc())
+                continue
+            grid.done(key, record)
+        return grid.result()
+
+
+def dataset_key(config: TrainConfig) -> tuple:
+    """The arguments ``train.train`` loads a config's dataset with (runs sharing them share
+    the dataset)."""
+    c = config.resolved()
+    return (c.data, c.lang, c.n_queries, c.n_nr, c.data_seed)
+
+
+def _load(key: tuple):
+    from .data import load_dataset
+
+    data, lang, n_queries, n_nr, seed = key
+    return load_dataset(data, lang, n_queries=n_queries, n_nr=n_nr, seed=seed)
+
+
+#: Datasets a worker process has read from the object store, by object id (a worker runs
+#: many tasks; the two most recent are kept, and the driver submits runs grouped by dataset).
+_WORKER_DATASETS: dict[str, Any] = {}
+
+
+def worker_dataset(box: list):
+    """The dataset behind ``box = [object_ref]``, read from the node's object store once
+    per worker process. Ray would resolve a bare ref before every task, unpickling the
+    vocabularies and id lists each time; boxed, the worker keeps what it read."""
+    import copy
+    import dataclasses
+
+    import ray
+
+    key = box[0].hex()
+    if key not in _WORKER_DATASETS:
+        while len(_WORKER_DATASETS) >= 2:
+            _WORKER_DATASETS.pop(next(iter(_WORKER_DATASETS)))
+        _WORKER_DATASETS[key] = ray.get(box[0])
+    ds = _WORKER_DATASETS[key]
+    return dataclasses.replace(ds, info=copy.deepcopy(ds.info))  # as load_dataset returns it
+
+
+def _train_task(config: TrainConfig, box: list) -> tuple[str, Any]:
+    """Body of a Ray task: ("ok", record) or ("error", traceback). Real errors are returned,
+    not raised, so Ray does not retry them; a dead worker is retried by Ray."""
+    try:
+        return "ok", experiments.compute_record(config, dataset=worker_dataset(box))
+    except Exception:
+        return "error", traceback.format_exc()
+
+
+class RayExecutor:
+    """Each run one Ray task on the cluster at ``address`` (or a local loopback instance)."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, *, threads: int | None = None, max_retries: int = 3):
+        from . import determinism
+
+        self.address = address
+        self.threads = threads if threads is not None else determinism.DEFAULT_THREADS
+        self.max_retries = max_retries
+
+    def connect(self):
+        """``ray``, initialised: joined to ``address`` or a new local instance on 127.0.0.1."""
+        if not self.address or self.address.split(":")[0] in ("127.0.0.1", "localhost"):
+            # Ray replaces 127.0.0.1 by the machine's reachable address (where a loopback
+            # cluster does not listen) unless multi-node clusters are off; a local instance
+            # then listens on loopback only. Read when ray is first imported.
+            env_vars.set_default("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        import ray
+
+        if not ray.is_initialized():
+            env = env_vars.snapshot(WORKER_ENV_KEYS)
+            env.update(CLIRLIB_THREADS=str(self.threads), CLIRLIB_PROGRESS="0")
+            env.setdefault("PYTHONHASHSEED", "0")
+            kw: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False}
+            if self.address:
+                ray.init(address=self.address, **kw)
+            else:
+                ray.init(include_dashboard=False, **kw)
+        return ray
+
+    def run(self, configs: list[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> list[dict[str, Any]]:
+        grid = _Grid(list(configs), force, desc)
+        if not grid.todo:
+            return grid.result()
+        ray = self.connect()
+        has_gpu = ray.cluster_resources().get("GPU", 0) > 0
+        task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_train_task)
+        datasets: dict[tuple, Any] = {}  # dataset key -> object ref (one put per dataset)
+        pending: dict[Any, str] = {}  # object ref -> cache key
+        for key, cfg in grid.todo.items():
+            dkey = dataset_key(cfg)
+            if dkey not in datasets:
+                datasets[dkey] = ray.put(_load(dkey))
+            gpu = 1 if has_gpu and cfg.encoder in GPU_ENCODERS else 0
+            ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(cfg, [datasets[dkey]])
+            pending[ref] = key
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                key = pending.pop(ref)
+                try:
+                    status, value = ray.get(ref)
+                except ray.exceptions.RayError as e:  # the worker died more than max_retries times
+                    status, value = "error", f"{type(e).__name__}: {e}"
+                if status == "ok":
+                    grid.done(key, value)
+                else:
+                    grid.failed(key, value)
+        return grid.result()
+
+
+def get_executor(executor: Any = None):
+    """The executor named ``executor`` (``"serial"`` / ``"ray"``), an executor object as
+    given, or (``None``) the one the environment names: ``CLIRLIB_EXECUTOR`` (default
+    ``serial``) and ``RAY_ADDRESS``. The only place the choice is read."""
+    if executor is not None and not isinstance(executor, str):
+        return executor
+    name = executor or env_vars.executor()
+    if name == "serial":
+        return SerialExecutor()
+    if name == "ray":
+        return RayExecutor(env_vars.ray_address())
+    raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")

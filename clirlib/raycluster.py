@@ -1,0 +1,159 @@
+"""A Ray cluster on this machine, listening on loopback only (for the grids of Section 5).
+
+What ``python -m clirlib reproduce --executor ray`` starts when no cluster address is
+given, and what ``tests/test_executors.py`` starts with two nodes: ``ray start --head``
+plus, for a second node, ``ray start --address=...``, each with its declared CPUs and in
+its own session (``setsid``), so that a node's processes (GCS, raylet, agents) share one
+process group whose id is the PID of that ``ray start``. :meth:`LocalCluster.stop`
+signals exactly those recorded groups, then the PIDs found as children of their
+processes (Ray's workers, which move to groups of their own); never ``ray stop``, never a
+process name. Every port is given explicitly (free loopback ports), and
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray keep 127.0.0.1 instead of replacing it
+with the machine's reachable address (the joining node gets the same through
+``JOIN_CLI``). Nothing is reachable from another machine, so token authentication is off.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import env
+
+RAY = str(Path(sys.executable).with_name("ray"))
+#: Ray replaces 127.0.0.1 by the machine's reachable IP unless clusters are "disabled";
+#: with this it keeps loopback (single-machine clusters only, which is what a test wants).
+#: Token authentication off whatever ~/.ray holds: the cluster is reachable from this machine only.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+
+
+#: ``ray`` with its "localhost means the reachable IP" rewrite turned off (for joining nodes).
+JOIN_CLI = [sys.executable, "-c",
+            "import sys, ray._private.services as s; s.resolve_ip_for_localhost = lambda host: host; "
+            "from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
+
+
+def free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _node_ports() -> tuple[list[str], dict[str, int]]:
+    """Command-line flags for a node's ports, and the agents' ports by port-file name."""
+    from ray._raylet import (DASHBOARD_AGENT_LISTEN_PORT_NAME, METRICS_AGENT_PORT_NAME, METRICS_EXPORT_PORT_NAME,
+                             RUNTIME_ENV_AGENT_PORT_NAME)
+
+    p = free_ports(6)
+    flags = [f"--node-manager-port={p[0]}", f"--object-manager-port={p[1]}",
+             f"--dashboard-agent-grpc-port={p[2]}", f"--dashboard-agent-listen-port={p[3]}",
+             f"--runtime-env-agent-port={p[4]}", f"--metrics-export-port={p[5]}"]
+    return flags, {METRICS_AGENT_PORT_NAME: p[2], DASHBOARD_AGENT_LISTEN_PORT_NAME: p[3],
+                   RUNTIME_ENV_AGENT_PORT_NAME: p[4], METRICS_EXPORT_PORT_NAME: p[5]}
+
+
+class LocalCluster:
+    """``with LocalCluster(tmp, [1, 1]) as c: ray.init(c.address)``: two nodes with 1 CPU
+    each, Ray's files under ``tmp``. Set :data:`LOOPBACK_ENV` in the driver before it
+    imports ray."""
+
+    def __init__(self, tmp: Path, cpus: list[int], timeout: float = 120.0):
+        self.tmp, self.cpus, self.timeout = Path(tmp), cpus, timeout
+        self.groups: list[int] = []  # process-group ids = PIDs of our `ray start`s
+        self.address = ""
+
+    def env(self) -> dict[str, str]:
+        return {**env.snapshot(), **LOOPBACK_ENV}
+
+    def _start(self, args: list[str], log: Path, extra_env: dict[str, str], cmd: list[str] | None = None) -> None:
+        # The raylet gives its agents a hard-coded 15 s to publish their ports in files of
+        # the session dir (ray/util/port_persistence.h) and aborts otherwise; on a loaded
+        # 2-core machine importing the dashboard agent alone takes longer. The ports are
+        # fixed here, so the test publishes them itself (with Ray's own persist_port) under
+        # a node id it chooses; the agents later write the same numbers.
+        from ray._raylet import persist_port
+
+        flags, agent_ports = _node_ports()
+        node_id = os.urandom(28).hex()
+        env = {**self.env(), **extra_env, "RAY_OVERRIDE_NODE_ID_FOR_TESTING": node_id}
+        with open(log, "w") as out:
+            proc = subprocess.Popen([*(cmd or [RAY]), "start", *args, *flags], stdout=out, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True, cwd=self.tmp)
+            self.groups.append(proc.pid)
+            latest, deadline = self.tmp / "ray" / "session_latest", time.time() + self.timeout
+            while not latest.exists() and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.05)
+            if latest.exists():
+                for name, port in agent_ports.items():
+                    persist_port(str(latest.resolve()), node_id, name, port)
+            rc = proc.wait(max(1.0, deadline - time.time()))
+        if rc != 0:
+            raise RuntimeError(f"ray start failed (exit {rc}); see {log}: {log.read_text()[-2000:]}")
+
+    def __enter__(self) -> "LocalCluster":
+        gcs, client = free_ports(2)
+        self.address = f"127.0.0.1:{gcs}"
+        common = ["--disable-usage-stats", "--temp-dir", str(self.tmp / "ray")]
+        try:
+            self._start(["--head", "--node-ip-address=127.0.0.1", f"--port={gcs}", f"--num-cpus={self.cpus[0]}",
+                         "--num-gpus=0", "--include-dashboard=false", f"--ray-client-server-port={client}", *common],
+                        self.tmp / "head.log", {})
+            for i, n in enumerate(self.cpus[1:], start=1):
+                # A joining node refuses to start with clusters "disabled", and with them
+                # enabled `ray start` rewrites a 127.0.0.1 head address into the machine's
+                # reachable IP, where the head does not listen; JOIN_CLI keeps the address
+                # as given, and the node takes the IP it reaches the head from: 127.0.0.1.
+                self._start([f"--address={self.address}", f"--num-cpus={n}", "--num-gpus=0", *common],
+                            self.tmp / f"node{i}.log", {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"}, JOIN_CLI)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def children(self) -> list[int]:
+        """PIDs whose parent is one of our node processes: Ray's workers, which put
+        themselves in process groups of their own (setpgrp)."""
+        out = subprocess.run(["ps", "-eo", "pid=,ppid=,pgid="], capture_output=True, text=True).stdout
+        rows = [tuple(map(int, line.split())) for line in out.splitlines() if line.strip()]
+        pgid = {pid: g for pid, _, g in rows}
+        return [pid for pid, ppid, g in rows if g not in self.groups and pgid.get(ppid) in self.groups]
+
+    def stop(self) -> None:
+        workers = self.children() if self.groups else []
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for g in reversed(self.groups):
+                try:
+                    os.killpg(g, sig)
+                except ProcessLookupError:
+                    pass
+            for pid in workers:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            if sig == signal.SIGTERM:
+                deadline = time.time() + 10
+                while time.time() < deadline and any(_group_alive(g) for g in self.groups):
+                    time.sleep(0.2)
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,212 @@
+"""Executors of experiment grids: serial vs Ray on a real two-node local cluster.
+
+The cluster is started by the test (``ray start --head`` plus a second node joining by
+address, one CPU each, loopback only) and torn down by the process groups it recorded
+(``clirlib/raycluster.py``). The grid is a slice of the ci profile's Table 2 grid (French,
+seed 0, the four losses) with 4 epochs, so the file stays within its time budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from clirlib import executors, experiments, paths, reproduction
+from clirlib.train import TrainConfig
+
+from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
+
+#: Fields that hold wall-clock times or dates: everything else of a record must match.
+TIMING = {"seconds", "created"}
+
+
+def _strip(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k not in TIMING}
+    out["history"] = [{k: v for k, v in h.items() if k not in TIMING} for h in record["history"]]
+    return out
+
+
+def _grid() -> list[TrainConfig]:
+    cfgs = [c for c in reproduction.table2_configs("ci") if c.lang == "fr" and c.seed == 0]
+    assert [c.loss for c in cfgs] == list(reproduction.LOSS_ORDER)
+    return [dataclasses.replace(c, epochs=4) for c in cfgs]
+
+
+@pytest.fixture()
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    return tmp_path / "results"
+
+
+@pytest.fixture(scope="module")
+def serial_records(tmp_path_factory):
+    """The reference: the grid trained serially in this process."""
+    old = paths.RESULTS_DIR
+    paths.RESULTS_DIR = tmp_path_factory.mktemp("serial") / "results"
+    try:
+        return executors.SerialExecutor().run(_grid(), desc="serial")
+    finally:
+        paths.RESULTS_DIR = old
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ray")
+    old = {k: os.environ.get(k) for k in LOOPBACK_ENV}
+    os.environ.update(LOOPBACK_ENV)  # before ray is imported: it reads them once
+    import ray
+
+    with LocalCluster(tmp, [1, 1]) as c:
+        ex = executors.RayExecutor(c.address, threads=1)
+        ex.connect()
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+        yield c, ex
+        ray.shutdown()
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def test_serial_grid_collects_failures_after_the_grid(results_dir, monkeypatch):
+    """A failing run does not stop the others; it is reported with its config and traceback."""
+    good, bad = _grid()[0], dataclasses.replace(_grid()[0], init_scale=float("nan"))  # NaN embeddings: NaN loss
+    with pytest.raises(executors.GridError) as err:
+        executors.SerialExecutor().run([bad, good], desc="t")
+    assert len(err.value.failures) == 1 and err.value.failures[0].config == bad
+    assert "NonFiniteError" in err.value.failures[0].error and "Traceback" in err.value.failures[0].error
+    assert experiments.cached_record(good) is not None and experiments.cached_record(bad) is None
+
+
+def test_cached_runs_are_not_resubmitted(results_dir, serial_records):
+    """A restarted driver only trains what the cache lacks (here: the one entry removed)."""
+    grid = _grid()
+    for cfg, rec in zip(grid, serial_records):
+        experiments.store_record(cfg, rec)
+    (results_dir / "runs" / f"{experiments.cache_key(grid[2])}.json").unlink()
+    state = executors._Grid(grid, None, "t")
+    assert list(state.todo) == [experiments.cache_key(grid[2])]
+    state.bar.close()
+
+
+def test_ray_grid_is_byte_identical_to_serial(results_dir, serial_records, cluster):
+    c, ex = cluster
+    records = ex.run(_grid(), desc="ray")
+    assert [_strip(r) for r in records] == [_strip(r) for r in serial_records]
+    # the driver wrote every entry; the tables (wall-clock columns dropped) are the same bytes
+    assert len(list((results_dir / "runs").glob("*.json"))) == 4
+    out = results_dir / "t"
+    out.mkdir()
+    for name, recs in (("ray", records), ("serial", serial_records)):
+        reproduction.save_table(experiments.pd.DataFrame([experiments.summary_row(r) for r in recs]), out / f"{name}.csv")
+    assert (out / "ray.csv").read_bytes() == (out / "serial.csv").read_bytes()
+
+
+def _workers_running(groups: list[int]) -> list[int]:
+    """PIDs of our cluster's Ray workers executing a training task. Workers have process
+    groups of their own (Ray calls setpgrp); their parent is a raylet of our groups."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,pgid=,args="], capture_output=True, text=True).stdout
+    procs = {}
+    for line in out.splitlines():
+        pid, ppid, pgid, args = (line.split(None, 3) + [""])[:4]
+        procs[int(pid)] = (int(ppid), int(pgid), args)
+    return [pid for pid, (ppid, _, args) in procs.items()
+            if args.startswith("ray::train-") and procs.get(ppid, (0, -1, ""))[1] in groups]
+
+
+def test_killed_worker_is_retried_and_results_identical(results_dir, serial_records, cluster):
+    c, ex = cluster
+    killed: list[int] = []
+
+    def killer():
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            pids = _workers_running(c.groups)
+            if pids:
+                time.sleep(1.0)  # mid-run
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.2)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    records = ex.run(_grid()[:2], desc="ray-kill")
+    t.join(5)
+    assert killed, "no worker was found running a task"
+    assert [_strip(r) for r in records] == [_strip(r) for r in serial_records[:2]]
+
+
+def test_failing_config_is_reported_with_traceback(results_dir, cluster):
+    c, ex = cluster
+    good, bad = _grid()[0], dataclasses.replace(_grid()[0], init_scale=float("nan"))
+    with pytest.raises(executors.GridError) as err:
+        ex.run([good, bad], desc="ray-fail")
+    (f,) = err.value.failures
+    assert f.config == bad and "NonFiniteError: non-finite loss" in f.error and "Traceback" in f.error
+    assert experiments.cache_key(bad) in str(err.value)
+    stored = json.loads((results_dir / "runs" / f"{experiments.cache_key(good)}.json").read_text())
+    assert stored["config"]["loss"] == good.loss  # the good run of the grid was stored
+
+
+def test_executor_is_chosen_in_one_place(monkeypatch):
+    monkeypatch.delenv("CLIRLIB_EXECUTOR", raising=False)
+    assert isinstance(executors.get_executor(), executors.SerialExecutor)  # serial by default
+    monkeypatch.setenv("CLIRLIB_EXECUTOR", "ray")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    ex = executors.get_executor()
+    assert isinstance(ex, executors.RayExecutor) and ex.address == "10.0.0.1:6379"
+    with pytest.raises(ValueError, match="unknown executor 'dask'"):
+        executors.get_executor("dask")
+
+
+def test_reproduce_takes_executor_and_address():
+    from clirlib.cli import build_parser
+
+    args = build_parser().parse_args(["reproduce", "--profile", "ci", "--executor", "ray", "--address", "h:6379"])
+    assert (args.executor, args.address) == ("ray", "h:6379")
+    assert build_parser().parse_args(["reproduce"]).executor == "serial"
+
+
+_DRIVER = """
+import sys, pathlib
+sys.path.insert(0, sys.argv[3])
+from clirlib import executors, paths
+from test_executors import _grid
+paths.RESULTS_DIR = pathlib.Path(sys.argv[1])
+ex = executors.RayExecutor(sys.argv[2], threads=1)
+state = executors._Grid(_grid(), None, "t")
+print("todo", len(state.todo), flush=True)
+state.bar.close()
+ex.run(_grid(), desc="driver")
+print("done", flush=True)
+"""
+
+
+def test_killed_driver_resumes_from_the_cache(results_dir, serial_records, cluster):
+    """The driver killed by its PID once a run is stored; a new driver trains only the rest."""
+    import sys
+
+    c, _ = cluster
+    cmd = [sys.executable, "-c", _DRIVER, str(results_dir), c.address, os.path.dirname(__file__)]
+    env = {**os.environ, **LOOPBACK_ENV}
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    runs = results_dir / "runs"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (runs.is_dir() and list(runs.glob("*.json"))):
+        time.sleep(0.2)
+    first.kill()  # SIGKILL by PID: no clean-up in the driver
+    first.wait()
+    stored = len(list(runs.glob("*.json")))
+    assert 1 <= stored < 4
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300).stdout
+    assert f"todo {4 - stored}" in out and "done" in out  # only the missing runs resubmitted
+    records = [experiments.cached_record(cfg) for cfg in _grid()]
+    assert [_strip(r) for r in records] == [_strip(r) for r in serial_records]
