@@ -25,6 +25,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.system == "hike":  # issue 14: HIKE's own options and output live in systems.hike
+        from .systems.hike import cli_train
+
+        return cli_train(args)
     from .train import TrainConfig, train
 
     cfg = TrainConfig(
@@ -149,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
                         "the first (default); paper = the paper's words: forward LSTM's first state + backward's last")
+    t.add_argument("--system", default=None, help="a whole system instead of the paper's ranker: hike")
+    t.add_argument("--kg", help="HIKE: a KG folder (TSV format of clirlib.data.kg); default: the benchmark's own, "
+                                "none on real data (the vanilla cross-encoder)")
+    t.add_argument("--kg-mode", default="full", help="HIKE: full | none | shuffled | half | gold")
+    t.add_argument("--bert-path", help="HIKE: a local BERT folder (uses it instead of the small encoder)")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)

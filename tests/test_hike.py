@@ -142,3 +142,44 @@ def test_bert_path_with_a_tiny_local_model(tmp_path):
     assert out.shape == (1, 12) and enc.dim == 12
     with pytest.raises(FileNotFoundError, match="never downloads"):
         BertEncoder(tmp_path / "absent", ["<PAD>"], ["<PAD>"])
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "hike", *args], capture_output=True,
+                          text=True, env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin"}, timeout=600)
+
+
+def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
+    from test_cli import write_fixture  # the hand-written WikiCLIR-layout collection of the CLI tests
+
+    from clirlib.data.kg import KnowledgeGraph, write_kg
+
+    write_fixture(tmp_path / "wikiclir")
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "vanilla cross-encoder" in p.stdout and "NDCG@10" in p.stdout
+    # A hand-written KG: the English words of the fixture's queries with their French labels.
+    en = ["river", "city", "music", "war", "king"]
+    fr = ["fleuve", "ville", "musique", "guerre", "roi"]
+    kg = KnowledgeGraph([f"Q{i}" for i in range(5)], [""] * 5, {"en": en, "fr": fr},
+                        {"en": [""] * 5, "fr": [""] * 5}, np.array([0, 1]), np.array([0, 0]), np.array([1, 2]), ["P1"])
+    write_kg(kg, tmp_path / "kg")
+    out = tmp_path / "r.json"
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet",
+             "--kg", str(tmp_path / "kg"), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "vanilla" not in p.stdout and "KG: 5 entities, 2 triples" in p.stdout
+    import json
+
+    rec = json.loads(out.read_text())
+    assert rec["config"]["kg"] == "full" and rec["data_info"]["kg"]["queries_with_links"] == 18
+    # 18 by hand: query i names words i % 10 and (3 i + 1) % 10 of the fixture's list; 15 queries have
+    # i % 10 < 5 (a KG word), and i % 10 == 7 names "river" (listed twice) for i = 7, 17, 27.
+    p = _cli("--data", "ci", "--epochs", "1", "--quiet", "--kg-mode", "gold")
+    assert p.returncode == 0, p.stderr
+    assert "linking on test queries: precision" in p.stdout
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--kg-mode", "gold", "--kg", str(tmp_path / "kg"), "--quiet")
+    assert p.returncode == 2 and "gold_links.tsv" in p.stderr and "Traceback" not in p.stderr

@@ -460,14 +460,15 @@ def cache_key(config: HikeConfig) -> str:
     return f"hike-v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.key()}"
 
 
-def run(config: HikeConfig, dataset=None, *, force: bool | None = None) -> dict[str, Any]:
+def run(config: HikeConfig, dataset=None, *, force: bool | None = None, cache: bool = True) -> dict[str, Any]:
     """Train and test ``config`` (or read the cached record from ``results/runs``); the record
-    has the keys of ``experiments.run``'s and the metrics ``ALL_METRICS``."""
+    has the keys of ``experiments.run``'s and the metrics ``ALL_METRICS``. ``cache=False``
+    neither reads nor writes the cache (the CLI's one-off runs)."""
     from ..experiments import _atomic_write_json, _force, _jsonable, runs_dir
 
     cfg = config.resolved()
-    path = runs_dir() / f"{cache_key(cfg)}.json"
-    if path.exists() and not _force(force):
+    path = runs_dir() / f"{cache_key(cfg)}.json" if cache else None
+    if cache and path.exists() and not _force(force):
         try:
             return json.loads(path.read_text())
         except json.JSONDecodeError:
@@ -497,7 +498,8 @@ def run(config: HikeConfig, dataset=None, *, force: bool | None = None) -> dict[
         "test_per_query": {c: pq[c].tolist() for c in pq.columns},
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    _atomic_write_json(path, record)
+    if cache:
+        _atomic_write_json(path, record)
     return record
 
 
@@ -532,3 +534,38 @@ def rerank(system: Hike, dataset, first_stage_scores: np.ndarray, qrows: np.ndar
     out = fs - fs.max() - 1.0 - (h.max() - h.min() + 1.0)  # everything below the re-ranked block
     np.put_along_axis(out, top, h - h.max() + 0.0, axis=1)
     return out
+
+
+def cli_train(args) -> int:
+    """``python -m clirlib train --system hike``: train, test, print the metrics (``--out``: the record)."""
+    from ..data.synthetic import PROFILES
+
+    mode = args.kg_mode
+    if args.kg is None and args.data not in PROFILES and mode != "none":
+        print("no --kg given on real data: HIKE runs as the vanilla cross-encoder (v_qd alone, kg='none')")
+        mode = "none"
+    elif mode == "none":
+        print("kg mode 'none': HIKE runs as the vanilla cross-encoder (v_qd alone)")
+    cfg = HikeConfig(data=args.data, lang=args.lang, seed=args.seed, data_seed=args.data_seed,
+                     n_queries=args.n_queries, n_nr=args.n_nr, kg=mode, kg_dir=args.kg,
+                     encoder="bert" if args.bert_path else "small", bert_path=args.bert_path,
+                     epochs=args.epochs if args.epochs is not None else 15).resolved()
+    if args.quiet:
+        os.environ["CLIRLIB_PROGRESS"] = "0"
+    rec = run(cfg, cache=False)
+    kg = rec["data_info"].get("kg")
+    print(f"system=hike data={cfg.data} lang={cfg.lang} kg={cfg.kg}{' (' + str(cfg.kg_dir) + ')' if cfg.kg_dir else ''} "
+          f"encoder={cfg.encoder} seed={cfg.seed} best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s)")
+    if kg:
+        lk = kg.get("linking_test")
+        print(f"KG: {kg['entities']} entities, {kg['triples']} triples, {kg['queries_with_links']} of {kg['queries']} "
+              f"queries linked" + (f"; linking on test queries: precision {lk['precision']:.3f}, recall {lk['recall']:.3f}"
+                                   if lk else ""))
+    width = max(len(m) for m in ALL_METRICS)
+    for m in ALL_METRICS:
+        print(f"{m:<{width}}  {rec['test'][m]:.4f}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(rec, indent=1, sort_keys=True))
+        print(f"wrote {args.out}")
+    return 0
