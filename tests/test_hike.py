@@ -183,3 +183,32 @@ def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
     assert "linking on test queries: precision" in p.stdout
     p = _cli("--data", str(tmp_path / "wikiclir"), "--kg-mode", "gold", "--kg", str(tmp_path / "kg"), "--quiet")
     assert p.returncode == 2 and "gold_links.tsv" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_rerank_puts_hike_order_on_top_of_the_first_stage():
+    class Fixed:  # stands in for a fitted Hike: scores 10 * document row
+        def score_pairs(self, dataset, q, d):
+            return 10.0 * np.asarray(d, dtype=float)
+
+    from clirlib.systems.hike import rerank
+
+    first = np.array([[0.9, 0.8, 0.1, 0.7, 0.0]])  # first stage's top 3: docs 0, 1, 3
+    out = rerank(Fixed(), None, first, np.array([0]), depth=3)
+    # HIKE reorders the top 3 as 3 > 1 > 0; docs 2 and 4 stay below in first-stage order (2 > 4).
+    assert np.argsort(-out[0], kind="stable").tolist() == [3, 1, 0, 2, 4]
+
+
+def test_collection_metrics_with_a_sosl_first_stage(ci_fr):
+    from clirlib.systems.hike import collection_metrics
+    from clirlib.train import TrainConfig, train
+
+    ranker = train(TrainConfig(data="ci", lang="fr", epochs=1), ci_fr, keep_model=True).model
+    h = Hike(HikeConfig(kg="none", **TINY))
+    h._build(ci_fr, 0)
+    pq = collection_metrics(h, ci_fr, ranker, "test", depth=5)
+    n_q = len(np.unique(ci_fr.splits["test"].qidx))
+    assert pq["stage"].value_counts().to_dict() == {"first stage": n_q, "HIKE": n_q}
+    # Re-ranking the top 5 cannot change which documents are in the top 5: P_r@5 is the same.
+    a = pq[pq["stage"] == "first stage"]["P_r@5"].to_numpy()
+    b = pq[pq["stage"] == "HIKE"]["P_r@5"].to_numpy()
+    assert np.allclose(a, b)

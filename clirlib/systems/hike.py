@@ -503,37 +503,182 @@ def run(config: HikeConfig, dataset=None, *, force: bool | None = None, cache: b
     return record
 
 
-#: The runs notebook 13 / 15 show: HIKE in every language, the controls on French.
-def profile_configs(profile: str, seeds: tuple[int, ...] | None = None, control_lang: str = "fr",
-                    langs: tuple[str, ...] = ("fr", "it", "sw", "tl")) -> list[HikeConfig]:
-    """HIKE (full KG) per language and, on ``control_lang``, the four controls, per seed."""
-    from ..experiments import settings
+#: Run sizes per profile: ``ci`` is the fast check that ``make test`` executes (one
+#: short epoch, French only: its numbers decide nothing), ``default`` and ``paper`` run the
+#: paper's 15 epochs of 1,600 pairs in all four languages, the controls on French.
+PROFILE_RUNS: dict[str, dict[str, Any]] = {
+    "ci": {"epochs": 1, "pairs_per_epoch": 160, "langs": ("fr",), "seeds": (0, 1, 2)},
+    "default": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
+    "paper": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
+}
 
-    seeds = tuple(seeds) if seeds is not None else tuple(settings(profile)["seeds"])
-    out = [HikeConfig(data=profile, lang=l, seed=s, kg="full") for l in langs for s in seeds]
-    out += [HikeConfig(data=profile, lang=control_lang, seed=s, kg=k) for k in KG_MODES if k != "full" for s in seeds]
+
+def profile_configs(profile: str, data: str | None = None, control_lang: str = "fr") -> list[HikeConfig]:
+    """HIKE (full KG) per language of the profile and, on ``control_lang``, the four controls, per seed."""
+    if profile not in PROFILE_RUNS:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_RUNS)}")
+    s = PROFILE_RUNS[profile]
+    base = dict(data=data or profile, epochs=s["epochs"], pairs_per_epoch=s["pairs_per_epoch"])
+    if data:  # real data: no generated KG, so only the vanilla cross-encoder unless a KG is given
+        return [HikeConfig(**base, lang=control_lang, seed=seed, kg="none") for seed in s["seeds"]]
+    out = [HikeConfig(**base, lang=l, seed=seed, kg="full") for l in s["langs"] for seed in s["seeds"]]
+    out += [HikeConfig(**base, lang=control_lang, seed=seed, kg=k) for k in KG_MODES if k != "full"
+            for seed in s["seeds"]]
     return out
 
 
-def records_for_profile(profile: str, seeds: tuple[int, ...] | None = None, **kw: Any) -> list[dict[str, Any]]:
-    """HIKE's records for a profile (what notebook 13 adds as HIKE rows): :func:`profile_configs`, each run or cached."""
-    return [run(c) for c in profile_configs(profile, seeds, **kw)]
+def records_for_profile(profile: str, data: str | None = None, force: bool | None = None) -> list[dict[str, Any]]:
+    """HIKE's records for a profile (what notebooks 13 and 15 show): :func:`profile_configs`, each run or cached."""
+    configs = profile_configs(profile, data)
+    disable = True if os.environ.get("CLIRLIB_PROGRESS", "") == "0" or os.environ.get("CI") else None
+    return [run(c, force=force) for c in tqdm(configs, desc="hike runs", disable=disable, leave=False)]
+
+
+# --------------------------------------------------------------------------- verdicts and tables
+KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuffled KG", "half": "HIKE, half the KG",
+             "gold": "HIKE, gold links"}
+
+
+def verdict_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records in the shape ``clirlib.verdicts`` reads: the system's name goes into the
+    ``loss`` field (one of ``verdicts.SYSTEM_FIELDS``), e.g. ``"HIKE without KG"``."""
+    out = []
+    for r in records:
+        cfg = {**r["config"], "loss": KG_LABELS[r["config"]["kg"]]}
+        out.append({**r, "config": cfg})
+    return out
+
+
+def hypotheses(control_lang: str = "fr"):
+    """What the KG adds, as ``verdicts.Hypothesis`` objects (margins fixed before any run:
+    0.01 absolute, the project's smallest effect that matters), over the seven metrics and
+    NDCG@1 / NDCG@10."""
+    from .. import verdicts
+
+    class _Hypothesis(verdicts.Hypothesis):  # the same procedure; NDCG@1 / @10 allowed as metrics
+        def __post_init__(self) -> None:
+            if self.kind not in ("superiority", "equivalence", "at_most"):
+                raise ValueError(f"unknown hypothesis kind {self.kind!r}")
+
+    why = "0.01 absolute, as every claim of clirlib.verdicts"
+    fr = {"lang": control_lang}  # the controls run in one language
+    return (
+        _Hypothesis("hike_kg_helps", "HIKE with the KG beats HIKE without it (the vanilla cross-encoder)",
+                    "HIKE paper, Table 3", "hike", {"loss": KG_LABELS["full"], **fr}, {"loss": KG_LABELS["none"], **fr},
+                    ALL_METRICS, match=(), why_margin=why),
+        _Hypothesis("hike_kg_beats_shuffled", "the real KG beats a shuffled one (the gain is knowledge, not capacity)",
+                    "issue 14 control", "hike", {"loss": KG_LABELS["full"], **fr}, {"loss": KG_LABELS["shuffled"], **fr},
+                    ALL_METRICS, match=(), why_margin=why),
+        _Hypothesis("hike_full_beats_half", "the full KG beats half of it", "issue 14 control", "hike",
+                    {"loss": KG_LABELS["full"], **fr}, {"loss": KG_LABELS["half"], **fr}, ALL_METRICS, match=(),
+                    why_margin=why),
+        _Hypothesis("hike_gold_beats_linker", "gold links beat the longest-match linker", "issue 14 control", "hike",
+                    {"loss": KG_LABELS["gold"], **fr}, {"loss": KG_LABELS["full"], **fr}, ALL_METRICS, match=(),
+                    why_margin=why),
+    )
+
+
+def runs_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run: system label, language, seed, epochs, seconds, KG linking, test metrics."""
+    rows = []
+    for r in records:
+        c = r["config"]
+        kg = r["data_info"].get("kg") or {}
+        lk = kg.get("linking_test") or {}
+        rows.append({"system": KG_LABELS[c["kg"]], "kg": c["kg"], "lang": c["lang"], "seed": c["seed"],
+                     "best_epoch": r["best_epoch"], "epochs_run": r["epochs_run"], "seconds": round(r["seconds"], 1),
+                     "queries_linked": kg.get("queries_with_links", 0), "queries": kg.get("queries", 0),
+                     "link_precision": lk.get("precision"), "link_recall": lk.get("recall"),
+                     "dev_chance": r["dev_chance"], "dev_P_mr@1": r["dev"]["P_mr@1"],
+                     **{m: r["test"][m] for m in ALL_METRICS}})
+    return pd.DataFrame(rows)
+
+
+def mean_std_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and seed-to-seed standard deviation of every metric per (system, language)."""
+    g = runs.groupby(["system", "lang"], sort=False)[list(ALL_METRICS)]
+    mean, std = g.mean(), g.std(ddof=1)
+    out = mean.copy()
+    for m in ALL_METRICS:
+        out[f"{m}_std"] = std[m]
+    out.insert(0, "seeds", g.size())
+    return out.reset_index()
+
+
+def linking_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The linker's precision and recall against the generator's truth (test queries), per language."""
+    full = runs[runs["kg"] == "full"]
+    return (full.groupby("lang", sort=False)[["queries_linked", "queries", "link_precision", "link_recall"]]
+            .first().reset_index())
+
+
+def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
+    """Plain words on whether knowledge helps, every number read from the verdict tables."""
+    from .. import verdicts
+
+    lines = []
+    row = summary[summary["hypothesis"] == "hike_kg_helps"]
+    if len(row):
+        r = row.iloc[0]
+        lines.append(f"- {verdicts.sentence(r)}")
+        comp = comparisons[(comparisons["hypothesis"] == "hike_kg_helps")]
+        for m in ("NDCG@1", "NDCG@5", "NDCG@10"):
+            for c in comp[comp["metric"] == m].to_dict("records"):
+                lines.append(f"  - {c['a']} vs {c['b']} ({m}): {c['mean_a']:.3f} vs {c['mean_b']:.3f}, difference "
+                             f"{c['effect']:+.3f} (95 % CI {c['ci_low']:+.3f} to {c['ci_high']:+.3f}, "
+                             f"p_Holm = {c['p_holm']:.3g}).")
+    for r in summary[summary["hypothesis"] != "hike_kg_helps"].to_dict("records"):
+        lines.append(f"- {verdicts.sentence(r)}")
+    return "\n".join(lines)
 
 
 def rerank(system: Hike, dataset, first_stage_scores: np.ndarray, qrows: np.ndarray, depth: int = 100) -> np.ndarray:
-    """Whole-collection ranking: HIKE re-scores each query's top ``depth`` documents of a first stage.
+    """HIKE re-scores each query's top ``depth`` documents of a first stage (how a user deploys it).
 
-    ``first_stage_scores`` (n_q, n_docs) for the queries ``qrows``; returns (n_q, n_docs) scores
-    where the top ``depth`` documents carry HIKE's score shifted above every other document's
-    (which keep the first stage's order below them)."""
+    ``first_stage_scores`` (n_q, n_docs) for the query rows ``qrows``; returns (n_q, n_docs)
+    scores: the top ``depth`` documents get HIKE's scores, shifted above every other document,
+    and the rest keep the first stage's order below them."""
     fs = np.asarray(first_stage_scores, dtype=np.float64)
     depth = min(depth, fs.shape[1])
     top = np.argsort(-fs, axis=1, kind="stable")[:, :depth]  # (n_q, depth)
-    q = np.repeat(np.asarray(qrows, np.int64), depth)
-    h = system.score_pairs(dataset, q, top.reshape(-1)).reshape(len(qrows), depth)
-    out = fs - fs.max() - 1.0 - (h.max() - h.min() + 1.0)  # everything below the re-ranked block
-    np.put_along_axis(out, top, h - h.max() + 0.0, axis=1)
+    h = system.score_pairs(dataset, np.repeat(np.asarray(qrows, np.int64), depth), top.reshape(-1))
+    h = h.reshape(len(qrows), depth)  # (n_q, depth)
+    below = fs - fs.max() - 1.0  # (n_q, n_docs) every first-stage score below 0 ...
+    out = below - (h.max() - h.min())  # ... and below the lowest re-ranked score
+    np.put_along_axis(out, top, h - h.min(), axis=1)  # re-ranked block in [0, spread]
     return out
+
+
+def collection_metrics(system: Hike, dataset, ranker, split: str = "test", depth: int = 100) -> pd.DataFrame:
+    """Whole-collection ranking: every loaded document is a candidate of every ``split`` query;
+    the first stage is a trained ``clirlib.encoders.Ranker`` (SOSL with average pooling:
+    ``train.train(TrainConfig(...), keep_model=True).model``), HIKE re-ranks its top ``depth``.
+    Returns per-query metrics (``ALL_METRICS``) of both, column ``stage`` = first stage | HIKE."""
+    from ..train import _batch
+
+    sp = dataset.splits[split]
+    qrows = np.unique(sp.qidx)
+    n_d = len(dataset.docs)
+    labels = np.zeros((len(qrows), n_d), dtype=np.int64)  # every other document is NR
+    pos = np.searchsorted(qrows, sp.qidx)
+    labels[pos, sp.didx] = sp.labels
+    ranker.eval()
+    dev = next(ranker.parameters()).device
+    with torch.no_grad():
+        vq = ranker.query_encoder(*_batch(dataset.queries, qrows, dev))  # (n_q, p)
+        vd = torch.cat([ranker.doc_encoder(*_batch(dataset.docs, np.arange(s, min(s + 4096, n_d)), dev))
+                        for s in range(0, n_d, 4096)])  # (n_d, p)
+        first = np.stack([ranker.score_vectors(vq[i].expand(n_d, -1), vd).double().cpu().numpy()
+                          for i in range(len(qrows))])  # (n_q, n_d)
+    reranked = rerank(system, dataset, first, qrows, depth)
+    qid = np.repeat(np.arange(len(qrows)), n_d)
+    frames = []
+    for stage, sc in (("first stage", first), ("HIKE", reranked)):
+        pq = per_query_metrics(sc.reshape(-1), labels.reshape(-1), qid)
+        pq["query_id"] = [dataset.query_ids[qrows[i]] for i in pq["query_id"]]
+        pq.insert(0, "stage", stage)
+        frames.append(pq)
+    return pd.concat(frames, ignore_index=True)
 
 
 def cli_train(args) -> int:
