@@ -231,3 +231,17 @@ def test_linker_against_the_generators_truth(ci_root):
     # themselves: every gold entity of a query has at least one KG neighbour.
     deg = kg.degree()
     assert all(deg[kg.index[e]] > 0 for ents in gold.values() for e in ents)
+
+
+def test_kg_costs_little_generation_time(tmp_path):
+    import time
+
+    from clirlib.data.kg import write_benchmark_kg
+
+    p, d = synthetic.PROFILES["ci"], synthetic.DIFFICULTY
+    lex = synthetic._lexicons(p.n_meanings, 0, d)
+    universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in synthetic.LANGS}
+    t0 = time.perf_counter()
+    write_benchmark_kg(tmp_path, p, 0, d, lex, universes)
+    # Budget 5 s on the default profile; ci's KG took 0.23 s and default's 1.0 s under load.
+    assert time.perf_counter() - t0 < 5.0

@@ -414,9 +414,10 @@ class Hike(System):
         qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
         order = np.argsort(dataset.docs.lengths[didx] + dataset.queries.lengths[qidx], kind="stable")
         out = np.empty(len(qidx), dtype=np.float64)
-        for s in range(0, len(order), chunk):
-            rows = order[s:s + chunk]
-            out[rows] = self._scores(dataset, qidx[rows], didx[rows]).double().cpu().numpy()
+        with one_thread():  # measured under load: 108-145 pairs/s on one thread, 40-49 on two
+            for s in range(0, len(order), chunk):
+                rows = order[s:s + chunk]
+                out[rows] = self._scores(dataset, qidx[rows], didx[rows]).double().cpu().numpy()
         return out
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
