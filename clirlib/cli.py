@@ -57,6 +57,10 @@ def _train_system(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.system == "hike":  # issue 14: HIKE's own options and output live in systems.hike
+        from .systems.hike import cli_train
+
+        return cli_train(args)
     if args.system != "sosl":
         return _train_system(args)
     from .train import TrainConfig, train
@@ -200,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train and test one configuration")
-    t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl"],
-                   help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL (clirlib.systems)")
+    t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl", "hike"],
+                   help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE (clirlib.systems)")
     t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}) or a WikiCLIR directory")
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
     t.add_argument("--loss", default="sosl", choices=list(LOSSES))
@@ -225,6 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--labels", default="lda", choices=["lda", "random", "true"], help="mdl: where labels come from")
     t.add_argument("--criterion", default="en", choices=["en", "doc"], help="mdl: the language LDA runs on")
     t.add_argument("--no-collection", action="store_true", help="bm25 / mdl: skip whole-collection retrieval")
+    t.add_argument("--kg", help="HIKE: a KG folder (TSV format of clirlib.data.kg); default: the benchmark's own, "
+                                "none on real data (the vanilla cross-encoder)")
+    t.add_argument("--kg-mode", default="full", choices=["full", "none", "shuffled", "half", "gold"], help="HIKE: which KG control")
+    t.add_argument("--bert-path", help="HIKE: a local BERT folder (uses it instead of the small encoder)")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)

@@ -36,7 +36,8 @@ def ci_root(tmp_path_factory):
 
 def test_same_seed_same_bytes_other_seed_differs(ci_root, tmp_path):
     again = generate_benchmark("ci", seed=0, out_dir=tmp_path / "again")
-    assert len(digest(ci_root)) == 1 + 4 * 2 + 5 + 1  # queries; docs + qrels per language; 5 Polyglot files; manifest
+    # queries; docs + qrels per language; 5 Polyglot files; manifest; 4 KG files per language (issue 14)
+    assert len(digest(ci_root)) == 1 + 4 * 2 + 5 + 1 + 4 * 4
     assert digest(again) == digest(ci_root)
     other = digest(generate_benchmark("ci", seed=1, out_dir=tmp_path / "other"))
     assert other.keys() == digest(ci_root).keys()
@@ -141,7 +142,7 @@ def test_default_profile_splits_and_determinism(tmp_path):
 def test_write_texts_matches_generate_benchmark(ci_root, tmp_path):
     texts = {k: v for k, v in digest(synthetic.write_texts("ci", 0, tmp_path / "t")).items() if k != "manifest.json"}
     full = digest(ci_root)
-    assert texts == {k: v for k, v in full.items() if k.startswith("wiki-clir/")}
+    assert texts == {k: v for k, v in full.items() if k.startswith(("wiki-clir/", "kg/"))}  # kg/: issue 14
 
 
 def _file_tokens(path, column):

@@ -64,7 +64,7 @@ class Lexicon:
         return wid
 
 
-def _candidates(gen: np.random.Generator, lang: str, n: int) -> list[str]:
+def candidates(gen: np.random.Generator, lang: str, n: int) -> list[str]:
     onsets, nuclei, codas, p = _SYLLABLES[lang]
     k = gen.choice(len(p), size=n, p=p) + 1
     o = gen.integers(len(onsets), size=(n, 4))
@@ -85,7 +85,7 @@ def lexicons(n_meanings: int, seed: int, d: Difficulty) -> dict[str, Lexicon]:
         need = d.n_function + n_meanings + n_alt
         forms: list[str] = []
         while len(forms) < need:
-            for w in _candidates(gen, lang, 2 * (need - len(forms)) + 64):
+            for w in candidates(gen, lang, 2 * (need - len(forms)) + 64):
                 if w not in used:
                     used.add(w)
                     forms.append(w)

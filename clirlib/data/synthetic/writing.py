@@ -23,6 +23,7 @@ from ...determinism import rng
 from ...profiles import SIZES, Profile
 from ..blas import single_threaded_blas
 from ..embeddings import train_embeddings
+from ..kg import write_benchmark_kg
 from ..languages import WIKICLIR_LANGUAGES
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from .concepts import build_universe
@@ -191,6 +192,8 @@ def _write(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embed
             m = meanings(u, concepts, lengths, d.doc_mix, g, d)
             en_corpus.append((lex["en"].render(m, g, d.synonym_use), lengths))
         _write_embeddings(root / "polyglot" / "polyglot-en.pkl", en_corpus, lex["en"], p, seed, "en")
+
+    write_benchmark_kg(root, p, seed, d, lex, universes)  # kg/<lang>/ for HIKE, from its own streams (issue 14)
 
     manifest = {
         "generator_version": GENERATOR_VERSION,

@@ -1,0 +1,394 @@
+"""A multilingual knowledge graph for HIKE (issue 14; HIKE paper, "Notations" and "Knowledge Graph").
+
+HIKE reads, for every entity linked from a query, its label and its description in the
+source and the target language, and its neighbours in the graph. This module holds that
+graph in one plain form (:class:`KnowledgeGraph`), one documented file format, the
+generator of the embedded benchmark's graph and a reader for Wikidata's JSON dump.
+
+KG file format (a folder, UTF-8, tab separated, one header line each)
+--------------------------------------------------------------------
+- ``entities.tsv``: ``entity<TAB>type``; one line per entity, ids unique (Wikidata:
+  ``Q42<TAB>Q5``, the first "instance of" value, or empty).
+- ``labels.tsv``: ``entity<TAB>lang<TAB>label<TAB>description``; at most one line per
+  (entity, language); the description may be empty (Wikidata: ``labels`` and
+  ``descriptions``).
+- ``triples.tsv``: ``head<TAB>relation<TAB>tail``, entity ids and a relation name
+  (Wikidata: ``Q42<TAB>P69<TAB>Q691283`` from ``claims``).
+- ``gold_links.tsv`` (optional, the embedded benchmark only): ``query_id<TAB>entity``,
+  the entities the generator put into each query (the truth entity linking is scored
+  against, and the "gold links" control of HIKE).
+
+A user fills it from Wikidata with :func:`read_wikidata_json` (dump lines, the subset of
+fields above) and :func:`write_kg`. Every malformed line raises ``DataFormatError``
+naming file, line and problem.
+
+The embedded benchmark's graph (:func:`benchmark_kg`)
+-----------------------------------------------------
+One graph per document language, whose entities are that universe's concepts (the
+concepts behind the articles and the queries). Labels: the concept's title in English and
+in the document language (the same strings as the article titles). Descriptions: one
+sentence per language, "<label> <f1> <f2> <type> <f3>." built from the concept's *domain*
+only: f1..f3 are three of that language's topic-free function words and <type> is a word
+naming the concept's domain, made up for the KG (a string no document contains).
+Descriptions are therefore generated from the concepts, never copied from documents, and
+beyond the label carry no word of an article (``tests/test_kg.py`` checks that the
+description of a query's entities shares no more tokens with the query's MR document than
+with a random document). Triples: the concept graph's mutual links, typed
+``linked_same_domain`` or ``linked_other_domain``, each link once. Gold links: the
+neighbour concepts whose title meaning the generator drew into the query (anchor text of
+the link category), whatever surface form (synonym) it was rendered in.
+
+The graph is drawn from its own random streams (``rng(seed, "kg", ...)``) and only reads
+the generator's (replayed) streams, so every other benchmark file keeps its bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from ..determinism import rng
+from ..profiles import SIZES
+from .errors import DataFormatError
+
+ENTITY_HEADER = ("entity", "type")
+LABEL_HEADER = ("entity", "lang", "label", "description")
+TRIPLE_HEADER = ("head", "relation", "tail")
+LINK_HEADER = ("query_id", "entity")
+RELATIONS = ("linked_same_domain", "linked_other_domain")
+
+
+@dataclass
+class KnowledgeGraph:
+    """Entities with per-language labels / descriptions and typed triples (indices into ``ids``)."""
+
+    ids: list[str]  # (n,) entity ids
+    types: list[str]  # (n,)
+    labels: dict[str, list[str]]  # lang -> (n,) label, "" when missing
+    descriptions: dict[str, list[str]]  # lang -> (n,) description, "" when missing
+    heads: np.ndarray  # (m,) int64
+    rels: np.ndarray  # (m,) int64, index into relations
+    tails: np.ndarray  # (m,) int64
+    relations: list[str]
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = {e: i for i, e in enumerate(self.ids)}
+        self.heads = np.asarray(self.heads, dtype=np.int64)
+        self.rels = np.asarray(self.rels, dtype=np.int64)
+        self.tails = np.asarray(self.tails, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def langs(self) -> list[str]:
+        return sorted(self.labels)
+
+    def adjacency(self) -> tuple[np.ndarray, np.ndarray]:
+        """Undirected CSR ``(indptr, indices)``: the neighbours of entity i, sorted, no self loops."""
+        n = len(self.ids)
+        a = np.concatenate([self.heads, self.tails])
+        b = np.concatenate([self.tails, self.heads])
+        keep = a != b
+        key = np.unique(a[keep] * n + b[keep])
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(key // n, minlength=n), out=indptr[1:])
+        return indptr, key % n
+
+    def degree(self) -> np.ndarray:  # (n,)
+        indptr, _ = self.adjacency()
+        return np.diff(indptr)
+
+    def subset(self, keep: np.ndarray) -> "KnowledgeGraph":
+        """The graph restricted to the entities ``keep`` (a boolean mask or indices)."""
+        mask = np.zeros(len(self.ids), dtype=bool)
+        mask[keep] = True
+        new = np.cumsum(mask) - 1
+        tk = mask[self.heads] & mask[self.tails]
+        pick = np.flatnonzero(mask).tolist()
+        return KnowledgeGraph([self.ids[i] for i in pick], [self.types[i] for i in pick],
+                              {l: [v[i] for i in pick] for l, v in self.labels.items()},
+                              {l: [v[i] for i in pick] for l, v in self.descriptions.items()},
+                              new[self.heads[tk]], self.rels[tk], new[self.tails[tk]], list(self.relations))
+
+
+# --------------------------------------------------------------------------- TSV format
+def _clean(s: str) -> str:
+    return " ".join(str(s).split())  # tabs and newlines would break the format
+
+
+def write_kg(kg: KnowledgeGraph, folder: str | Path, gold_links: dict[str, list[str]] | None = None) -> Path:
+    """Write ``kg`` (and optional gold links, query id -> entity ids) in the TSV format above."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "entities.tsv", "w", encoding="utf-8", newline="\n") as f:
+        f.write("\t".join(ENTITY_HEADER) + "\n")
+        for e, t in zip(kg.ids, kg.types):
+            f.write(f"{e}\t{_clean(t)}\n")
+    with open(folder / "labels.tsv", "w", encoding="utf-8", newline="\n") as f:
+        f.write("\t".join(LABEL_HEADER) + "\n")
+        for i, e in enumerate(kg.ids):
+            for lang in kg.langs:
+                lab, desc = kg.labels[lang][i], kg.descriptions[lang][i]
+                if lab or desc:
+                    f.write(f"{e}\t{lang}\t{_clean(lab)}\t{_clean(desc)}\n")
+    with open(folder / "triples.tsv", "w", encoding="utf-8", newline="\n") as f:
+        f.write("\t".join(TRIPLE_HEADER) + "\n")
+        for h, r, t in zip(kg.heads.tolist(), kg.rels.tolist(), kg.tails.tolist()):
+            f.write(f"{kg.ids[h]}\t{kg.relations[r]}\t{kg.ids[t]}\n")
+    if gold_links is not None:
+        with open(folder / "gold_links.tsv", "w", encoding="utf-8", newline="\n") as f:
+            f.write("\t".join(LINK_HEADER) + "\n")
+            for q, ents in gold_links.items():
+                for e in ents:
+                    f.write(f"{q}\t{e}\n")
+    return folder
+
+
+def _rows(path: Path, header: tuple[str, ...]) -> Iterable[tuple[int, list[str]]]:
+    with open(path, encoding="utf-8") as f:
+        first = f.readline().rstrip("\n").split("\t")
+        if tuple(first) != header:
+            raise DataFormatError(f"{path}:1: header must be {'<TAB>'.join(header)!r}, found {'<TAB>'.join(first)!r}")
+        for lineno, line in enumerate(f, start=2):
+            line = line.rstrip("\n")
+            if not line:
+                raise DataFormatError(f"{path}:{lineno}: empty line")
+            cols = line.split("\t")
+            if len(cols) != len(header):
+                raise DataFormatError(f"{path}:{lineno}: expected {len(header)} tab-separated fields "
+                                      f"({', '.join(header)}), found {len(cols)}")
+            yield lineno, cols
+
+
+def read_kg(folder: str | Path) -> KnowledgeGraph:
+    """Read a KG folder in the TSV format of the module docstring."""
+    folder = Path(folder)
+    for name in ("entities.tsv", "labels.tsv", "triples.tsv"):
+        if not (folder / name).is_file():
+            raise DataFormatError(f"{folder}: no {name} (a KG folder holds entities.tsv, labels.tsv, triples.tsv)")
+    ids, types, index = [], [], {}
+    path = folder / "entities.tsv"
+    for lineno, (e, t) in _rows(path, ENTITY_HEADER):
+        if not e:
+            raise DataFormatError(f"{path}:{lineno}: empty entity id")
+        if e in index:
+            raise DataFormatError(f"{path}:{lineno}: entity {e!r} listed twice")
+        index[e] = len(ids)
+        ids.append(e)
+        types.append(t)
+    labels: dict[str, list[str]] = {}
+    descs: dict[str, list[str]] = {}
+    seen: set[tuple[str, str]] = set()
+    path = folder / "labels.tsv"
+    for lineno, (e, lang, lab, desc) in _rows(path, LABEL_HEADER):
+        if e not in index:
+            raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
+        if (e, lang) in seen:
+            raise DataFormatError(f"{path}:{lineno}: second label of {e!r} in language {lang!r}")
+        seen.add((e, lang))
+        if lang not in labels:
+            labels[lang], descs[lang] = [""] * len(ids), [""] * len(ids)
+        labels[lang][index[e]], descs[lang][index[e]] = lab, desc
+    heads, rels, tails, relations, rel_index = [], [], [], [], {}
+    path = folder / "triples.tsv"
+    for lineno, (h, r, t) in _rows(path, TRIPLE_HEADER):
+        for x in (h, t):
+            if x not in index:
+                raise DataFormatError(f"{path}:{lineno}: unknown entity {x!r} (not in entities.tsv)")
+        if r not in rel_index:
+            rel_index[r] = len(relations)
+            relations.append(r)
+        heads.append(index[h])
+        rels.append(rel_index[r])
+        tails.append(index[t])
+    return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
+                          np.asarray(tails, np.int64), relations)
+
+
+def read_gold_links(folder: str | Path) -> dict[str, list[str]] | None:
+    """``gold_links.tsv`` as query id -> entity ids, or ``None`` when the folder has none."""
+    path = Path(folder) / "gold_links.tsv"
+    if not path.is_file():
+        return None
+    out: dict[str, list[str]] = {}
+    for _, (q, e) in _rows(path, LINK_HEADER):
+        out.setdefault(q, []).append(e)
+    return out
+
+
+# --------------------------------------------------------------------------- Wikidata
+def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
+                       relations: Iterable[str] | None = None) -> KnowledgeGraph:
+    """A KG from Wikidata JSON dump lines (``latest-all.json``: one entity per line inside ``[``/``]``).
+
+    Reads ``id``, ``labels[lang].value``, ``descriptions[lang].value`` for ``langs``,
+    ``claims[P].mainsnak.datavalue.value.id`` of item-valued claims (all properties, or only
+    ``relations``) and the first ``P31`` (instance of) value as the type. Triples whose tail
+    is not among the read entities are dropped (a dump slice links outside itself);
+    ``info`` counts are not kept. ``lines`` is a path or an iterable of lines.
+    """
+    langs = list(langs)
+    wanted = set(relations) if relations is not None else None
+    name = str(lines) if isinstance(lines, (str, Path)) else "<lines>"
+    it = open(lines, encoding="utf-8") if isinstance(lines, (str, Path)) else lines
+    ids, types, labels, descs, claims = [], [], {l: [] for l in langs}, {l: [] for l in langs}, []
+    try:
+        for lineno, line in enumerate(it, start=1):
+            s = line.strip().rstrip(",")
+            if s in ("[", "]", ""):
+                continue
+            try:
+                ent = json.loads(s)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(f"{name}:{lineno}: not a JSON entity ({e.msg})") from None
+            if not isinstance(ent, dict) or "id" not in ent:
+                raise DataFormatError(f"{name}:{lineno}: entity without an 'id'")
+            if ent.get("type", "item") != "item":
+                continue  # properties and lexemes are not entities of the graph
+            ids.append(ent["id"])
+            for l in langs:
+                labels[l].append(((ent.get("labels") or {}).get(l) or {}).get("value", ""))
+                descs[l].append(((ent.get("descriptions") or {}).get(l) or {}).get("value", ""))
+            typ, out = "", []
+            for prop, statements in (ent.get("claims") or {}).items():
+                for st in statements:
+                    dv = ((st.get("mainsnak") or {}).get("datavalue") or {})
+                    if dv.get("type") != "wikibase-entityid" or not isinstance(dv.get("value"), dict):
+                        continue
+                    tail = dv["value"].get("id")
+                    if tail is None:
+                        continue
+                    if prop == "P31" and not typ:
+                        typ = tail
+                    if wanted is None or prop in wanted:
+                        out.append((prop, tail))
+            types.append(typ)
+            claims.append(out)
+    finally:
+        if isinstance(lines, (str, Path)):
+            it.close()
+    index = {e: i for i, e in enumerate(ids)}
+    relations_l, rel_index, heads, rels, tails = [], {}, [], [], []
+    for h, out in enumerate(claims):
+        for prop, tail in out:
+            if tail not in index:
+                continue
+            if prop not in rel_index:
+                rel_index[prop] = len(relations_l)
+                relations_l.append(prop)
+            heads.append(h)
+            rels.append(rel_index[prop])
+            tails.append(index[tail])
+    return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
+                          np.asarray(tails, np.int64), relations_l)
+
+
+# --------------------------------------------------------------------------- the benchmark's KG
+def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple[KnowledgeGraph, dict[str, list[str]]]]:
+    """The KG and gold links of every document language of the embedded benchmark.
+
+    ``p``, ``d``, ``lex`` and ``universes`` are the generator's profile, difficulty,
+    lexicons and universes (``synthetic._write``). The generator's query streams and id
+    stream are replayed (same draws, same order) to know which meanings each query holds
+    and each query's id; nothing the generator wrote is read or changed.
+    """
+    from . import synthetic as syn
+    from .synthetic import lexicon as syn_lexicon
+    from .synthetic import texts as syn_texts
+
+    langs = syn.LANGS
+    # Query ids, exactly as synthetic._write assigns them.
+    items = [(lang, int(c)) for lang in langs for c in universes[lang].queries] + \
+            [(lang, int(c)) for lang in langs for c in universes[lang].extras]
+    gen = rng(seed, "synthetic", "ids")
+    qids = 100 + np.cumsum(gen.integers(1, 40, size=len(items)))
+    order = gen.permutation(len(items))
+    qid_of = {items[i]: int(qids[k]) for k, i in enumerate(order.tolist())}
+    all_words = set()
+    for lx in lex.values():
+        all_words.update(str(w) for w in lx.words)
+    out = {}
+    for lang in langs:
+        u = universes[lang]
+        g = rng(seed, "kg", lang)
+        # Domain type words: made up for the KG, never a word of the lexicon (hence of no document).
+        n_dom = u.topic.shape[0]
+        type_words = {}
+        for code in ("en", lang):
+            words: list[str] = []
+            while len(words) < n_dom:
+                for w in syn_lexicon.candidates(g, code, 2 * n_dom):
+                    if w not in all_words and w not in words and len(words) < n_dom:
+                        words.append(w)
+            type_words[code] = words
+        func = {code: [str(w) for w in lex[code].words[g.choice(d.n_function, size=3, replace=False)]]
+                for code in ("en", lang)}
+        ids = [f"E{c}" for c in range(u.n)]
+        types = [f"domain{k}" for k in u.domain.tolist()]
+        labels, descs = {}, {}
+        for code in ("en", lang):
+            lab = syn_texts.title_strings(u, np.arange(u.n), lex[code])
+            f1, f2, f3 = func[code]
+            labels[code] = lab
+            descs[code] = [f"{lab[c]} {f1} {f2} {type_words[code][u.domain[c]]} {f3}." for c in range(u.n)]
+        rows = np.repeat(np.arange(u.n), np.diff(u.indptr))
+        once = rows < u.indices
+        h, t = rows[once], u.indices[once]
+        rel = (u.domain[h] != u.domain[t]).astype(np.int64)
+        kg = KnowledgeGraph(ids, types, labels, descs, h, rel, t, list(RELATIONS))
+        # Gold links: neighbours whose title meaning is among the query's meanings (replayed stream).
+        gq = rng(seed, "synthetic", lang, "queries")
+        owners = np.concatenate([u.queries, u.extras])
+        m, lengths = syn_texts.query_meanings(u, owners, p, gq, d)
+        offs = np.zeros(len(owners) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offs[1:])
+        gold: dict[str, list[str]] = {}
+        for j, c in enumerate(owners.tolist()):
+            mine = set(m[offs[j]:offs[j + 1]].tolist())
+            hits = [int(nb) for nb in u.neighbours(c).tolist()
+                    if mine.intersection(u.title[nb, : u.n_title[nb]].tolist())]
+            if hits:
+                gold[str(qid_of[(lang, c)])] = [ids[x] for x in sorted(hits)]
+        out[lang] = (kg, dict(sorted(gold.items(), key=lambda kv: int(kv[0]))))
+    return out
+
+
+def write_benchmark_kg(root: str | Path, p, seed: int, d, lex: dict, universes: dict) -> None:
+    """Write ``<root>/kg/<lang>/`` for every document language (the generator's one call)."""
+    for lang, (kg, gold) in benchmark_kg(p, seed, d, lex, universes).items():
+        write_kg(kg, Path(root) / "kg" / lang, gold)
+
+
+def ensure_benchmark_kg(root: str | Path, profile: str, seed: int) -> Path:
+    """``<root>/kg``, written now if a benchmark generated before the KG existed lacks it.
+
+    The same files as the generator writes (same streams); written to a temporary folder
+    and renamed, so a concurrent reader never sees half a graph.
+    """
+    import os
+    import shutil
+    import uuid
+
+    from . import synthetic as syn
+
+    root = Path(root)
+    kg_dir = root / "kg"
+    if kg_dir.is_dir():
+        return kg_dir
+    p, d = SIZES[profile], syn.DIFFICULTY
+    lex = syn.lexicons(p.n_meanings, seed, d)
+    universes = {lang: syn.build_universe(p, lang, seed, d) for lang in syn.LANGS}
+    tmp = root / f".tmp-kg-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        write_benchmark_kg(tmp, p, seed, d, lex, universes)
+        if not kg_dir.exists():
+            os.rename(tmp / "kg", kg_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return kg_dir

@@ -1,0 +1,214 @@
+"""HIKE (clirlib.systems.hike) and its cross-encoder (clirlib.systems.cross_encoder), issue 14."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from clirlib import paths
+from clirlib.systems import get
+from clirlib.systems.cross_encoder import BertEncoder, SmallEncoder, pack
+from clirlib.systems.hike import (ALL_METRICS, Hike, HikeConfig, HikeModel, KnowledgeFusion, hinge_loss,
+                                  language_fusion, run)
+
+TINY = dict(data="ci", lang="fr", epochs=1, pairs_per_epoch=64, batch_size=32, transe_epochs=5)
+
+
+def test_pack_truncates_like_bert():
+    a = [np.array([5, 6, 7]), np.array([8])]
+    b = [np.array([9, 10, 11, 12]), np.array([13])]
+    ids, seg, valid = pack(a, b, cls=1, sep=2, max_len=8, max_a=2)
+    # row 0: query cut to 2 tokens, document to 8 - 3 - 2 = 3 tokens: [CLS] 5 6 [SEP] 9 10 11 [SEP]
+    assert ids[0].tolist() == [1, 5, 6, 2, 9, 10, 11, 2]
+    assert seg[0].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    # row 1: [CLS] 8 [SEP] 13 [SEP] then padding
+    assert ids[1].tolist() == [1, 8, 2, 13, 2, 0, 0, 0] and valid[1].tolist() == [True] * 5 + [False] * 3
+
+
+def reference_fusion(f: KnowledgeFusion, e: torch.Tensor) -> torch.Tensor:
+    """Eq. 4-6 written head by head for one matrix E (rows, d): an independent loop."""
+    rows, d = e.shape
+    w = f.qkv.weight.view(3, f.heads, d, d)  # (3, m, d_out, d_in)
+    heads = []
+    for j in range(f.heads):
+        q, k, v = e @ w[0, j].T, e @ w[1, j].T, e @ w[2, j].T
+        att = torch.softmax(q @ k.T / math.sqrt(d), dim=-1) @ v
+        heads.append(torch.nn.functional.layer_norm(att, (d,), f.head_norm.weight, f.head_norm.bias))
+    m = torch.cat(heads, dim=1) @ f.w_h.weight.T  # (rows, d)
+    return f.w_k(m.reshape(-1))
+
+
+def test_knowledge_fusion_shapes_and_reference():
+    torch.manual_seed(0)
+    f = KnowledgeFusion(dim=8, k=3, heads=6)
+    assert f.qkv.weight.shape == (3 * 6 * 8, 8) and f.w_h.weight.shape == (8, 6 * 8) and f.w_k.weight.shape == (8, 5 * 8)
+    e = torch.randn(2, 4, 5, 8)  # (B, M, 2 + k, d)
+    out = f(e)
+    assert out.shape == (2, 4, 8)
+    assert torch.allclose(out[1, 2], reference_fusion(f, e[1, 2]), atol=1e-5)
+
+
+def test_language_fusion_and_hinge_loss_hand_checked():
+    w = torch.nn.Linear(3, 1)
+    with torch.no_grad():
+        w.weight[:] = torch.tensor([[1.0, 2.0, -1.0]])
+        w.bias[:] = 0.5
+    # tanh(1 * 0.2 + 2 * 0.1 - 1 * 0.4 + 0.5) = tanh(0.5)
+    got = language_fusion(torch.tensor([[0.2]]), torch.tensor([[0.1]]), torch.tensor([[0.4]]), w)
+    assert got.item() == pytest.approx(math.tanh(0.5))
+    # margin 1: [1 - 2 + 0]_+ = 0, [1 - 0.5 + 1]_+ = 1.5 -> mean 0.75
+    pos, neg = torch.tensor([2.0, 0.5], requires_grad=True), torch.tensor([0.0, 1.0], requires_grad=True)
+    loss = hinge_loss(pos, neg)
+    assert loss.item() == pytest.approx(0.75)
+    loss.backward()  # autograd: only the active pair moves, by -1/2 and +1/2
+    assert pos.grad.tolist() == [0.0, -0.5] and neg.grad.tolist() == [0.0, 0.5]
+
+
+def test_hike_model_shapes_and_no_entity():
+    enc = SmallEncoder(10, 12, dim=16, heads=4, seed=0)
+    m = HikeModel(enc, use_kg=True, k=3, heads=6, seed=0)
+    v = torch.randn(4, 16)
+    know = {"mask": torch.tensor([[True, False], [True, True], [False, False], [False, True]]),
+            "s": torch.randn(4, 2, 4, 16), "t": torch.randn(4, 2, 4, 16)}
+    assert m.score(v, know).shape == (4,)
+    # A query without entities ignores whatever sits in the masked rows.
+    know2 = {**know, "s": know["s"].clone(), "t": know["t"].clone()}
+    know2["s"][2] += 5.0
+    assert torch.equal(m.score(v, know)[2], m.score(v, know2)[2])
+
+
+def test_config_validation():
+    assert HikeConfig().resolved().lr_encoder == 1e-3
+    assert HikeConfig(encoder="bert").resolved().lr_encoder == 1e-5  # the paper's BERT rate
+    with pytest.raises(ValueError, match="unknown kg mode"):
+        HikeConfig(kg="sometimes").resolved()
+    with pytest.raises(ValueError, match="unknown HikeConfig field"):
+        HikeConfig.from_dict({"kg": "full", "heads": 3})
+    assert HikeConfig(seed=1).key() != HikeConfig(seed=2).key()
+    assert get("hike") is Hike
+
+
+@pytest.fixture(scope="module")
+def ci_fr():
+    from clirlib.data import load_dataset
+
+    return load_dataset("ci", "fr")
+
+
+def test_no_kg_is_a_plain_cross_encoder(ci_fr):
+    h = Hike(HikeConfig(kg="none", **TINY))
+    h._build(ci_fr, 0)
+    assert h.knowledge is None and not hasattr(h.model, "fuse")
+    # The plain cross-encoder: the same encoder and one linear map of v_qd.
+    head = torch.nn.Linear(h.model.encoder.dim, 1)
+    head.load_state_dict(h.model.w_s.state_dict())
+    sp = ci_fr.splits["dev"]
+    rows = np.arange(50)
+    h.model.eval()
+    with torch.no_grad():
+        v = h.model.encoder.encode([ci_fr.queries[i] for i in sp.qidx[rows]], "q",
+                                   [ci_fr.docs[j] for j in sp.didx[rows]], "d")
+        plain = head(v).squeeze(-1).double().numpy()
+    assert np.allclose(h.score_pairs(ci_fr, sp.qidx[rows], sp.didx[rows]), plain, atol=1e-5)
+
+
+def test_same_seed_same_scores_and_record(ci_fr, tmp_path, monkeypatch):
+    a = Hike(HikeConfig(**TINY)).fit(ci_fr).score(ci_fr, "dev")
+    b = Hike(HikeConfig(**TINY)).fit(ci_fr).score(ci_fr, "dev")
+    assert a.shape == (len(ci_fr.splits["dev"]),) and np.array_equal(a, b)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
+    rec = run(HikeConfig(**TINY), ci_fr)
+    assert set(rec) == {"key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history",
+                        "seconds", "data_info", "test_per_query", "created"}
+    assert set(rec["test"]) == set(ALL_METRICS) and rec["config"]["system"] == "hike"
+    assert rec["data_info"]["kg"]["entities"] == 1600
+    assert run(HikeConfig(**TINY), ci_fr) == rec  # read back from the cache
+
+
+def test_bert_path_with_a_tiny_local_model(tmp_path):
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "france", "capitale"]
+    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+    BertTokenizer(str(tmp_path / "vocab.txt")).save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(words), hidden_size=12, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=24, max_position_embeddings=64)).save_pretrained(tmp_path)
+    enc = BertEncoder(tmp_path, ["<PAD>", "<UNK>", "paris"], ["<PAD>", "<UNK>", "france", "capitale"])
+    out = enc.encode([np.array([2])], "q", [np.array([2, 3, 1])], "d")
+    assert out.shape == (1, 12) and enc.dim == 12
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        BertEncoder(tmp_path / "absent", ["<PAD>"], ["<PAD>"])
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "hike", *args], capture_output=True,
+                          text=True, env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin"}, timeout=600)
+
+
+def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
+    from test_cli import write_fixture  # the hand-written WikiCLIR-layout collection of the CLI tests
+
+    from clirlib.data.kg import KnowledgeGraph, write_kg
+
+    write_fixture(tmp_path / "wikiclir")
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "vanilla cross-encoder" in p.stdout and "NDCG@10" in p.stdout
+    # A hand-written KG: the English words of the fixture's queries with their French labels.
+    en = ["river", "city", "music", "war", "king"]
+    fr = ["fleuve", "ville", "musique", "guerre", "roi"]
+    kg = KnowledgeGraph([f"Q{i}" for i in range(5)], [""] * 5, {"en": en, "fr": fr},
+                        {"en": [""] * 5, "fr": [""] * 5}, np.array([0, 1]), np.array([0, 0]), np.array([1, 2]), ["P1"])
+    write_kg(kg, tmp_path / "kg")
+    out = tmp_path / "r.json"
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet",
+             "--kg", str(tmp_path / "kg"), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "vanilla" not in p.stdout and "KG: 5 entities, 2 triples" in p.stdout
+    import json
+
+    rec = json.loads(out.read_text())
+    assert rec["config"]["kg"] == "full" and rec["data_info"]["kg"]["queries_with_links"] == 18
+    # 18 by hand: query i names words i % 10 and (3 i + 1) % 10 of the fixture's list; 15 queries have
+    # i % 10 < 5 (a KG word), and i % 10 == 7 names "river" (listed twice) for i = 7, 17, 27.
+    p = _cli("--data", "ci", "--epochs", "1", "--quiet", "--kg-mode", "gold")
+    assert p.returncode == 0, p.stderr
+    assert "linking on test queries: precision" in p.stdout
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--kg-mode", "gold", "--kg", str(tmp_path / "kg"), "--quiet")
+    assert p.returncode == 2 and "gold_links.tsv" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_rerank_puts_hike_order_on_top_of_the_first_stage():
+    class Fixed:  # stands in for a fitted Hike: scores 10 * document row
+        def score_pairs(self, dataset, q, d):
+            return 10.0 * np.asarray(d, dtype=float)
+
+    from clirlib.systems.hike import rerank
+
+    first = np.array([[0.9, 0.8, 0.1, 0.7, 0.0]])  # first stage's top 3: docs 0, 1, 3
+    out = rerank(Fixed(), None, first, np.array([0]), depth=3)
+    # HIKE reorders the top 3 as 3 > 1 > 0; docs 2 and 4 stay below in first-stage order (2 > 4).
+    assert np.argsort(-out[0], kind="stable").tolist() == [3, 1, 0, 2, 4]
+
+
+def test_collection_metrics_with_a_sosl_first_stage(ci_fr):
+    from clirlib.systems.hike import collection_metrics
+    from clirlib.train import TrainConfig, train
+
+    ranker = train(TrainConfig(data="ci", lang="fr", epochs=1), ci_fr, keep_model=True).model
+    h = Hike(HikeConfig(kg="none", **TINY))
+    h._build(ci_fr, 0)
+    pq = collection_metrics(h, ci_fr, ranker, "test", depth=5)
+    n_q = len(np.unique(ci_fr.splits["test"].qidx))
+    assert pq["stage"].value_counts().to_dict() == {"first stage": n_q, "HIKE": n_q}
+    # Re-ranking the top 5 cannot change which documents are in the top 5: P_r@5 is the same.
+    a = pq[pq["stage"] == "first stage"]["P_r@5"].to_numpy()
+    b = pq[pq["stage"] == "HIKE"]["P_r@5"].to_numpy()
+    assert np.allclose(a, b)

@@ -1,0 +1,247 @@
+"""The multilingual KG (clirlib.data.kg), entity linking and TransE (issue 14)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from clirlib.data import generate_benchmark, synthetic
+from clirlib.data.errors import DataFormatError
+from clirlib.data.kg import (KnowledgeGraph, ensure_benchmark_kg, read_gold_links, read_kg, read_wikidata_json,
+                             write_kg)
+from clirlib.data.text import tokenize
+from clirlib.data.languages import WIKICLIR_LANGUAGES
+from clirlib.entity_linking import label_index, link, link_quality
+from clirlib.transe import margin_loss, top_neighbours, train_transe, transe_distance
+
+
+def digest(root, skip=()):
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not str(p.relative_to(root)).startswith(skip)}
+
+
+@pytest.fixture(scope="module")
+def ci_root(tmp_path_factory):
+    return generate_benchmark("ci", seed=0, out_dir=tmp_path_factory.mktemp("kgci") / "ci-seed0")
+
+
+def test_kg_leaves_every_other_benchmark_file_unchanged(ci_root, tmp_path, monkeypatch):
+    # The same generation with the KG call made a no-op must give the same bytes for every
+    # file but kg/ (the KG reads replayed streams and draws from its own).
+    monkeypatch.setattr(synthetic, "write_benchmark_kg", lambda *a, **k: None)
+    without = generate_benchmark("ci", seed=0, out_dir=tmp_path / "nokg")
+    assert not (without / "kg").exists()
+    assert digest(ci_root, skip=("kg/",)) == digest(without)
+    assert sorted(p.name for p in (ci_root / "kg" / "fr").iterdir()) == \
+        ["entities.tsv", "gold_links.tsv", "labels.tsv", "triples.tsv"]
+
+
+def test_ensure_writes_the_same_kg_into_an_older_benchmark(ci_root, tmp_path, monkeypatch):
+    monkeypatch.setattr(synthetic, "write_benchmark_kg", lambda *a, **k: None)
+    old = generate_benchmark("ci", seed=0, out_dir=tmp_path / "old")
+    ensure_benchmark_kg(old, "ci", 0)
+    assert digest(old / "kg") == digest(ci_root / "kg")
+
+
+def test_kg_content_matches_the_concept_graph(ci_root):
+    kg = read_kg(ci_root / "kg" / "fr")
+    u = synthetic.build_universe("ci", "fr", 0)
+    assert len(kg) == u.n == 1600  # one entity per concept (ci fr has 1600 documents)
+    # Every mutual link once, typed by domain.
+    assert len(kg.heads) == len(u.indices) // 2
+    h, t = kg.heads, kg.tails
+    same = np.asarray([kg.relations[r] == "linked_same_domain" for r in kg.rels])
+    assert np.array_equal(same, u.domain[h] == u.domain[t])
+    # Labels in the document language are the article titles of the collection.
+    titles = set()
+    with open(ci_root / "wiki-clir" / WIKICLIR_LANGUAGES["fr"] / "wiki_fr.documents", encoding="utf-8") as f:
+        for line in f:
+            titles.add(line.split("\t")[1])
+    assert set(kg.labels["fr"]) == titles
+    assert kg.langs == ["en", "fr"]
+
+
+def test_descriptions_do_not_leak_the_answer(ci_root):
+    """Beyond its label, no description shares more tokens with the query's MR document
+    than with a random document of the collection (beyond chance: within 3 standard errors)."""
+    from clirlib.data import load_dataset
+
+    for lang in ("fr", "sw"):
+        ds = load_dataset("ci", lang)
+        kg = read_kg(ci_root / "kg" / lang)
+        gold = read_gold_links(ci_root / "kg" / lang)
+        itos = ds.d_vocab.itos
+        g = np.random.default_rng(0)
+        diffs = []
+        for name in ("train", "dev", "test"):
+            sp = ds.splits[name]
+            for qi in np.unique(sp.qidx):
+                ents = [kg.index[e] for e in gold.get(ds.query_ids[qi], [])]
+                if not ents:
+                    continue
+                mr = sp.didx[(sp.qidx == qi) & (sp.labels == 2)][0]
+                rnd = g.integers(len(ds.docs))
+                mr_toks = {itos[i] for i in ds.docs[mr]}
+                rnd_toks = {itos[i] for i in ds.docs[rnd]}
+                for e in ents:
+                    desc = set(tokenize(kg.descriptions[lang][e])) - set(tokenize(kg.labels[lang][e]))
+                    diffs.append(len(desc & mr_toks) - len(desc & rnd_toks))
+        diffs = np.asarray(diffs, dtype=float)
+        assert len(diffs) >= 5
+        assert diffs.mean() <= 3 * diffs.std(ddof=1) / np.sqrt(len(diffs)) + 1e-12
+    # And no description word (beyond label and function words) occurs in any document.
+    docs = (ci_root / "wiki-clir" / WIKICLIR_LANGUAGES["fr"] / "wiki_fr.documents").read_text(encoding="utf-8")
+    words = set(tokenize(docs))
+    kg = read_kg(ci_root / "kg" / "fr")
+    type_words = {tokenize(d)[-2] for d in kg.descriptions["fr"]}  # "<label> f1 f2 <type> f3."
+    assert not (type_words & words)
+
+
+def test_tsv_round_trip_and_errors(tmp_path):
+    kg = KnowledgeGraph(["Q1", "Q2", "Q3"], ["Q5", "", "Q5"], {"en": ["Paris", "France", ""], "fr": ["Paris", "", "x"]},
+                        {"en": ["capital", "country", ""], "fr": ["capitale", "", ""]},
+                        np.array([0, 2]), np.array([0, 1]), np.array([1, 0]), ["P17", "P36"])
+    write_kg(kg, tmp_path / "kg", {"7": ["Q1", "Q2"]})
+    back = read_kg(tmp_path / "kg")
+    assert back.ids == kg.ids and back.types == kg.types
+    assert back.labels == kg.labels and back.descriptions == kg.descriptions
+    assert back.heads.tolist() == [0, 2] and back.tails.tolist() == [1, 0] and back.relations == ["P17", "P36"]
+    assert read_gold_links(tmp_path / "kg") == {"7": ["Q1", "Q2"]}
+    # adjacency is undirected: Q1-Q2 and Q3-Q1 -> neighbours of Q1 are Q2 and Q3.
+    indptr, indices = back.adjacency()
+    assert indices[indptr[0]:indptr[1]].tolist() == [1, 2]
+    (tmp_path / "kg" / "triples.tsv").write_text("head\trelation\ttail\nQ1\tP17\tQ9\n")
+    with pytest.raises(DataFormatError, match=r"triples.tsv:2: unknown entity 'Q9'"):
+        read_kg(tmp_path / "kg")
+    (tmp_path / "kg" / "triples.tsv").write_text("head\trelation\ttail\nQ1\tP17\n")
+    with pytest.raises(DataFormatError, match=r"triples.tsv:2: expected 3 tab-separated fields"):
+        read_kg(tmp_path / "kg")
+
+
+# Three lines in the exact layout of Wikidata's latest-all.json dump (trimmed entities).
+WIKIDATA_LINES = [
+    "[\n",
+    json.dumps({"type": "item", "id": "Q90", "labels": {"en": {"language": "en", "value": "Paris"},
+                                                         "fr": {"language": "fr", "value": "Paris"}},
+                "descriptions": {"en": {"language": "en", "value": "capital of France"}},
+                "claims": {"P31": [{"mainsnak": {"snaktype": "value", "property": "P31", "datavalue": {
+                    "value": {"entity-type": "item", "numeric-id": 515, "id": "Q515"}, "type": "wikibase-entityid"}},
+                    "type": "statement", "rank": "normal"}],
+                    "P17": [{"mainsnak": {"snaktype": "value", "property": "P17", "datavalue": {
+                        "value": {"entity-type": "item", "numeric-id": 142, "id": "Q142"},
+                        "type": "wikibase-entityid"}}, "type": "statement", "rank": "preferred"}],
+                    "P1082": [{"mainsnak": {"snaktype": "value", "property": "P1082", "datavalue": {
+                        "value": {"amount": "+2145906", "unit": "1"}, "type": "quantity"}}}]}}) + ",\n",
+    json.dumps({"type": "item", "id": "Q142", "labels": {"fr": {"language": "fr", "value": "France"},
+                                                          "en": {"language": "en", "value": "France"}},
+                "descriptions": {"fr": {"language": "fr", "value": "pays d'Europe"}}, "claims": {}}) + ",\n",
+    json.dumps({"type": "property", "id": "P17", "labels": {"en": {"language": "en", "value": "country"}}}) + "\n",
+    "]\n",
+]
+
+
+def test_wikidata_reader_on_dump_lines(tmp_path):
+    path = tmp_path / "dump.json"
+    path.write_text("".join(WIKIDATA_LINES), encoding="utf-8")
+    kg = read_wikidata_json(path, ["en", "fr"])
+    assert kg.ids == ["Q90", "Q142"]  # the property line is not an entity
+    assert kg.types == ["Q515", ""]
+    assert kg.labels == {"en": ["Paris", "France"], "fr": ["Paris", "France"]}
+    assert kg.descriptions == {"en": ["capital of France", ""], "fr": ["", "pays d'Europe"]}
+    # P31 -> Q515 has its tail outside the slice and is dropped; P17 -> Q142 stays; the quantity is not a triple.
+    assert [(kg.ids[h], kg.relations[r], kg.ids[t]) for h, r, t in zip(kg.heads, kg.rels, kg.tails)] == \
+        [("Q90", "P17", "Q142")]
+    write_kg(kg, tmp_path / "out")
+    assert read_kg(tmp_path / "out").labels == kg.labels
+    path.write_text("[\n{broken\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"dump.json:2: not a JSON entity"):
+        read_wikidata_json(path, ["en"])
+
+
+def test_longest_match_linking_on_a_tiny_kg():
+    stoi = {w: i for i, w in enumerate(["<PAD>", "<UNK>", "new", "york", "city", "is", "big", "paris"])}
+    labels = ["New York", "New York City", "York", "Paris", "Paris", "Lyon"]
+    prior = np.array([5, 1, 1, 2, 9, 1])  # entity 4 is the more popular "Paris"
+    index = label_index(labels, stoi, prior)
+    assert "lyon" not in stoi and index.max_len == 3
+    q = [stoi[w] for w in "new york city is big paris york".split()]
+    # "new york city" beats "new york" (longest match); "paris" -> entity 4 (prior 9 > 2); "york" -> 2.
+    assert link(q, index) == [1, 4, 2]
+    assert link([stoi["is"], stoi["big"]], index) == []
+    # Precision 1 of 2 links, recall 1 of 3 gold links (hand count).
+    got = link_quality({"a": ["E1", "E2"]}, {"a": ["E1", "E3", "E4"]}, ["a"])
+    assert got["precision"] == 0.5 and got["recall"] == pytest.approx(1 / 3) and got["f1"] == pytest.approx(0.4)
+
+
+def test_transe_distance_and_margin_loss_hand_checked():
+    h = torch.tensor([[0.0, 0.0]])
+    r = torch.tensor([[1.0, 0.0]])
+    t = torch.tensor([[1.0, 1.0]])
+    # ||(0,0) + (1,0) - (1,1)|| = ||(0,-1)|| = 1
+    assert transe_distance(h, r, t).item() == pytest.approx(1.0)
+    # gamma 1: [1 + 1 - 3]_+ = 0 and [1 + 1 - 0.5]_+ = 1.5 -> mean 0.75
+    assert margin_loss(torch.tensor([1.0, 1.0]), torch.tensor([3.0, 0.5]), 1.0).item() == pytest.approx(0.75)
+    # Gradient of the active term against autograd: d/dd_pos = 1/B, d/dd_neg = -1/B where active.
+    dp = torch.tensor([1.0, 1.0], requires_grad=True)
+    dn = torch.tensor([3.0, 0.5], requires_grad=True)
+    margin_loss(dp, dn, 1.0).backward()
+    assert dp.grad.tolist() == [0.0, 0.5] and dn.grad.tolist() == [0.0, -0.5]
+
+
+def test_transe_learns_a_translation_and_is_deterministic():
+    # A chain 0 -> 1 -> 2 -> 3 under one relation: a trained model puts true triples closer than corrupted ones.
+    heads, rels, tails = np.array([0, 1, 2]), np.array([0, 0, 0]), np.array([1, 2, 3])
+    e1 = train_transe(6, heads, rels, tails, dim=8, epochs=200, batch_size=3, seed=1)
+    e2 = train_transe(6, heads, rels, tails, dim=8, epochs=200, batch_size=3, seed=1)
+    assert np.array_equal(e1, e2)
+    assert np.allclose(np.linalg.norm(e1, axis=1), 1.0, atol=1e-5)
+
+
+def test_neighbours_ranked_by_cosine_and_copied_when_fewer_than_k():
+    # entity 0: neighbours 1, 2, 3; entity 1: neighbour 0 only; entity 4: none.
+    indptr = np.array([0, 3, 4, 5, 6, 6])
+    indices = np.array([1, 2, 3, 0, 0, 0])
+    emb = np.array([[1, 0], [0, 1], [1, 0.1], [-1, 0], [0, 0]], dtype=float)
+    nb = top_neighbours(indptr, indices, emb, k=3)
+    # cos(0, 2) ~ 0.995 > cos(0, 1) = 0 > cos(0, 3) = -1
+    assert nb[0].tolist() == [2, 1, 3]
+    assert nb[1].tolist() == [0, 0, 0]  # one neighbour copied to k = 3
+    assert nb[4].tolist() == [4, 4, 4]  # no neighbour: the entity itself
+    # Entity 0 of 7 with neighbours 5 and 6 (both at cosine 0: lower index first), copied cyclically.
+    nb2 = top_neighbours(np.array([0, 2, 2, 2, 2, 2, 2, 2]), np.array([5, 6]), np.eye(7), k=3)
+    assert nb2[0].tolist() == [5, 6, 5]  # two neighbours (tie at cosine 0, lower index first), cyclic copy
+
+
+def test_linker_against_the_generators_truth(ci_root):
+    from clirlib.data import load_dataset
+
+    ds = load_dataset("ci", "fr")
+    kg = read_kg(ci_root / "kg" / "fr")
+    gold = read_gold_links(ci_root / "kg" / "fr")
+    index = label_index(kg.labels["en"], ds.q_vocab.stoi, kg.degree())
+    pred = {ds.query_ids[i]: [kg.ids[e] for e in link(ds.queries[i], index)] for i in range(len(ds.query_ids))}
+    q = link_quality(pred, gold, list(ds.query_ids))
+    assert q["gold"] == sum(len(gold.get(x, [])) for x in ds.query_ids) > 0
+    assert q["correct"] > 0 and q["precision"] == q["correct"] / q["links"]
+    # Gold entities are graph neighbours of the query's SR documents' concepts or the SR concepts
+    # themselves: every gold entity of a query has at least one KG neighbour.
+    deg = kg.degree()
+    assert all(deg[kg.index[e]] > 0 for ents in gold.values() for e in ents)
+
+
+def test_kg_costs_little_generation_time(tmp_path):
+    import time
+
+    from clirlib.data.kg import write_benchmark_kg
+
+    p, d = synthetic.PROFILES["ci"], synthetic.DIFFICULTY
+    lex = synthetic._lexicons(p.n_meanings, 0, d)
+    universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in synthetic.LANGS}
+    t0 = time.perf_counter()
+    write_benchmark_kg(tmp_path, p, 0, d, lex, universes)
+    # Budget 5 s on the default profile; ci's KG took 0.23 s and default's 1.0 s under load.
+    assert time.perf_counter() - t0 < 5.0
