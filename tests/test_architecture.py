@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("data",)),
     ("training", ("encoders", "optim", "fast", "train_config", "train", "systems", "retrieval", "entity_linking",
                   "transe")),
-    ("experiments", ("experiments", "executors")),
+    ("experiments", ("experiments", "executors", "raycluster")),
     ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots",
                  "families")),
     ("front", ("cli", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py

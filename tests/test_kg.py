@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from clirlib import profiles
 from clirlib.data import generate_benchmark, synthetic
 from clirlib.data.errors import DataFormatError
 from clirlib.data.kg import (KnowledgeGraph, ensure_benchmark_kg, read_gold_links, read_kg, read_wikidata_json,
@@ -238,8 +239,8 @@ def test_kg_costs_little_generation_time(tmp_path):
 
     from clirlib.data.kg import write_benchmark_kg
 
-    p, d = synthetic.PROFILES["ci"], synthetic.DIFFICULTY
-    lex = synthetic._lexicons(p.n_meanings, 0, d)
+    p, d = profiles.SIZES["ci"], synthetic.DIFFICULTY
+    lex = synthetic.lexicons(p.n_meanings, 0, d)
     universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in synthetic.LANGS}
     t0 = time.perf_counter()
     write_benchmark_kg(tmp_path, p, 0, d, lex, universes)
