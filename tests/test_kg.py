@@ -33,7 +33,7 @@ def ci_root(tmp_path_factory):
 def test_kg_leaves_every_other_benchmark_file_unchanged(ci_root, tmp_path, monkeypatch):
     # The same generation with the KG call made a no-op must give the same bytes for every
     # file but kg/ (the KG reads replayed streams and draws from its own).
-    monkeypatch.setattr(synthetic, "write_benchmark_kg", lambda *a, **k: None)
+    monkeypatch.setattr(synthetic.writing, "write_benchmark_kg", lambda *a, **k: None)
     without = generate_benchmark("ci", seed=0, out_dir=tmp_path / "nokg")
     assert not (without / "kg").exists()
     assert digest(ci_root, skip=("kg/",)) == digest(without)
@@ -42,7 +42,7 @@ def test_kg_leaves_every_other_benchmark_file_unchanged(ci_root, tmp_path, monke
 
 
 def test_ensure_writes_the_same_kg_into_an_older_benchmark(ci_root, tmp_path, monkeypatch):
-    monkeypatch.setattr(synthetic, "write_benchmark_kg", lambda *a, **k: None)
+    monkeypatch.setattr(synthetic.writing, "write_benchmark_kg", lambda *a, **k: None)
     old = generate_benchmark("ci", seed=0, out_dir=tmp_path / "old")
     ensure_benchmark_kg(old, "ci", 0)
     assert digest(old / "kg") == digest(ci_root / "kg")
