@@ -78,7 +78,7 @@ def verify(vocab: int, steps: int = 6, seed: int = 0) -> dict:
     from clirlib import determinism
     from clirlib.encoders import Ranker
     from clirlib.losses import sosl
-    from clirlib.train import _Step
+    from clirlib import fast
 
     determinism.configure()
     ds = training_dataset(vocab, steps * BATCH, seed=2, n_queries=500, n_docs=2000)
@@ -89,7 +89,7 @@ def verify(vocab: int, steps: int = 6, seed: int = 0) -> dict:
         model = Ranker.build("avgpool", vocab, vocab, dim=DIM, eps=1.0, seed=seed)
         params = [p for p in model.parameters()]
         opt = torch.optim.Adam(params, lr=0.01, fused=kind != "dense_default")
-        stepper = _Step(model, params, ds, tr, torch.device("cpu"), opt)
+        stepper = fast.make_step(model, params, ds, tr, torch.device("cpu"), opt)
         if kind == "ours":
             row_adam = stepper.row_adam is not None
         for k in range(steps):
