@@ -117,8 +117,9 @@ def test_reference_engine_gives_the_same_metrics_on_ci(encoder):
     # differentiates the max pooling by autograd, the fast path sums each maximum's window
     # in another order, so parameters differ in the last float32 bits (tests/test_fast.py)
     # and a near-tie between two candidates may swap. Measured on this config: every test
-    # metric equal, split losses within 7.4e-8 relative; asserted: metrics within 0.01
-    # (one swapped pair among the ci profile's test queries), losses within 1e-6 relative.
+    # metric equal, split losses within 7.4e-8 relative. Asserted: each test metric within
+    # 1 / (number of test queries), what one query's metric moving from 0 to 1 changes
+    # (one near-tie swapped; ci has 24 test queries), losses within 1e-6 relative.
     from clirlib.data import load_dataset
 
     ds = load_dataset("ci", "fr")
@@ -131,8 +132,9 @@ def test_reference_engine_gives_the_same_metrics_on_ci(encoder):
         assert strip(fast_res.history) == strip(ref_res.history)
         assert fast_res.test_metrics == ref_res.test_metrics and fast_res.split_losses == ref_res.split_losses
     else:
+        one_query = 1 / len(np.unique(ds.splits["test"].qidx))
         for m, v in fast_res.test_metrics.items():
-            assert ref_res.test_metrics[m] == pytest.approx(v, abs=0.01), m
+            assert abs(ref_res.test_metrics[m] - v) <= one_query, m
         for k, v in fast_res.split_losses.items():
             assert ref_res.split_losses[k] == pytest.approx(v, rel=1e-6), k
 
