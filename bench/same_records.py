@@ -11,7 +11,7 @@ the benchmark files were read from (``data_info`` paths up to ``data/synthetic/`
 ``--engine reference`` the runs go through ``TrainConfig(engine="reference")`` and the
 record is compared with the engine field left out.
 
-    PYTHONPATH=. python bench/same_records.py [--engine reference]
+    PYTHONPATH=. python bench/same_records.py [--engine reference] [--only avgpool cnn ...]
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default=None, help="train through this TrainConfig.engine")
     ap.add_argument("--cache", default=str(ROOT / "results" / "runs"))
+    ap.add_argument("--only", nargs="*", default=None, help="retrain only the picks whose description starts so")
     a = ap.parse_args()
     cached = []
     for p in sorted(Path(a.cache).glob("*.json")):
@@ -75,6 +76,8 @@ def main() -> int:
 
     failures = 0
     for desc, pred in PICKS:
+        if a.only is not None and not any(desc.startswith(o) for o in a.only):
+            continue
         found = next(((p, r) for p, r in cached if pred(r["config"])), None)
         if found is None:
             print(f"{desc}: no cached record, skipped")
