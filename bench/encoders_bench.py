@@ -16,7 +16,7 @@ Each encoder gets one untimed warm-up call first.
 ``cnn_flop_rate`` measures DSSM-CNN *training* against the hardware: this machine's float32
 matrix-product rate (``common.matmul_gflops``: ``torch.mm`` of 2048 x 2048 matrices at the
 benchmark's thread count, best of 5) and the rate a CNN training step achieves. A step is
-what ``clirlib.train.train`` does per batch (``train._Step``: ragged batch, forward of both
+what ``clirlib.train.train`` does per batch (``fast.make_step``: ragged batch, forward of both
 encoders, SOSL, backward, clipping, Adam on every parameter), batch 128, on synthetic data
 shaped like the default profile (queries 8-30 tokens, documents 30-120, vocabulary 1,000
 per language, dimension 64). Its FLOPs are counted the textbook way: the convolution as one
@@ -75,7 +75,7 @@ def cnn_flop_rate(steps: int = 40, reps: int = 3, log=print) -> dict:
     from clirlib import determinism
     from clirlib.encoders import Ranker
     from clirlib.losses import DEFAULT_THRESHOLDS, get_loss
-    from clirlib.train import _Step
+    from clirlib import fast
 
     from common import matmul_gflops, training_dataset
 
@@ -88,7 +88,7 @@ def cnn_flop_rate(steps: int = 40, reps: int = 3, log=print) -> dict:
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=1e-3, fused=True)
     split = ds.splits["train"]
-    stepper = _Step(model, params, ds, split, torch.device("cpu"), opt)
+    stepper = fast.make_step(model, params, ds, split, torch.device("cpu"), opt)
     labels = torch.from_numpy(split.labels)
     loss_fn, thresholds = get_loss("sosl"), DEFAULT_THRESHOLDS["sosl"]
     q_len, d_len = np.diff(ds.queries.offsets), np.diff(ds.docs.offsets)
@@ -127,7 +127,7 @@ def cnn_flop_rate(steps: int = 40, reps: int = 3, log=print) -> dict:
 
 
 def run(vocab: int = 100_000, min_seconds: float = 3.0, log=print) -> dict:
-    from clirlib import determinism
+    from clirlib import determinism, fast
     from clirlib.data.dataset import Split
     from clirlib.encoders import Ranker
     from clirlib.train import score_split
@@ -149,7 +149,7 @@ def run(vocab: int = 100_000, min_seconds: float = 3.0, log=print) -> dict:
         n_q = 1000 if name == "avgpool" else 100  # the DSSM encoders are ~100x slower
         split = Split(np.repeat(np.arange(n_q), cand), gen.integers(0, len(docs), n_q * cand),
                       np.zeros(n_q * cand, dtype=np.int64))
-        model = Ranker.build(name, vocab, vocab, dim=64, seed=0).eval()
+        model = fast.accelerate(Ranker.build(name, vocab, vocab, dim=64, seed=0).eval())  # as train() scores
         tiny = Split(np.repeat(np.arange(4), cand), gen.integers(0, len(docs), 4 * cand), np.zeros(4 * cand, dtype=np.int64))
         score_split(model, ds, tiny, torch.device("cpu"))  # warm-up (first-call kernel set-up), untimed
         batch = 512 if name == "avgpool" else 128
@@ -212,7 +212,7 @@ def markdown(res: dict, report: dict) -> list[str]:
     L.append("| --- | ---: |")
     L.append(f"| float32 matmul rate (`torch.mm` 2048 x 2048, best of 5, {m['threads']} threads) | "
              f"{fmt(cf['matmul_gflops'], 0)} GFLOP/s |")
-    L.append(f"| CNN training step (batch {cf['batch']}, `train._Step`: forward, SOSL, backward, clipping, Adam) | "
+    L.append(f"| CNN training step (batch {cf['batch']}, `fast.make_step`: forward, SOSL, backward, clipping, Adam) | "
              f"{fmt(cf['step_ms'], 1)} ms (best of {len(cf['step_seconds_all'])} runs of {cf['steps']} steps) |")
     L.append(f"| textbook FLOPs per step (conv GEMM + FC, forward and both backward products) | "
              f"{cf['textbook_gflop_per_step']:.2f} GFLOP |")

@@ -78,7 +78,7 @@ def verify(vocab: int, steps: int = 6, seed: int = 0) -> dict:
     from clirlib import determinism
     from clirlib.encoders import Ranker
     from clirlib.losses import sosl
-    from clirlib.train import _Step
+    from clirlib import fast
 
     determinism.configure()
     ds = training_dataset(vocab, steps * BATCH, seed=2, n_queries=500, n_docs=2000)
@@ -89,7 +89,7 @@ def verify(vocab: int, steps: int = 6, seed: int = 0) -> dict:
         model = Ranker.build("avgpool", vocab, vocab, dim=DIM, eps=1.0, seed=seed)
         params = [p for p in model.parameters()]
         opt = torch.optim.Adam(params, lr=0.01, fused=kind != "dense_default")
-        stepper = _Step(model, params, ds, tr, torch.device("cpu"), opt)
+        stepper = fast.make_step(model, params, ds, tr, torch.device("cpu"), opt)
         if kind == "ours":
             row_adam = stepper.row_adam is not None
         for k in range(steps):
@@ -255,12 +255,12 @@ def markdown(res: dict, report: dict) -> list[str]:
              "includes the small dev evaluation at its end).")
     L.append("- clirlib keeps the paper's dense Adam: every step every row's moments decay and every row with "
              "nonzero moments moves, with `torch.optim.Adam(fused=True)`'s arithmetic. What it saves is the "
-             "traffic around it (`clirlib/optim.py`): batches are gathered ragged (no padding); only the rows "
+             "traffic around it (`clirlib/fast/`): batches are gathered ragged (no padding); only the rows "
              "a batch uses carry an autograd gradient (a small leaf the model's own forward runs on); "
              "clipping runs on those rows; and one pass per table applies Adam's update to all rows, taking "
              "the gradient from the compact rows and 0 elsewhere, so no dense gradient is ever built, "
              "zeroed, rescaled or read. The result is bit-identical to dense gradients + `clip_grad_norm_` + "
-             "`torch.optim.Adam(fused=True)` (checked above and in `tests/test_optim.py`), hence to clirlib "
+             "`torch.optim.Adam(fused=True)` (checked above and in `tests/test_fast.py`), hence to clirlib "
              "before this change.")
     L.append("- Data for sections 1 and 3 are synthetic: token ids drawn with Zipf(1) frequencies over the "
              "vocabulary (like words in text), lengths uniform in 8-30 (queries) and 50-300 (documents).")

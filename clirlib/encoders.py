@@ -96,134 +96,25 @@ def _dropout(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
     return x * mask
 
 
-# --------------------------------------------------------------------------- CNN kernels
-# Max pooling over windows routes each (text, filter) gradient to one window (the argmax),
-# so the convolution's backward needs only B x F rows of the window matrix instead of a
-# dense (windows x F) product: dW[f] = sum_b g[b, f] * window[argmax[b, f]] and
-# dX[window rows of argmax[b, f]] += g[b, f] * W[f]. With numba these are two short loops
-# (the two run on separate threads); without numba the same gradient is computed densely.
-try:
-    from numba import njit
-except ImportError:  # numba is optional (requirements.txt): the torch path below is used
-    _segment_max = _window_grad_weight = _window_grad_input = None
-else:
-    _NB = dict(nogil=True, cache=True, fastmath=False, boundscheck=False, error_model="numpy")
-
-    @njit(**_NB)
-    def _segment_max(z, starts, counts, out, arg):
-        """out[b] = max over rows starts[b] .. starts[b] + counts[b] of z, arg[b] = its row
-        (the first on ties; a NaN wins and stays, as in torch.max)."""
-        nf = z.shape[1]
-        for b in range(starts.shape[0]):
-            s = starts[b]
-            for f in range(nf):
-                out[b, f] = z[s, f]
-                arg[b, f] = s
-            for r in range(s + 1, s + counts[b]):
-                for f in range(nf):
-                    v = z[r, f]
-                    cur = out[b, f]
-                    if v > cur or (v != v and cur == cur):
-                        out[b, f] = v
-                        arg[b, f] = r
-
-    @njit(**_NB)
-    def _window_grad_weight(g, arg, xflat, p, dk):
-        """dk[f, :] = sum_b g[b, f] * xflat[arg[b, f] * p : arg[b, f] * p + w p]."""
-        nb, nf = g.shape
-        wp = dk.shape[1]
-        for f in range(nf):
-            for b in range(nb):
-                gv = g[b, f]
-                base = arg[b, f] * p
-                for j in range(wp):
-                    dk[f, j] += gv * xflat[base + j]
-
-    @njit(**_NB)
-    def _window_grad_input(g, arg, k, p, dxflat):
-        """dxflat[arg[b, f] * p : arg[b, f] * p + w p] += g[b, f] * k[f, :]."""
-        nb, nf = g.shape
-        wp = k.shape[1]
-        for b in range(nb):
-            for f in range(nf):
-                gv = g[b, f]
-                base = arg[b, f] * p
-                for j in range(wp):
-                    dxflat[base + j] += gv * k[f, j]
-
-
-_BACKWARD_POOL = None
-
-
-def _backward_pool():
-    global _BACKWARD_POOL
-    if _BACKWARD_POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _BACKWARD_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clirlib-cnn")
-    return _BACKWARD_POOL
-
-
-def _use_numba(*tensors: torch.Tensor) -> bool:
-    return _segment_max is not None and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
-
-
-class _ConvMaxPool(torch.autograd.Function):
+def conv_max_pool(x: torch.Tensor, k: torch.Tensor, bias: torch.Tensor, starts: torch.Tensor,
+                  counts: torch.Tensor, window: int) -> torch.Tensor:
     """max over each text's windows of (windows @ K^T + bias): the pre-activation of
     DSSM-CNN's max-pooled convolution (tanh is monotone, so tanh(max) = max(tanh)).
 
     ``x``: (R, p) the texts' rows one after another (contiguous); the windows of a text
     are ``x[r : r + w]`` flattened, r = starts[b] .. starts[b] + counts[b] - 1: a strided
     view of ``x``, never gathered. ``k``: (F, w p), the Conv1d weight with the window
-    flattened position-major. Returns (B, F).
+    flattened position-major. Returns (B, F). Plain autograd; ``clirlib.fast.cnn`` has
+    the same function with a backward that touches only each maximum's window.
     """
-
-    @staticmethod
-    def forward(ctx, x, k, bias, starts, counts, window):
-        r, p = x.shape
-        n_rows = r - window + 1  # every window start of the flat buffer (some cross texts: unused)
-        windows = x.as_strided((n_rows, window * p), (p, 1))  # (n_rows, w p), no copy
-        z = torch.addmm(bias, windows, k.t())  # (n_rows, F)
-        b, f = len(starts), k.shape[0]
-        if _use_numba(z):
-            out = z.new_empty(b, f)
-            arg = torch.empty(b, f, dtype=torch.int64)
-            _segment_max(z.numpy(), starts.numpy(), counts.numpy(), out.numpy(), arg.numpy())
-        else:
-            width = int(counts.max())
-            pos = torch.arange(width, device=x.device)
-            rows = (starts.unsqueeze(1) + pos).clamp_max(n_rows - 1)  # (B, width)
-            grid = z[rows].masked_fill_((pos >= counts.unsqueeze(1)).unsqueeze(2), float("-inf"))
-            out, j = grid.max(dim=1)  # (B, F)
-            arg = starts.unsqueeze(1) + j
-        ctx.save_for_backward(x, k, arg)
-        ctx.window = window
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, k, arg = ctx.saved_tensors
-        window = ctx.window
-        r, p = x.shape
-        g = g.contiguous()
-        dbias = g.sum(0) if ctx.needs_input_grad[2] else None
-        if _use_numba(x, g, k):
-            dk = torch.zeros_like(k)
-            dx = torch.zeros_like(x)
-            gn, an = g.numpy(), arg.numpy()
-            # the two products are independent: the weight's on a helper thread (nogil)
-            job = _backward_pool().submit(_window_grad_weight, gn, an, x.detach().reshape(-1).numpy(), p, dk.numpy())
-            _window_grad_input(gn, an, k.detach().numpy(), p, dx.view(-1).numpy())
-            job.result()
-        else:  # dense: the windows' gradient is zero except at each argmax
-            n_rows = r - window + 1
-            dz = g.new_zeros(n_rows, k.shape[0]).scatter_add_(0, arg, g)  # (n_rows, F)
-            dk = dz.t() @ x.as_strided((n_rows, window * p), (p, 1))
-            dwin = dz @ k  # (n_rows, w p)
-            dx = torch.zeros_like(x)
-            for j in range(window):
-                dx[j:j + n_rows] += dwin[:, j * p:(j + 1) * p]
-        return dx, dk, dbias, None, None, None
+    r, p = x.shape
+    n_rows = r - window + 1  # every window start of the flat buffer (some cross texts: unused)
+    windows = x.as_strided((n_rows, window * p), (p, 1))  # (n_rows, w p), no copy
+    z = torch.addmm(bias, windows, k.t())  # (n_rows, F)
+    pos = torch.arange(int(counts.max()), device=x.device)  # (W,)
+    rows = (starts.unsqueeze(1) + pos).clamp_max(n_rows - 1)  # (B, W)
+    grid = z[rows].masked_fill((pos >= counts.unsqueeze(1)).unsqueeze(2), float("-inf"))  # (B, W, F)
+    return grid.max(dim=1).values  # (B, F)
 
 
 class CNNEncoder(nn.Module):
@@ -241,6 +132,9 @@ class CNNEncoder(nn.Module):
         self.conv = nn.Conv1d(dim, filters, kernel_size=window)
         self.fc = nn.Linear(filters, out_dim)
         self.out_dim = out_dim
+        # The max pooling over windows: the reference here; ``clirlib.fast.cnn.accelerate``
+        # swaps in the same function with a sparse backward (same forward values).
+        self.pool = conv_max_pool
 
     def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         # The texts' token rows lie one after another in one (R, p) buffer, so every window
@@ -270,7 +164,7 @@ class CNNEncoder(nn.Module):
             x = self.embedding(ids)  # (T, p)
         x = _dropout(self.dropout, x).contiguous()
         kernel = self.conv.weight.permute(0, 2, 1).reshape(self.conv.out_channels, w * p)  # (F, w p)
-        z = _ConvMaxPool.apply(x, kernel, self.conv.bias, starts.contiguous(), (rows - w + 1).contiguous(), w)  # (B, F)
+        z = self.pool(x, kernel, self.conv.bias, starts.contiguous(), (rows - w + 1).contiguous(), w)  # (B, F)
         return torch.tanh(self.fc(torch.tanh(z)))  # (B, 64)
 
 

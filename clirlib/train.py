@@ -8,17 +8,20 @@ clipping at 5.0 (the released code's default) unless ``clip=None``.
 Each epoch records the training loss, gradient-norm statistics and the dev metrics; the
 epoch with the best dev ``select_metric`` (earliest on ties) is restored and evaluated on
 the test split. With ``patience`` set, training stops early once that many epochs in a
-row brought no dev gain (at most ``epochs``). A non-finite loss or gradient stops training with ``NonFiniteError``
-naming the epoch, step and setting.
+row brought no dev gain (at most ``epochs``). A non-finite loss or gradient stops training
+with ``NonFiniteError`` naming the epoch, step and setting.
+
+Each batch is one step of a small interface (``scores``, ``backward``, ``step``):
+``ReferenceStep`` below in plain autograd + ``clip_grad_norm_`` + ``torch.optim.Adam``
+(``engine="reference"``), or ``clirlib.fast.make_step``, the same step faster on CPU
+(``engine="fast"``, the default; the same parameters, tests/test_fast.py). The settings
+live in ``clirlib.train_config`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
-import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -29,124 +32,16 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import determinism, env
-from .encoders import ENCODERS, LSTM_READOUTS, AvgPoolEncoder, Ranker
-from .losses import DEFAULT_THRESHOLDS, class_weights, get_loss
-from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
-
-#: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
-PAPER_SETTINGS: dict[str, dict[str, Any]] = {
-    "avgpool": {"lr": 0.01, "lr_decay": 1.0, "batch_size": 128, "epochs": 30},
-    "cnn": {"lr": 0.001, "lr_decay": 0.95, "batch_size": 128, "epochs": 30},
-    "lstm": {"lr": 0.001, "lr_decay": 0.95, "batch_size": 64, "epochs": 15},
-}
-
-
-#: Optimizers ``TrainConfig.optimizer`` accepts.
-OPTIMIZERS = ("adam", "sgd")
-
-
-#: Values of ``TrainConfig.class_weight``.
-CLASS_WEIGHTS = ("none", "balanced")
-
-
-#: Config fields that are left out of the cache key when they have these values, so runs
-#: keep the keys they had before the field existed.
-KEY_DEFAULTS: dict[str, Any] = {"optimizer": "adam", "class_weight": "none", "target_scale": 1.0,
-                                "lstm_readout": "final"}
+from . import determinism, env, fast
+from .encoders import Ranker
+from .losses import class_weights, get_loss
+from .metrics import chance_p_mr1, evaluate, evaluate_per_query
+from .train_config import (CLASS_WEIGHTS, ENGINES, KEY_DEFAULTS, OPTIMIZERS,  # noqa: F401 (re-exported)
+                           PAPER_SETTINGS, TrainConfig)
 
 
 class NonFiniteError(FloatingPointError):
     """A loss or gradient became NaN or infinite during training."""
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything that determines a training run. ``None`` means "the paper's setting"."""
-
-    data: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
-    lang: str = "fr"
-    loss: str = "sosl"
-    encoder: str = "avgpool"
-    epsilon: float = 1.0
-    thresholds: tuple[float, ...] | None = None  # None: the loss's default (losses.DEFAULT_THRESHOLDS)
-    epochs: int | None = None
-    batch_size: int | None = None
-    lr: float | None = None
-    lr_decay: float | None = None  # multiplicative per epoch (ExponentialLR)
-    optimizer: str = "adam"  # "adam" (Section 5) or "sgd": plain SGD, step size lr / t at global step t (Theorem 3)
-    clip: float | None = 5.0  # gradient-norm clipping; None disables it
-    seed: int = 0  # model initialisation and shuffling
-    data_seed: int = 0  # benchmark generation, query sampling, splits, NR sampling
-    n_queries: int | None = None  # None: the profile's (or 25,000 for real data)
-    n_nr: int = 40  # NR documents per query
-    train_fraction: float = 1.0  # keep this share of the training queries (Theorem 3 study)
-    select_metric: str = "NDCG@5"  # dev metric that picks the epoch
-    patience: int | None = None  # early stopping: stop after this many epochs without a dev gain (None: never)
-    pretrained: bool = True  # start from the (Polyglot-format) embeddings when available
-    init_scale: float | None = None  # rescale initial embedding rows to this mean norm
-    record_steps: bool = False  # keep every step's gradient norm in the history
-    score_train: bool = False  # score the training pairs at the end (Figure 3)
-    lstm_readout: str = "final"  # DSSM-LSTM read-out: "final" | "paper" (encoders.LSTMEncoder)
-    class_weight: str = "none"  # "none" | "balanced": each class contributes equally (weights from the training labels)
-    target_scale: float = 1.0  # loss on the score axis stretched by 1 / s: s^2 * loss(r / s) (cut points -1, theta, 1 times s)
-
-    def resolved(self) -> "TrainConfig":
-        """The same config with every ``None`` replaced by the paper's setting."""
-        if self.encoder not in ENCODERS:
-            raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
-        if self.lstm_readout not in LSTM_READOUTS:
-            raise ValueError(f"unknown lstm_readout {self.lstm_readout!r}; choose one of {', '.join(LSTM_READOUTS)}")
-        get_loss(self.loss)
-        if self.select_metric not in METRIC_NAMES:
-            raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(METRIC_NAMES)}")
-        if self.epsilon < 0:
-            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
-        if not 0 < self.train_fraction <= 1:
-            raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
-        paper = PAPER_SETTINGS[self.encoder]
-        if self.optimizer == "sgd":
-            # Theorem 3's step sizes c / t are the whole schedule: no per-epoch decay on top.
-            if self.lr_decay not in (None, 1.0):
-                raise ValueError(f"optimizer 'sgd' uses step size lr / t; lr_decay must be 1 or None, got {self.lr_decay}")
-            paper = {**paper, "lr_decay": 1.0}
-        thresholds = self.thresholds if self.thresholds is not None else DEFAULT_THRESHOLDS[self.loss]
-        out = dataclasses.replace(
-            self,
-            thresholds=tuple(float(t) for t in thresholds),
-            epochs=self.epochs if self.epochs is not None else paper["epochs"],
-            batch_size=self.batch_size if self.batch_size is not None else paper["batch_size"],
-            lr=self.lr if self.lr is not None else paper["lr"],
-            lr_decay=self.lr_decay if self.lr_decay is not None else paper["lr_decay"],
-            clip=self.clip if self.clip else None,
-        )
-        if out.epochs < 1 or out.batch_size < 1:
-            raise ValueError("epochs and batch_size must be positive")
-        if out.class_weight not in CLASS_WEIGHTS:
-            raise ValueError(f"unknown class_weight {out.class_weight!r}; choose one of {', '.join(CLASS_WEIGHTS)}")
-        if not 0 < out.target_scale <= 1:
-            raise ValueError(f"target_scale must be in (0, 1], got {out.target_scale}")
-        if out.patience is not None and out.patience < 1:
-            raise ValueError(f"patience must be a positive number of epochs or None, got {out.patience}")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        if d["thresholds"] is not None:
-            d["thresholds"] = list(d["thresholds"])
-        return d
-
-    def key(self) -> str:
-        """A stable hash of the resolved config (the cache key of ``experiments``)."""
-        d = self.resolved().to_dict()
-        # Fields added after the cache existed leave the key unchanged at their defaults.
-        for name, default in KEY_DEFAULTS.items():
-            if d[name] == default:
-                del d[name]
-        blob = json.dumps(d, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -172,95 +67,30 @@ def _batch(texts, rows: np.ndarray, device: torch.device) -> tuple[torch.Tensor,
     return torch.from_numpy(ids).to(device), torch.from_numpy(offsets).to(device)
 
 
-class _Step:
-    """One training step with row-compact embedding gradients (see ``clirlib.optim``).
+class ReferenceStep:
+    """A training step in plain PyTorch: autograd, clip_grad_norm_, optimizer.step()
+    (``clirlib.fast.make_step`` returns the same interface)."""
 
-    Each encoder's embedding table is looked up through a small leaf holding only the rows
-    the batch uses (``optim.CompactRows``); its gradient is clipped together with the other
-    parameters'. ``step()`` then applies ``torch.optim.Adam(fused=True)``'s dense update to
-    every row of the tables in one pass (``optim.RowAdam``; missing rows have gradient 0)
-    and ``optimizer.step()`` to the rest; without numba the compact gradient is written
-    into a persistent dense gradient and ``optimizer.step()`` updates everything. Either
-    way the parameters are those of dense gradients + ``clip_grad_norm_`` + the same
-    optimizer. An encoder without a plain embedding lookup keeps the ordinary dense path.
-    """
+    def __init__(self, model: Ranker, params: list, dataset, split, device: torch.device, optimizer):
+        self.model, self.params, self.optimizer, self.device, self.dataset, self.split = (
+            model, params, optimizer, device, dataset, split)
 
-    def __init__(self, model: Ranker, params: list[torch.nn.Parameter], dataset, split, device: torch.device,
-                 optimizer: torch.optim.Optimizer):
-        from torch.func import functional_call
-
-        from .optim import BagMeanMode, CompactRows, RowAdam, bag_mean_exact, compact_embedding
-
-        self.model, self.device, self.call = model, device, functional_call
-        self.queries, self.docs = dataset.queries, dataset.docs
-        self.qidx, self.didx = split.qidx, split.didx
-        self.sides: list[tuple[str, CompactRows] | None] = []
-        for enc_name in ("query_encoder", "doc_encoder"):
-            found = compact_embedding(getattr(model, enc_name))
-            self.sides.append(None if found is None else (f"{enc_name}.{found[0]}", CompactRows(found[1])))
-        self.compact = [side[1] for side in self.sides if side is not None]
-        self.params = params
-        self.optimizer = optimizer
-        # The tables' Adam update: one pass per table from the compact rows (RowAdam), or
-        # the optimizer's own step on a dense gradient buffer when RowAdam does not apply.
-        self.row_adam = RowAdam(optimizer, self.compact) if RowAdam.supports(optimizer, self.compact) else None
-        # Mean-pooling lookups on the leaves get a leaner backward with torch's exact result
-        # (optim._BagMean), where the check against torch's own backward passes.
-        self.bag_mode = BagMeanMode if self.compact and device.type == "cpu" and bag_mean_exact() else None
-        # Average pooling's per-batch work is a few sub-millisecond kernels: one thread
-        # runs them faster than waking the pool for each (and far faster when other
-        # processes share the cores); Adam's pass over the tables keeps every thread.
-        self.single_thread = device.type == "cpu" and all(
-            isinstance(enc, AvgPoolEncoder) for enc in (model.query_encoder, model.doc_encoder))
-
-    @contextlib.contextmanager
     def batch_threads(self):
-        """Thread count for the batch's forward, loss and backward (restored after)."""
-        n = torch.get_num_threads()
-        if not self.single_thread or n == 1:
-            yield
-            return
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(n)
-
-    def _inputs(self, texts, rows: np.ndarray, side, swap: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        ids, offsets = texts.take(rows)
-        if side is not None:
-            name, table = side
-            swap[name], ids = table.gather(ids)
-        return torch.from_numpy(ids).to(self.device), torch.from_numpy(offsets).to(self.device)
+        return contextlib.nullcontext()  # every thread, as torch is configured
 
     def scores(self, rows: np.ndarray) -> torch.Tensor:
         """Scores ``(B,)`` of the training pairs ``rows``."""
-        swap: dict[str, torch.Tensor] = {}
-        q = self._inputs(self.queries, self.qidx[rows], self.sides[0], swap)
-        d = self._inputs(self.docs, self.didx[rows], self.sides[1], swap)
-        if not swap:
-            return self.model(*q, *d)
-        with self.bag_mode(list(swap.values())) if self.bag_mode else contextlib.nullcontext():
-            return self.call(self.model, swap, (*q, *d))
+        q = _batch(self.dataset.queries, self.split.qidx[rows], self.device)
+        d = _batch(self.dataset.docs, self.split.didx[rows], self.device)
+        return self.model(*q, *d)
 
     def backward(self, loss: torch.Tensor, clip: float | None) -> float:
         """Gradients of ``loss``, clipped to norm ``clip``; returns the norm before clipping."""
-        for p in self.params:
-            p.grad = None
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        # The compact leaves stand in for their tables, in the same order as ``params``.
-        leaves = {id(t.weight): t.leaf for t in self.compact}
-        grads = [leaves.get(id(p), p) for p in self.params]
-        total = torch.nn.utils.clip_grad_norm_(grads, clip if clip else math.inf, foreach=True)
-        if self.row_adam is None:
-            for t in self.compact:
-                t.scatter()
-        return float(total)
+        return float(torch.nn.utils.clip_grad_norm_(self.params, clip if clip else math.inf, foreach=True))
 
     def step(self) -> None:
-        """Adam's update of every parameter: the tables' (dense, all rows) and the rest."""
-        if self.row_adam is not None:
-            self.row_adam.step(torch.get_num_threads())
         self.optimizer.step()
 
 
@@ -337,8 +167,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     step_scheduler = None
     if cfg.optimizer == "sgd":
         # Theorem 3's setting: plain SGD with step size alpha_t = lr / t at global step t = 1, 2, ...
-        # (the scheduler is stepped after every batch). RowAdam does not apply to SGD, so the
-        # tables get ordinary dense gradients and optimizer.step() updates every parameter.
+        # (the scheduler is stepped after every batch).
         optimizer = torch.optim.SGD(params, lr=cfg.lr)
         step_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 / (k + 1))
     else:
@@ -348,9 +177,8 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     tr = subsample_train(dataset.splits["train"], cfg.train_fraction, cfg.seed)
     loss_of = objective(cfg, tr.labels)
     dev, test = dataset.splits["dev"], dataset.splits["test"]
-    labels_t = torch.from_numpy(tr.labels).to(device)
-    n = len(tr)
-    stepper = _Step(model, params, dataset, tr, device, optimizer)
+    labels_t, n = torch.from_numpy(tr.labels).to(device), len(tr)
+    stepper = (fast.make_step if cfg.engine == "fast" else ReferenceStep)(model, params, dataset, tr, device, optimizer)
     setting = (f"loss={cfg.loss}, encoder={cfg.encoder}, epsilon={cfg.epsilon}, lr={cfg.lr}, "
                f"clip={cfg.clip}, lang={cfg.lang}, seed={cfg.seed}")
 

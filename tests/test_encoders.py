@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from clirlib.encoders import AvgPoolEncoder, CNNEncoder, LSTMEncoder, Ranker, padded
+from clirlib.encoders import AvgPoolEncoder, CNNEncoder, LSTMEncoder, Ranker, conv_max_pool, padded
 from clirlib.similarity import smooth_cosine
 
 
@@ -45,23 +45,34 @@ def test_dssm_encoders_shapes_and_batch_independence(cls):
         torch.testing.assert_close(enc(*ragged([t])), out[i:i + 1], rtol=1e-5, atol=1e-6)
 
 
-@pytest.fixture(params=["numba", "torch"])
-def cnn_path(request, monkeypatch):
-    """Run a CNN test with the numba kernels (when installed) and with the torch fallback."""
-    import clirlib.encoders as E
+@pytest.fixture(params=["fast", "reference"])
+def cnn_path(request):
+    """Run a CNN test with the fast max pooling (clirlib.fast.cnn, numba kernels: skipped
+    without numba) and with the reference (encoders.conv_max_pool, plain autograd)."""
+    from clirlib.fast import cnn
 
-    if request.param == "torch":
-        monkeypatch.setattr(E, "_segment_max", None)
-    elif E._segment_max is None:
+    if request.param == "fast" and cnn.segment_max is None:
         pytest.skip("numba not installed")
     return request.param
+
+
+def _cnn(cnn_path, *args, **kw):
+    enc = CNNEncoder(*args, **kw)
+    if cnn_path == "fast":
+        from clirlib.fast import accelerate
+
+        accelerate(enc)
+        assert enc.pool is not conv_max_pool
+    else:
+        assert enc.pool is conv_max_pool  # a new encoder starts on the reference
+    return enc
 
 
 def test_cnn_equals_conv1d_over_each_text(cnn_path):
     """The ragged CNN is Conv1d + tanh + max over each text's own windows (a text shorter
     than the window: its one window zero-padded), checked text by text against nn.Conv1d."""
     torch.manual_seed(0)
-    enc = CNNEncoder(30, 8, filters=5).eval()
+    enc = _cnn(cnn_path, 30, 8, filters=5).eval()
     texts = [[3, 4, 5, 6, 7, 8, 9, 10], [11, 12, 13], [14], [15, 16], [], [17, 18, 19, 20]]
     out = enc(*ragged(texts))
     for i, t in enumerate(texts):
@@ -75,7 +86,7 @@ def test_cnn_equals_conv1d_over_each_text(cnn_path):
 def test_cnn_gradients_match_conv1d(cnn_path):
     # autograd through the ragged form gives the Conv1d form's parameter gradients
     torch.manual_seed(1)
-    enc = CNNEncoder(30, 8, filters=5).eval()
+    enc = _cnn(cnn_path, 30, 8, filters=5).eval()
     texts = [[3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14], [15], [16, 17, 3, 4], []]
     out = enc(*ragged(texts))
     (out * torch.linspace(-1, 2, out.numel()).view_as(out)).sum().backward()  # not just a sum
@@ -100,7 +111,7 @@ def test_cnn_larger_batch_matches_conv1d(cnn_path):
     every parameter within 1e-5 of Conv1d + tanh + max + FC + tanh, text by text."""
     torch.manual_seed(3)
     gen = np.random.default_rng(3)
-    enc = CNNEncoder(200, 64).eval()
+    enc = _cnn(cnn_path, 200, 64).eval()
     texts = [list(gen.integers(0, 200, n)) for n in gen.integers(1, 41, 24)]
     out = enc(*ragged(texts))
     weights = torch.randn(out.shape)

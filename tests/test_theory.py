@@ -188,12 +188,12 @@ def test_sgd_is_deterministic_and_its_step_size_is_c_over_t(monkeypatch):
 
 
 def test_sgd_takes_the_dense_path_and_matches_a_plain_torch_loop(monkeypatch):
-    from clirlib import optim
+    from clirlib.fast import adam
 
     def no_row_adam(*a, **kw):
         raise AssertionError("RowAdam must not be used for SGD")
 
-    monkeypatch.setattr(optim.RowAdam, "__init__", no_row_adam)
+    monkeypatch.setattr(adam.RowAdam, "__init__", no_row_adam)
     ds = toy_dataset()
     cfg = TrainConfig(epochs=1, batch_size=32, lr=5.0, optimizer="sgd", clip=None, seed=3)
     res = train(cfg, ds, progress=False, keep_model=True)

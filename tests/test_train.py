@@ -128,3 +128,45 @@ def test_test_metrics_recomputed_pair_by_pair():
                   for q, d in zip(split.qidx, split.didx)]
     ours = evaluate(np.array(scores), split.labels, split.qidx)
     assert ours == pytest.approx(res.test_metrics, abs=1e-9)
+
+
+@pytest.mark.parametrize("encoder", ["avgpool", "cnn", "lstm"])
+def test_reference_engine_gives_the_same_metrics_on_ci(encoder):
+    # engine="reference" (plain autograd + clip_grad_norm_ + torch.optim.Adam) against the
+    # default fast engine (clirlib.fast), on the ci profile's French data. Average pooling
+    # and the LSTM: bit-identical histories, metrics and losses. DSSM-CNN: the reference
+    # differentiates the max pooling by autograd, the fast path sums each maximum's window
+    # in another order, so parameters differ in the last float32 bits (tests/test_fast.py)
+    # and a near-tie between two candidates may swap. Measured on this config: every test
+    # metric equal, split losses within 7.4e-8 relative. Asserted: each test metric within
+    # 1 / (number of test queries), what one query's metric moving from 0 to 1 changes
+    # (one near-tie swapped; ci has 24 test queries), losses within 1e-6 relative.
+    from clirlib.data import load_dataset
+
+    ds = load_dataset("ci", "fr")
+    epochs = 4 if encoder == "avgpool" else 1
+    fast_res = train(TrainConfig(data="ci", encoder=encoder, epochs=epochs), ds, progress=False)
+    ref_res = train(TrainConfig(data="ci", encoder=encoder, epochs=epochs, engine="reference"), ds, progress=False)
+    assert ref_res.config.engine == "reference" and "engine" not in fast_res.config.to_dict()
+    strip = lambda hist: [{k: v for k, v in h.items() if k != "seconds"} for h in hist]  # noqa: E731
+    if encoder != "cnn":
+        assert strip(fast_res.history) == strip(ref_res.history)
+        assert fast_res.test_metrics == ref_res.test_metrics and fast_res.split_losses == ref_res.split_losses
+    else:
+        one_query = 1 / len(np.unique(ds.splits["test"].qidx))
+        for m, v in fast_res.test_metrics.items():
+            assert abs(ref_res.test_metrics[m] - v) <= one_query, m
+        for k, v in fast_res.split_losses.items():
+            assert ref_res.split_losses[k] == pytest.approx(v, rel=1e-6), k
+
+
+def test_engine_is_out_of_the_key_and_record_at_its_default():
+    # A run's cache key and saved config are those of before the field existed unless
+    # the reference engine is asked for; an unknown engine is refused.
+    cfg = TrainConfig()
+    assert "engine" not in cfg.to_dict() and cfg.key() == TrainConfig(engine="fast").key()
+    assert cfg.key() == "3103a06da29c5c6c"  # TrainConfig().key() at the commit before the engine field
+    ref = TrainConfig(engine="reference")
+    assert ref.to_dict()["engine"] == "reference" and ref.key() != cfg.key()
+    with pytest.raises(ValueError, match="unknown engine 'gpu'"):
+        TrainConfig(engine="gpu").resolved()

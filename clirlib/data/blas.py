@@ -6,58 +6,55 @@ busy the CPU cores (its threads spin while waiting for one another), and its flo
 results can depend on the thread count. One thread is fast and gives the same bits on
 every machine, which the byte-identical output relies on.
 
-There is no dependency for this (threadpoolctl does it in general): this module finds
-the OpenBLAS libraries bundled with numpy and scipy wheels and calls their
-``*_set_num_threads`` entry points through ctypes. Where none is found it does nothing.
+``threadpoolctl`` sets every BLAS library loaded in the process (numpy's and scipy's
+OpenBLAS, MKL, BLIS, ...) to one thread and restores the previous counts after. When it
+finds no BLAS library, or one keeps more than one thread, the counts are not pinned and
+the files may then differ from other machines' in the last bits: that is said once per
+process (``UnpinnedThreadsWarning``) instead of silently.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
-import os
+import warnings
 from collections.abc import Iterator
 
-import numpy as np
-
-_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
-            "openblas_set_num_threads")
-_GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
-            "openblas_get_num_threads")
+from threadpoolctl import threadpool_info, threadpool_limits
 
 
-def _libraries() -> list[tuple[object, object]]:
-    out = []
-    try:
-        import scipy
-        dirs = [os.path.dirname(np.__file__) + ".libs", os.path.dirname(scipy.__file__) + ".libs",
-                os.path.join(os.path.dirname(np.__file__), ".libs")]
-    except ImportError:  # pragma: no cover - scipy is a dependency
-        dirs = [os.path.dirname(np.__file__) + ".libs"]
-    for d in dirs:
-        for path in sorted(glob.glob(os.path.join(d, "*openblas*"))):
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            setter = next((getattr(lib, n) for n in _SETTERS if hasattr(lib, n)), None)
-            getter = next((getattr(lib, n) for n in _GETTERS if hasattr(lib, n)), None)
-            if setter is not None and getter is not None:
-                getter.restype = ctypes.c_int
-                out.append((setter, getter))
-    return out
+class UnpinnedThreadsWarning(RuntimeWarning):
+    """BLAS thread counts could not be set to one."""
+
+
+_WARNED = False
+
+
+def unpinned(info: list[dict]) -> str | None:
+    """Why the BLAS libraries in ``info`` (``threadpoolctl.threadpool_info()`` entries) are
+    not all pinned to one thread, or ``None`` when they are."""
+    blas = [lib for lib in info if lib.get("user_api") == "blas"]
+    if not blas:
+        return "threadpoolctl found no BLAS library"
+    multi = [f"{lib.get('prefix')} ({lib.get('filepath')}): {lib.get('num_threads')} threads"
+             for lib in blas if lib.get("num_threads") != 1]
+    return "BLAS kept more than one thread: " + "; ".join(multi) if multi else None
+
+
+def _warn_once(reason: str) -> None:
+    global _WARNED
+    if not _WARNED:
+        _WARNED = True
+        warnings.warn(f"{reason}; BLAS thread counts are not pinned to 1, so the generated benchmark's "
+                      "floats may depend on the machine's thread count", UnpinnedThreadsWarning, stacklevel=3)
 
 
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
-    """Run the body with one OpenBLAS thread, then restore the previous counts."""
-    libs = _libraries()
-    before = [getter() for _, getter in libs]
-    for setter, _ in libs:
-        setter(1)
-    try:
+    """Run the body with one thread in every BLAS library, then restore the previous counts."""
+    import scipy.linalg  # noqa: F401  (loads scipy's own BLAS, so it is pinned too)
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        reason = unpinned(threadpool_info())
+        if reason is not None:
+            _warn_once(reason)
         yield
-    finally:
-        for (setter, _), n in zip(libs, before):
-            setter(n)
