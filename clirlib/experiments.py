@@ -6,7 +6,9 @@ config (plus ``CACHE_VERSION``) was trained before. Each entry holds the full co
 test / dev metrics, the per-epoch history, per-query test metrics (for significance
 tests) and, when asked, a sample of training scores per class (Figure 3). Entries are
 written atomically (temporary file, then rename), so an interrupted ``make reproduce``
-loses at most the run in progress and never leaves a corrupt entry.
+loses at most the run in progress and never leaves a corrupt entry; each entry carries a
+checksum and is checked on read (``clirlib.cache``): a damaged entry is moved to
+``results/runs/quarantine/`` with a warning and recomputed, never used and never fatal.
 
 Set ``force=True`` (or the environment variable ``CLIRLIB_FORCE=1``, or
 ``make reproduce FORCE=1``) to retrain instead of reading the cache.
@@ -17,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,9 +27,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import determinism, paths
+from . import cache, determinism, paths
 from .metrics import METRIC_NAMES
-from .train import NonFiniteError, TrainConfig, _progress_disabled, train
+from .train import KEY_DEFAULTS, NonFiniteError, TrainConfig, _progress_disabled, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
 CACHE_VERSION = 4
@@ -63,9 +64,17 @@ def settings(profile: str) -> dict[str, Any]:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_SETTINGS)}") from None
 
 
+_cleaned: set[Path] = set()
+
+
 def runs_dir() -> Path:
+    """``results/runs``; on first use in a process, stale ``*.tmp`` files of killed writers
+    are removed (``cache.clean_stale``: never a live writer's)."""
     d = paths.RESULTS_DIR / "runs"
     d.mkdir(parents=True, exist_ok=True)
+    if d not in _cleaned:
+        cache.clean_stale(d)
+        _cleaned.add(d)
     return d
 
 
@@ -81,17 +90,12 @@ def _force(force: bool | None) -> bool:
     return bool(force) if force is not None else os.environ.get("CLIRLIB_FORCE", "0") == "1"
 
 
-def _atomic_write_json(path: Path, record: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _atomic_write_json(path: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Write the entry (with its checksum, ``cache.write_entry``) and return it as a reader
+    would see it: dictionaries in sorted key order, tuples as lists, so a record just
+    trained and one read from the cache give byte-identical tables."""
+    cache.write_entry(path, record)
+    return json.loads(json.dumps(cache.with_checksum(record), sort_keys=True))
 
 
 def _score_sample(scores: np.ndarray, labels: np.ndarray, seed: int) -> dict[str, list[float]]:
@@ -111,13 +115,13 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
     With ``allow_nonfinite=True`` a run stopped by ``NonFiniteError`` is cached as a record
     with an ``"error"`` message (and no metrics) instead of raising, for stability studies.
     """
-    path = runs_dir() / f"{cache_key(config)}.json"
-    if path.exists() and not _force(force):
-        try:
-            with open(path) as f:
-                return json.load(f)
-        except json.JSONDecodeError:
-            path.unlink()  # cannot happen with atomic writes; retrain rather than fail
+    key = cache_key(config)
+    path = runs_dir() / f"{key}.json"
+    if not _force(force):
+        # Checked on read (clirlib.cache): a damaged entry is moved aside and recomputed.
+        cached = cache.read_entry(path, key, config.resolved().to_dict(), KEY_DEFAULTS, METRIC_NAMES)
+        if cached is not None:
+            return cached
     try:
         res = train(config, dataset)
     except NonFiniteError as e:
@@ -125,8 +129,7 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
             raise
         record = {"key": cache_key(config), "config": config.resolved().to_dict(), "error": str(e),
                   "created": time.strftime("%Y-%m-%d %H:%M:%S")}
-        _atomic_write_json(path, record)
-        return record
+        return _atomic_write_json(path, record)
     record = {
         "key": cache_key(config),
         "config": res.config.to_dict(),
@@ -146,8 +149,7 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
         record["step_grad_norms"] = [float(x) for x in res.step_grad_norms]
     if res.train_scores is not None:
         record["train_scores"] = _score_sample(res.train_scores, res.train_labels, res.config.seed)
-    _atomic_write_json(path, record)
-    return record
+    return _atomic_write_json(path, record)
 
 
 def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> pd.DataFrame:
@@ -189,11 +191,18 @@ def per_query_frame(record: dict[str, Any]) -> pd.DataFrame:
 
 
 def config(**kw: Any) -> TrainConfig:
-    """``TrainConfig`` ignoring unknown keys (handy for notebooks' parameter dicts)."""
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    """``TrainConfig`` from keyword settings; an unknown key raises ``ConfigError`` naming it
+    (a misspelt setting would otherwise silently train the default)."""
+    from .validate import ConfigError
+
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    unknown = sorted(set(kw) - set(names))
+    if unknown:
+        raise ConfigError(unknown[0], f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                                      f"known: {', '.join(names)}")
     if "thresholds" in kw and kw["thresholds"] is not None:
         kw["thresholds"] = tuple(kw["thresholds"])
-    return TrainConfig(**{k: v for k, v in kw.items() if k in names})
+    return TrainConfig(**kw)
 
 
 def _jsonable(x: Any) -> Any:
