@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -76,6 +77,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     import papermill as pm
 
     os.environ.setdefault("CLIRLIB_PROGRESS", "0")  # the kernels inherit it: no bars in executed notebooks
+    # A failed cell is reported below in one line; papermill's / nbclient's own error logs
+    # (a kernel killed by Ctrl-C, for example) would add more.
+    logging.getLogger("papermill").setLevel(logging.CRITICAL)
     params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -193,8 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        # The kernels got the same Ctrl-C and papermill's cleanup has run by now; leave at
+        # once so no late asyncio report ("Task exception was never retrieved") follows.
+        print(f"python -m clirlib {args.command}: interrupted (finished runs stay in results/runs; "
+              f"run the same command again to continue)", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     except (ValueError, FileNotFoundError, NotADirectoryError, FloatingPointError, KeyError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         from .validate import ConfigError
