@@ -201,8 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         # once so no late asyncio report ("Task exception was never retrieved") follows.
         print(f"python -m clirlib {args.command}: interrupted (finished runs stay in results/runs; "
               f"run the same command again to continue)", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(130)
+        if args.command in ("reproduce", "refresh-notebooks"):
+            sys.stdout.flush()
+            os._exit(130)
+        return 130
     except (ValueError, FileNotFoundError, NotADirectoryError, FloatingPointError, KeyError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         from .validate import ConfigError

@@ -439,3 +439,15 @@ def test_warm_and_cold_records_give_byte_identical_tables(results_dir):
     cold = tables()
     warm = tables()  # every record from the cache now
     assert cold == warm
+
+
+def test_ctrl_c_during_train_is_one_line(capsys, monkeypatch, tmp_path):
+    import clirlib.train
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clirlib.train, "train", interrupted)
+    rc, err = run_cli(capsys, "train", "--quiet", "--epochs", "1", "--out", str(tmp_path / "r.json"))
+    assert rc == 130 and len(err) == 1 and "interrupted" in err[0]
+    assert not (tmp_path / "r.json").exists()
