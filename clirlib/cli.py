@@ -95,6 +95,11 @@ def _reproduce(args: argparse.Namespace) -> int:
             print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
                   f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
             return 1
+        except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
+            what = (str(e).strip().splitlines() or [""])[0]
+            print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+                  f"{out_dir / nb.name})", file=sys.stderr, flush=True)
+            return 1
         print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
     print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}")
     if args.profile == "default" and not args.data:  # the README's claims table mirrors tables/claims_summary.csv

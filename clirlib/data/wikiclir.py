@@ -215,7 +215,7 @@ class _MRIndex:
 
     def __init__(self, path: Path, skips: SkipCounter | None = None):
         q, d, ln = array("q"), array("q"), array("q")
-        all_q, all_ln = array("q"), array("q")
+        all_q, all_ln = array("q"), array("i")  # int32 line numbers: the French qrels have millions of lines
         self.n_lines = 0
         for lineno, line in read_lines(path, skips):
             cols = line.split()
@@ -235,7 +235,7 @@ class _MRIndex:
         self.d = (np.frombuffer(d, dtype=np.int64) if d else np.zeros(0, np.int64))[order]
         self.line = (np.frombuffer(ln, dtype=np.int64) if ln else np.zeros(0, np.int64))[order]
         self.all_q = np.frombuffer(all_q, dtype=np.int64).copy() if all_q else np.zeros(0, np.int64)
-        self.all_line = np.frombuffer(all_ln, dtype=np.int64).copy() if all_ln else np.zeros(0, np.int64)
+        self.all_line = np.frombuffer(all_ln, dtype=np.int32).copy() if all_ln else np.zeros(0, np.int32)
 
     def find(self, key: int) -> range:
         lo = int(np.searchsorted(self.q, key, "left"))
