@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -72,7 +73,11 @@ def _train(args: argparse.Namespace) -> int:
         seed=args.seed, data_seed=args.data_seed, n_queries=args.n_queries, n_nr=args.n_nr,
         select_metric=args.select_metric, lstm_readout=args.lstm_readout,
     )
-    cfg.resolved()  # validate before loading any data
+    cfg.resolved()  # validate before loading any data (clirlib.validate)
+    if args.out:
+        from .validate import check_output
+
+        check_output(args.out)  # before training, so a result is never lost to a bad path
     res = train(cfg, progress=None if not args.quiet else False)
     width = max(len(m) for m in METRIC_NAMES)
     info = res.data_info
@@ -102,22 +107,39 @@ def _notebooks() -> list[Path]:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    from .paths import RESULTS_DIR
+    from .precheck import precheck
+
+    # Every input checked before the first notebook starts (one line on failure, exit 2).
+    notebooks = precheck(_notebooks(), data=args.data, kernel=args.kernel, only=args.notebooks)
     import papermill as pm
 
-    from .paths import RESULTS_DIR
-
     env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
-    stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
+    # A failed cell is reported below in one line; papermill's / nbclient's own error logs
+    # (a kernel killed by Ctrl-C, for example) would add more.
+    logging.getLogger("papermill").setLevel(logging.CRITICAL)
     params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
     total = time.perf_counter()
+    stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     try:
-        for nb in _notebooks():
+        for nb in notebooks:
             t0 = time.perf_counter()
             print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
-            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
-                                cwd=str(nb.parent), progress_bar=False, log_output=False)
+            try:
+                pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
+                                    cwd=str(nb.parent), progress_bar=False, log_output=False)
+            except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
+                what = (str(e.evalue).strip().splitlines() or [""])[0]
+                print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
+                      f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
+                return 1
+            except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
+                what = (str(e).strip().splitlines() or [""])[0]
+                print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+                      f"{out_dir / nb.name})", file=sys.stderr, flush=True)
+                return 1
             print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
     finally:
         stop_ray()
@@ -246,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train the grids' runs in the notebook (serial) or as Ray tasks (ray)")
     r.add_argument("--address", default=None,
                    help="a running Ray cluster (default: $RAY_ADDRESS, else a local loopback instance)")
+    r.add_argument("--notebooks", nargs="+", metavar="PREFIX",
+                   help="run only the notebooks whose names start with these prefixes (e.g. 06 07)")
     r.set_defaults(func=_reproduce)
 
     f = sub.add_parser("refresh-notebooks", help="re-execute committed notebooks in place (fast defaults)")
@@ -266,9 +290,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        # The kernels got the same Ctrl-C and papermill's cleanup has run by now; leave at
+        # once so no late asyncio report ("Task exception was never retrieved") follows.
+        print(f"python -m clirlib {args.command}: interrupted (finished runs stay in results/runs; "
+              f"run the same command again to continue)", file=sys.stderr, flush=True)
+        if args.command in ("reproduce", "refresh-notebooks"):
+            sys.stdout.flush()
+            os._exit(130)
         return 130
     except (ValueError, FileNotFoundError, NotADirectoryError, FloatingPointError, KeyError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        from .validate import ConfigError
+
+        if isinstance(e, ConfigError) and not e.option.startswith("-"):  # name the option as typed
+            msg = f"--{e.option.replace('_', '-')}: {e.problem}"
         print(f"python -m clirlib {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -109,8 +109,8 @@ class _Grid:
                         disable=env_vars.progress_disabled(), leave=False)
 
     def done(self, key: str, record: dict[str, Any]) -> None:
-        experiments.store_record(self.todo[key], record)
-        self.records[key] = record
+        # as a later read of the cache gives it, so warm and cold tables are the same bytes
+        self.records[key] = experiments.store_record(self.todo[key], record)
         self.bar.update(1)
 
     def failed(self, key: str, error: str) -> None:

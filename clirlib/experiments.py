@@ -6,7 +6,9 @@ config (plus ``CACHE_VERSION``) was trained before. Each entry holds the full co
 test / dev metrics, the per-epoch history, per-query test metrics (for significance
 tests) and, when asked, a sample of training scores per class (Figure 3). Entries are
 written atomically (temporary file, then rename), so an interrupted ``make reproduce``
-loses at most the run in progress and never leaves a corrupt entry.
+loses at most the run in progress and never leaves a corrupt entry; each entry carries a
+checksum and is checked on read (``clirlib.cache``): a damaged entry is moved to
+``results/runs/quarantine/`` with a warning and recomputed, never used and never fatal.
 
 :func:`run` is :func:`cached_record`, else :func:`compute_record` then :func:`store_record`;
 :mod:`clirlib.executors` runs whole grids with the same three steps, serially or as Ray
@@ -21,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -29,9 +30,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import determinism, env, paths, profiles
+from . import cache, determinism, env, paths, profiles
 from .metrics import METRIC_NAMES
-from .train import NonFiniteError, TrainConfig, train
+from .train import KEY_DEFAULTS, NonFiniteError, TrainConfig, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
 CACHE_VERSION = 4
@@ -43,9 +44,17 @@ def settings(profile: str) -> dict[str, Any]:
     return profiles.training(profile)
 
 
+_cleaned: set[Path] = set()
+
+
 def runs_dir() -> Path:
+    """``results/runs``; on first use in a process, stale ``*.tmp`` files of killed writers
+    are removed (``cache.clean_stale``: never a live writer's)."""
     d = paths.RESULTS_DIR / "runs"
     d.mkdir(parents=True, exist_ok=True)
+    if d not in _cleaned:
+        cache.clean_stale(d)
+        _cleaned.add(d)
     return d
 
 
@@ -61,17 +70,12 @@ def _force(force: bool | None) -> bool:
     return bool(force) if force is not None else env.force()
 
 
-def _atomic_write_json(path: Path, record: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _atomic_write_json(path: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Write the entry (with its checksum, ``cache.write_entry``) and return it as a reader
+    would see it: dictionaries in sorted key order, tuples as lists, so a record just
+    trained and one read from the cache give byte-identical tables."""
+    cache.write_entry(path, record)
+    return json.loads(json.dumps(cache.with_checksum(record), sort_keys=True))
 
 
 def _score_sample(scores: np.ndarray, labels: np.ndarray, seed: int) -> dict[str, list[float]]:
@@ -94,25 +98,23 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
     record = cached_record(config, force=force)
     if record is None:
         record = compute_record(config, dataset=dataset, allow_nonfinite=allow_nonfinite)
-        store_record(config, record)
+        record = store_record(config, record)
     return record
 
 
 def cached_record(config: TrainConfig, *, force: bool | None = None) -> dict[str, Any] | None:
     """The cache entry of ``config``, or ``None`` when it must be (re)trained."""
-    path = runs_dir() / f"{cache_key(config)}.json"
-    if path.exists() and not _force(force):
-        try:
-            with open(path) as f:
-                return json.load(f)
-        except json.JSONDecodeError:
-            path.unlink()  # cannot happen with atomic writes; retrain rather than fail
-    return None
+    if _force(force):
+        return None
+    key = cache_key(config)
+    # Checked on read (clirlib.cache): a damaged entry is moved aside (and recomputed).
+    return cache.read_entry(runs_dir() / f"{key}.json", key, config.resolved().to_dict(), KEY_DEFAULTS, METRIC_NAMES)
 
 
-def store_record(config: TrainConfig, record: dict[str, Any]) -> None:
-    """Write ``record`` as the cache entry of ``config`` (atomically; the only writer)."""
-    _atomic_write_json(runs_dir() / f"{cache_key(config)}.json", record)
+def store_record(config: TrainConfig, record: dict[str, Any]) -> dict[str, Any]:
+    """Write ``record`` as the cache entry of ``config`` (atomically; the only writer) and
+    return it as a later read of the cache would (so warm and cold tables are the same bytes)."""
+    return _atomic_write_json(runs_dir() / f"{cache_key(config)}.json", record)
 
 
 def compute_record(config: TrainConfig, *, dataset=None, allow_nonfinite: bool = False) -> dict[str, Any]:
@@ -190,12 +192,15 @@ def per_query_frame(record: dict[str, Any]) -> pd.DataFrame:
 
 
 def config(**kw: Any) -> TrainConfig:
-    """``TrainConfig(**kw)`` with ``thresholds`` as a tuple; an unknown key raises (a silently
-    dropped setting would train, and cache, the default config under the caller's name)."""
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(kw) - names)
+    """``TrainConfig`` from keyword settings; an unknown key raises ``ConfigError`` naming it
+    (a misspelt setting would otherwise silently train the default)."""
+    from .validate import ConfigError
+
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    unknown = sorted(set(kw) - set(names))
     if unknown:
-        raise ValueError(f"unknown training setting(s) {', '.join(unknown)}; TrainConfig has {', '.join(sorted(names))}")
+        raise ConfigError(unknown[0], f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                                      f"known: {', '.join(names)}")
     if "thresholds" in kw and kw["thresholds"] is not None:
         kw["thresholds"] = tuple(kw["thresholds"])
     return TrainConfig(**kw)

@@ -90,10 +90,6 @@ class TrainConfig:
         get_loss(self.loss)
         if self.select_metric not in METRIC_NAMES:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(METRIC_NAMES)}")
-        if self.epsilon < 0:
-            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
-        if not 0 < self.train_fraction <= 1:
-            raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
         paper = PAPER_SETTINGS[self.encoder]
@@ -112,16 +108,11 @@ class TrainConfig:
             lr_decay=self.lr_decay if self.lr_decay is not None else paper["lr_decay"],
             clip=self.clip if self.clip else None,
         )
-        if out.epochs < 1 or out.batch_size < 1:
-            raise ValueError("epochs and batch_size must be positive")
         if out.class_weight not in CLASS_WEIGHTS:
             raise ValueError(f"unknown class_weight {out.class_weight!r}; choose one of {', '.join(CLASS_WEIGHTS)}")
-        if not 0 < out.target_scale <= 1:
-            raise ValueError(f"target_scale must be in (0, 1], got {out.target_scale}")
         if out.engine not in ENGINES:
             raise ValueError(f"unknown engine {out.engine!r}; choose one of {', '.join(ENGINES)}")
-        if out.patience is not None and out.patience < 1:
-            raise ValueError(f"patience must be a positive number of epochs or None, got {out.patience}")
+        check_config(out)  # ranges, finiteness, thresholds per loss (clirlib.validate), before any work
         return out
 
     def to_dict(self) -> dict[str, Any]:

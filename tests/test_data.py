@@ -249,7 +249,11 @@ def test_blank_lines_are_ignored(tmp_path):
     docs.insert(5, "")
     root = write_wikiclir(tmp_path, docs=docs, qrels=[f"{q}\t{d}\t{r}" for q, rows in QRELS.items()
                                                        for d, r in rows] + [""])
-    assert len(load(root).query_ids) == 10
+    # Ignored, but counted and reported (issue 17: no line is dropped without a word).
+    with pytest.warns(DataSkipWarning, match="1 blank lines in wiki_fr.documents"):
+        ds = load_wikiclir(root, "fr", n_nr=5)
+    assert len(ds.query_ids) == 10
+    assert ds.info["skipped"] == {"blank lines in en2fr.rel": 1, "blank lines in wiki_fr.documents": 1}
 
 
 # --------------------------------------------------------------------------- bad input

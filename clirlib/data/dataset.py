@@ -131,6 +131,7 @@ class RankingDataset:
 
     @property
     def embedding_dim(self) -> int:
-        if self.q_vectors is not None:
-            return int(self.q_vectors.shape[1])
+        for vectors in (self.q_vectors, self.d_vectors):  # one side may have no pretrained file
+            if vectors is not None:
+                return int(vectors.shape[1])
         return 64

@@ -88,6 +88,10 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
             matrix, coverage = load_polyglot(path, vocab, seed=seed)
             setattr(ds, f"{side}_vectors", matrix)
             emb_info[side] = {"source": str(path), "coverage": round(coverage, 4)}
+        if ds.q_vectors is not None and ds.d_vectors is not None and ds.q_vectors.shape[1] != ds.d_vectors.shape[1]:
+            # The two towers share one dimension p (the score is a cosine of p-vectors).
+            raise DataFormatError(f"embedding dimension {ds.d_vectors.shape[1]} does not match the query side's "
+                                  f"{ds.q_vectors.shape[1]} ({emb_info['q']['source']})", emb_info["d"]["source"])
     else:
         emb_info = {"q": {"source": "none", "coverage": 0.0}, "d": {"source": "none", "coverage": 0.0}}
     ds.info["embeddings"] = emb_info

@@ -70,6 +70,10 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
         raise ValueError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
     p = SIZES[profile]
     root = Path(out_dir) if out_dir is not None else default_dir(profile, seed)
+    from ...cache import clean_stale
+
+    # Folders of killed writers (their PID gone, or older than cache.STALE_SECONDS), never a live one's.
+    clean_stale(root.parent, patterns=(f".tmp-{root.name}-*", f".stale-{root.name}-*"))
     if not force and _manifest_ok(root, p, seed):
         return root
     if root.exists() and not (root / "manifest.json").exists() and any(root.iterdir()):

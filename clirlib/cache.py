@@ -1,0 +1,225 @@
+"""Cache entries of ``experiments`` checked on read: schema, checksum, quarantine, stale files.
+
+An entry under ``results/runs/`` is a JSON object; a damaged one must never be used and
+never be fatal. :func:`read_entry` returns the record only when it passes
+:func:`check_entry`:
+
+- it is a JSON object with the required keys (``REQUIRED``; a record of a run stopped by a
+  non-finite loss has ``ERROR_REQUIRED`` instead), its ``key`` is the file's key;
+- the config inside equals the config asked for, field by field (fields added after the
+  cache existed, ``train.KEY_DEFAULTS``, may be absent when the asked value is their default);
+- every test / dev metric of ``metrics.METRIC_NAMES`` and ``dev_chance`` is a finite number
+  in [0, 1]; the history is a non-empty list with ``1 <= best_epoch <= epochs_run = len(history)``;
+  the per-query table's columns have one common, non-zero length;
+- ``checksum`` is the SHA-256 of the rest of the entry (``json.dumps(..., sort_keys=True)``).
+  Entries written before the checksum existed have none; they are accepted when they pass
+  every other check (so existing caches stay valid without retraining).
+
+An entry that fails (unreadable, not UTF-8, not JSON, a directory in its place, a failed
+check) is moved to ``results/runs/quarantine/`` with a :class:`CacheEntryWarning` naming
+the problem, and the run is recomputed. :func:`clean_stale` removes temporary files that
+killed writers left behind: only those whose writer process is gone or that are older
+than ``STALE_SECONDS``, never a live concurrent writer's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+#: Keys every finished-run entry holds.
+REQUIRED = ("key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history",
+            "test_per_query", "data_info", "created")
+#: Keys of the entry of a run stopped by ``NonFiniteError`` (``run(allow_nonfinite=True)``).
+ERROR_REQUIRED = ("key", "config", "error", "created")
+#: A temporary file or folder this old (seconds) is not being written any more.
+STALE_SECONDS = 600
+QUARANTINE = "quarantine"
+
+
+class CacheEntryError(ValueError):
+    """A cache entry fails a check; the message says which."""
+
+
+class CacheEntryWarning(UserWarning):
+    """A damaged cache entry was moved aside and will be recomputed."""
+
+
+def checksum(record: dict[str, Any]) -> str:
+    """SHA-256 of the entry without its ``checksum`` field (sorted keys, as written)."""
+    body = {k: v for k, v in record.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def with_checksum(record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "checksum": checksum(record)}
+
+
+def _unit(name: str, v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
+        raise CacheEntryError(f"{name} is {v!r}, not a finite number in [0, 1]")
+
+
+def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dict[str, Any],
+                metric_names) -> bool:
+    """Raise ``CacheEntryError`` when ``record`` is not a valid entry for ``key`` / ``config``;
+    return whether it carries a checksum (False: a valid entry from before checksums)."""
+    if not isinstance(record, dict):
+        raise CacheEntryError(f"not a JSON object but {type(record).__name__}")
+    required = ERROR_REQUIRED if "error" in record else REQUIRED
+    missing = [k for k in required if k not in record]
+    if missing:
+        raise CacheEntryError(f"missing keys {', '.join(missing)}")
+    if "checksum" in record and record["checksum"] != checksum(record):
+        raise CacheEntryError("checksum does not match the content")
+    if record["key"] != key:
+        raise CacheEntryError(f"key {record['key']!r} is not the file's key {key!r}")
+    got = record["config"]
+    if not isinstance(got, dict):
+        raise CacheEntryError("config is not an object")
+    for name, want in config.items():
+        if name not in got:
+            if name in key_defaults and want == key_defaults[name]:
+                continue
+            raise CacheEntryError(f"config has no {name!r}")
+        if got[name] != want:
+            raise CacheEntryError(f"config {name} = {got[name]!r}, but {want!r} was asked for")
+    extra = sorted(set(got) - set(config))
+    if extra:
+        raise CacheEntryError(f"config has unknown fields {', '.join(extra)}")
+    if "error" in record:
+        return "checksum" in record
+    for split in ("test", "dev"):
+        if not isinstance(record[split], dict):
+            raise CacheEntryError(f"{split} metrics are not an object")
+        for m in metric_names:
+            if m not in record[split]:
+                raise CacheEntryError(f"{split} metrics lack {m}")
+            _unit(f"{split} {m}", record[split][m])
+    _unit("dev_chance", record["dev_chance"])
+    hist = record["history"]
+    if not isinstance(hist, list) or not hist or not all(isinstance(h, dict) for h in hist):
+        raise CacheEntryError("history is not a non-empty list of epochs")
+    if record["epochs_run"] != len(hist):
+        raise CacheEntryError(f"epochs_run {record['epochs_run']!r} but {len(hist)} epochs in the history")
+    best = record["best_epoch"]
+    if isinstance(best, bool) or not isinstance(best, int) or not 1 <= best <= len(hist):
+        raise CacheEntryError(f"best_epoch {best!r} is not in 1..{len(hist)}")
+    pq = record["test_per_query"]
+    if not isinstance(pq, dict) or not pq or not all(isinstance(c, list) for c in pq.values()):
+        raise CacheEntryError("test_per_query is not a table of columns")
+    lengths = {len(c) for c in pq.values()}
+    if len(lengths) != 1 or 0 in lengths:
+        raise CacheEntryError(f"test_per_query columns have lengths {sorted(lengths)}")
+    return "checksum" in record
+
+
+def quarantine(path: Path, problem: str) -> Path | None:
+    """Move ``path`` to ``<its folder>/quarantine/`` (timestamped) with a warning; never raises."""
+    qdir = path.parent / QUARANTINE
+    dest = qdir / f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+    try:
+        qdir.mkdir(exist_ok=True)
+        os.replace(path, dest) if not path.is_dir() else shutil.move(str(path), str(dest))
+    except OSError:
+        dest = None
+        try:  # cannot move it: remove it, the run is recomputed either way
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        except OSError:
+            pass
+    where = f"moved to {dest}" if dest else "removed"
+    warnings.warn(f"cache entry {path} is damaged ({problem}); {where}, recomputing", CacheEntryWarning,
+                  stacklevel=3)
+    return dest
+
+
+def read_entry(path: Path, key: str, config: dict[str, Any], key_defaults: dict[str, Any],
+               metric_names) -> dict[str, Any] | None:
+    """The valid record at ``path``, or ``None`` (absent, or damaged and quarantined)."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+        check_entry(record, key, config, key_defaults, metric_names)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, CacheEntryError, RecursionError) as e:
+        problem = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] or type(e).__name__
+        quarantine(path, f"{type(e).__name__}: {problem}" if not isinstance(e, CacheEntryError) else problem)
+        return None
+    return record
+
+
+def write_entry(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` with its checksum atomically: a temporary file named after this
+    process (so :func:`clean_stale` can tell whether its writer is alive), then a rename."""
+    record = with_checksum(record)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.pid{os.getpid()}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _writer_pid(name: str) -> int | None:
+    """The PID in a temporary name: ``...pid<N>....tmp`` (entries) or ``.tmp-<root>-<N>-<hex>`` (generate)."""
+    parts = name.split(".")
+    for part in parts:
+        if part.startswith("pid") and part[3:].isdigit():
+            return int(part[3:])
+    if name.startswith(".tmp-"):
+        fields = name.split("-")
+        if len(fields) >= 3 and fields[-2].isdigit():
+            return int(fields[-2])
+    return None
+
+
+def is_stale(path: Path, now: float | None = None, max_age: float = STALE_SECONDS) -> bool:
+    """A temporary file or folder whose writer process is gone, or older than ``max_age``."""
+    pid = _writer_pid(path.name)
+    if pid is not None and pid != os.getpid() and not _pid_alive(pid):
+        return True
+    try:
+        age = (time.time() if now is None else now) - path.lstat().st_mtime
+    except FileNotFoundError:
+        return False
+    return age > max_age
+
+
+def clean_stale(folder: Path, patterns=("*.tmp",), max_age: float = STALE_SECONDS) -> list[Path]:
+    """Remove the stale temporary files / folders matching ``patterns`` in ``folder``."""
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for pattern in patterns:
+        for p in sorted(folder.glob(pattern)):
+            if not is_stale(p, max_age=max_age):
+                continue
+            try:
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+                removed.append(p)
+            except FileNotFoundError:
+                pass  # another process cleaned it first
+    return removed

@@ -1,0 +1,68 @@
+"""Inputs of ``reproduce`` checked before the first notebook starts (the README's promise).
+
+A papermill run that fails inside a notebook prints a long kernel traceback; everything
+that can be checked up front is checked here instead, each failure a one-line
+:class:`~clirlib.validate.ConfigError` naming the option and the path: ``--data`` (a
+WikiCLIR root holding at least one of the paper's document languages, each with
+non-empty queries, documents and qrels files), ``--kernel`` (an installed Jupyter
+kernel), ``--notebooks`` (each prefix matches a notebook) and the output folders
+(``results/`` writable).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .validate import ConfigError, check_output
+
+
+def precheck(notebooks: Iterable[Path], *, data: str | None, kernel: str,
+             only: Iterable[str] | None = None) -> list[Path]:
+    """The notebooks to run, after checking every input (``ConfigError`` on the first problem)."""
+    from . import paths
+
+    notebooks = list(notebooks)
+    if not notebooks:
+        raise ConfigError("notebooks", f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}")
+    if only:
+        chosen = []
+        for prefix in only:
+            hits = [nb for nb in notebooks if nb.name.startswith(prefix)]
+            if not hits:
+                raise ConfigError("notebooks", f"no notebook in {paths.NOTEBOOKS_DIR} starts with {prefix!r}")
+            chosen += [nb for nb in hits if nb not in chosen]
+        notebooks = sorted(chosen)
+    if data:
+        _check_data(data)
+    _check_kernel(kernel)
+    check_output(paths.RESULTS_DIR / "executed" / "probe", option="results")  # nothing is written
+    return notebooks
+
+
+def _check_data(data: str) -> None:
+    from .data import DataFormatError, available_languages
+    from .data.languages import wikiclir_files
+    from .reported import LANGS
+
+    try:
+        have = [lang for lang in available_languages(data) if lang in LANGS]
+    except DataFormatError as e:
+        raise ConfigError("data", str(e)) from None
+    if not have:
+        raise ConfigError("data", f"{data} has none of the paper's document languages ({', '.join(LANGS)}): "
+                                  f"expected wiki-clir/<language>/wiki_<lang>.documents and en2<lang>.rel")
+    for lang in have:
+        files = wikiclir_files(data, lang)
+        for p in (files.queries, files.documents, files.qrels):
+            if p.stat().st_size == 0:
+                raise ConfigError("data", f"{p}: empty file")
+
+
+def _check_kernel(kernel: str) -> None:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(kernel)
+    except NoSuchKernel:
+        raise ConfigError("kernel", f"no Jupyter kernel named {kernel!r} (make venv installs 'clirlib')") from None

@@ -1,0 +1,124 @@
+"""Every setting of a run checked before any work starts (Section 5's settings, Eq. 2's thresholds).
+
+:func:`check_config` refuses a ``TrainConfig`` whose values would train silently wrong or
+fail late: a non-finite or out-of-range number, a loss given the wrong number of
+thresholds or thresholds out of order, too few queries for non-empty train / dev / test
+splits. The thresholds rule follows the losses' definitions (``clirlib.losses``): the
+threshold losses (SOSL, MSE, PO) need K - 1 = 2 inner thresholds for the K = 3 relevance
+levels (NR, SR, MR), strictly increasing inside (-1, 1); 3Part_L2 needs its 3 hinges,
+increasing. :func:`check_output` checks that a result file can be written, before training.
+
+Each refusal is a :class:`ConfigError` (a ``ValueError``) whose one-line message starts
+with the option's name, so the command line can print it as is and exit 2.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+#: Relevance levels of WikiCLIR: NR (0), SR (1), MR (2).
+N_LEVELS = 3
+#: Losses whose thresholds are the K - 1 inner cut points of [-1, 1].
+THRESHOLD_LOSSES = ("sosl", "mse", "po")
+#: Fewest queries a 3:1:1 split gives a non-empty dev and test split (dev = test = n // 5).
+MIN_QUERIES = 5
+
+
+class ConfigError(ValueError):
+    """A setting is invalid; ``option`` names it (the config field)."""
+
+    def __init__(self, option: str, problem: str):
+        self.option, self.problem = option, problem
+        super().__init__(f"{option}: {problem}")
+
+    def __reduce__(self):
+        return (type(self), (self.option, self.problem))
+
+
+def _number(name: str, value: Any, *, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, Integral if integer else Real):
+        raise ConfigError(name, f"must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ConfigError(name, f"must be finite, got {value!r}")
+    return float(value)
+
+
+def check_thresholds(loss: str, thresholds) -> None:
+    """Count and order of ``thresholds`` for ``loss`` (see the module docstring)."""
+    ts = tuple(thresholds)
+    for t in ts:
+        _number("thresholds", t)
+    if loss in THRESHOLD_LOSSES:
+        need = N_LEVELS - 1
+        if len(ts) != need:
+            raise ConfigError("thresholds", f"loss {loss!r} needs {need} thresholds for {N_LEVELS} relevance "
+                                            f"levels (NR, SR, MR), got {len(ts)}: {ts}")
+        full = (-1.0, *ts, 1.0)
+        if any(b <= a for a, b in zip(full, full[1:])):
+            raise ConfigError("thresholds", f"thresholds must increase strictly inside (-1, 1), got {ts}")
+    elif loss == "3part_l2":
+        if len(ts) != 3:
+            raise ConfigError("thresholds", f"loss '3part_l2' needs 3 thresholds (NR, SR, MR hinges), got {len(ts)}: {ts}")
+        if any(b <= a for a, b in zip(ts, ts[1:])):
+            raise ConfigError("thresholds", f"3part_l2 thresholds must increase strictly, got {ts}")
+
+
+def check_config(cfg) -> None:
+    """Refuse a resolved ``TrainConfig`` with an invalid value (``ConfigError``)."""
+    eps = _number("epsilon", cfg.epsilon)
+    if eps < 0:
+        raise ConfigError("epsilon", f"must be >= 0 (0 = plain cosine), got {cfg.epsilon}")
+    check_thresholds(cfg.loss, cfg.thresholds)
+    if cfg.clip is not None and _number("clip", cfg.clip) <= 0:
+        raise ConfigError("clip", f"must be > 0 (or 0 / None to disable clipping), got {cfg.clip}")
+    for name in ("epochs", "batch_size"):
+        if _number(name, getattr(cfg, name), integer=True) < 1:
+            raise ConfigError(name, f"must be >= 1, got {getattr(cfg, name)}")
+    if _number("lr", cfg.lr) <= 0:
+        raise ConfigError("lr", f"must be > 0, got {cfg.lr}")
+    if not 0 < _number("lr_decay", cfg.lr_decay) <= 1:
+        raise ConfigError("lr_decay", f"must be in (0, 1], got {cfg.lr_decay}")
+    if not 0 < _number("train_fraction", cfg.train_fraction) <= 1:
+        raise ConfigError("train_fraction", f"must be in (0, 1], got {cfg.train_fraction}")
+    if not 0 < _number("target_scale", cfg.target_scale) <= 1:
+        raise ConfigError("target_scale", f"must be in (0, 1], got {cfg.target_scale}")
+    if cfg.init_scale is not None and _number("init_scale", cfg.init_scale) < 0:
+        raise ConfigError("init_scale", f"must be >= 0 or None, got {cfg.init_scale}")
+    if cfg.patience is not None and _number("patience", cfg.patience, integer=True) < 1:
+        raise ConfigError("patience", f"must be a positive number of epochs or None, got {cfg.patience}")
+    for name in ("seed", "data_seed"):
+        if _number(name, getattr(cfg, name), integer=True) < 0:
+            raise ConfigError(name, f"must be >= 0, got {getattr(cfg, name)}")
+    if _number("n_nr", cfg.n_nr, integer=True) < 0:
+        raise ConfigError("n_nr", f"must be >= 0, got {cfg.n_nr}")
+    if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
+        raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
+                                       f"dev and one test query, got {cfg.n_queries}")
+
+
+def check_output(path: str | os.PathLike, option: str = "--out") -> Path:
+    """``path`` as a file that can be written: not a directory, its parent a writable
+    directory (created if missing) whose ancestors are not files. Nothing is left behind
+    (a nameless temporary file probes the nearest existing folder)."""
+    p = Path(path).expanduser()
+    if str(path).endswith(os.sep) or p.is_dir():
+        raise ConfigError(option, f"{path} is a directory, not a file")
+    parent = p.parent if str(p.parent) else Path(".")
+    for anc in (parent, *parent.parents):
+        if anc.exists():
+            if not anc.is_dir():
+                raise ConfigError(option, f"cannot write {path}: {anc} is a file, not a directory")
+            try:  # a real probe: os.access says yes to root even on read-only mounts
+                with tempfile.TemporaryFile(dir=anc):
+                    pass
+            except OSError as e:
+                raise ConfigError(option, f"cannot write {path}: {anc} is not writable ({e.strerror})") from None
+            break
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ConfigError(option, f"cannot write {path}: the file is not writable")
+    return p

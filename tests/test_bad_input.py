@@ -1,0 +1,453 @@
+"""Issue 17: bad settings, bad files and damaged cache entries give one clear line (or a
+correct, counted result), never a silently wrong answer.
+
+Each case asserts the exit code (or the exception), that the message names the option or
+the file, and that nothing was written or dropped without a word. WikiCLIR fixtures are
+the hand-written ones of ``test_data`` (the distributed layout and formats).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from clirlib import cache, cli, experiments, paths
+from clirlib.data import DataFormatError, DataSkipWarning, load_dataset, load_wikiclir
+from clirlib.train import TrainConfig
+from clirlib.validate import ConfigError
+
+from _toy import toy_dataset
+from test_data import N_DOCS, QRELS, QUERIES, doc_line, write_polyglot, write_wikiclir
+
+BOM = "\ufeff"
+
+
+def run_cli(capsys, *args):
+    """``python -m clirlib *args`` in-process: (exit code, stderr lines)."""
+    try:
+        rc = cli.main(list(args))
+    except SystemExit as e:  # argparse's own errors
+        rc = e.code
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    return rc, err
+
+
+@pytest.fixture()
+def no_training(monkeypatch):
+    """Any call of train() fails the test: the refusal must come before any work."""
+    import clirlib.train
+
+    def forbidden(*a, **k):
+        raise AssertionError("training started before the settings were checked")
+
+    monkeypatch.setattr(clirlib.train, "train", forbidden)
+
+
+# --------------------------------------------------------------------------- 1. settings
+@pytest.mark.parametrize("args, option", [
+    (["--clip", "-1"], "--clip"),  # trained uphill before (P_mr@1 0.000 against 0.042)
+    (["--clip", "nan"], "--clip"),  # failed later as an unexplained "non-finite loss"
+    (["--epsilon", "nan"], "--epsilon"),
+    (["--epsilon", "-0.5"], "--epsilon"),
+    (["--thresholds", "nan", "0.7"], "--thresholds"),
+    (["--thresholds", "0.2", "0.5", "0.7"], "--thresholds"),  # a 4-class SOSL on 3-level labels
+    (["--loss", "3part_l2", "--thresholds", "0.9", "0.55", "0.2"], "--thresholds"),  # unordered hinges
+    (["--loss", "po", "--thresholds", "0.7", "0.2"], "--thresholds"),
+    (["--loss", "mse", "--thresholds", "0.5"], "--thresholds"),
+    (["--n-queries", "4"], "--n-queries"),  # was "torch.cat(): expected a non-empty list of Tensors"
+    (["--lr", "0"], "--lr"),
+    (["--lr", "inf"], "--lr"),
+    (["--epochs", "0"], "--epochs"),
+    (["--batch-size", "-3"], "--batch-size"),
+    (["--n-nr", "-1"], "--n-nr"),
+])
+def test_bad_setting_is_refused_in_one_line_before_training(capsys, no_training, args, option):
+    rc, err = run_cli(capsys, "train", "--quiet", *args)
+    assert rc == 2
+    assert len(err) == 1 and option in err[0], err
+    assert "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("make_out, problem", [
+    (lambda tmp: tmp, "is a directory"),
+    (lambda tmp: (tmp / "afile").write_text("x") and tmp / "afile" / "run.json", "is a file"),
+    (lambda tmp: "/proc/clirlib-run.json", "not writable"),  # root may write anywhere else
+])
+def test_bad_out_path_is_refused_before_training(capsys, no_training, tmp_path, make_out, problem):
+    out = make_out(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc, err = run_cli(capsys, "train", "--quiet", "--epochs", "1", "--out", str(out))
+    assert rc == 2 and len(err) == 1, err
+    assert "--out" in err[0] and str(out) in err[0] and problem in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, not even a probe
+
+
+def test_bad_setting_from_the_shell_has_no_traceback(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--clip", "-1", "--quiet"], capture_output=True,
+                       text=True, env={**os.environ, "CLIRLIB_PROGRESS": "0"}, timeout=300, cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "python -m clirlib train: error: --clip: must be > 0 (or 0 / None to disable clipping), got -1.0"]
+
+
+def test_experiments_config_raises_on_unknown_keys():
+    with pytest.raises(ConfigError, match=r"^epoch: unknown setting epoch;"):
+        experiments.config(loss="sosl", epoch=3)  # a misspelt "epochs" used to train 30 epochs silently
+    assert experiments.config(loss="mse", thresholds=[0.1, 0.5]).thresholds == (0.1, 0.5)
+
+
+def test_library_configs_are_checked_too():
+    with pytest.raises(ConfigError, match="^thresholds: loss 'sosl' needs 2 thresholds"):
+        TrainConfig(thresholds=(0.2, 0.5, 0.7)).resolved()
+    with pytest.raises(ConfigError, match="^clip: must be finite"):
+        TrainConfig(clip=float("nan")).key()  # not even a cache key for a bad config
+    assert TrainConfig(clip=0).resolved().clip is None  # 0 still means "no clipping"
+
+
+# --------------------------------------------------------------------------- 2. readers
+def _load(root, **kw):
+    return load_wikiclir(root, "fr", n_nr=5, **kw)
+
+
+def _clean_ids(root):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return _load(root).query_ids
+
+
+@pytest.mark.parametrize("which", ["queries", "qrels", "documents"])
+def test_byte_order_mark_is_stripped_and_noted(tmp_path, which):
+    clean = _clean_ids(write_wikiclir(tmp_path / "clean"))
+    root = write_wikiclir(tmp_path / "bom")
+    path = {"queries": root / "wiki-clir/english/wiki_en.queries", "qrels": root / "wiki-clir/french/en2fr.rel",
+            "documents": root / "wiki-clir/french/wiki_fr.documents"}[which]
+    path.write_bytes(BOM.encode() + path.read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing ignored: no warning
+        ds = _load(root)
+    # Before: the first line's query (q1) silently vanished, 9 of 10 queries were kept.
+    assert ds.query_ids == clean and "q1" in ds.query_ids
+    assert ds.info["byte_order_marks"] == 1 and ds.info["skipped"] == {}
+
+
+@pytest.mark.parametrize("which, header", [
+    ("documents", "doc_id\ttitle\ttext"),  # became a document before
+    ("queries", "query_id\ttitle\tfirst_sent"),
+    ("qrels", "query_id doc_id rel"),
+])
+def test_header_line_is_skipped_counted_and_warned(tmp_path, which, header):
+    docs = [header] + [doc_line(i) for i in range(1, N_DOCS + 1)] if which == "documents" else None
+    queries = [header] + [f"{q}\t{t}\t{s}" for q, t, s in QUERIES] if which == "queries" else None
+    qrels = [header] + [f"{q}\t{d}\t{r}" for q, rows in QRELS.items() for d, r in rows] if which == "qrels" else None
+    root = write_wikiclir(tmp_path, docs=docs, queries=queries, qrels=qrels)
+    fname = {"documents": "wiki_fr.documents", "queries": "wiki_en.queries", "qrels": "en2fr.rel"}[which]
+    with pytest.warns(DataSkipWarning, match=f"1 header lines in {fname} \\(first: {fname} line 1\\)"):
+        ds = _load(root)
+    assert ds.info["skipped"] == {f"header lines in {fname}": 1}
+    assert ds.info["n_docs_file"] == N_DOCS and "doc_id" not in ds.doc_ids
+    assert len(ds.query_ids) == 10  # the fixture's 10 queries with an MR document
+
+
+def test_relevance_line_for_unknown_query_is_counted(tmp_path):
+    qrels = [f"{q}\t{d}\t{r}" for q, rows in QRELS.items() for d, r in rows] + ["q99\td5\t2", "q98\td6\t1"]
+    root = write_wikiclir(tmp_path, qrels=qrels)
+    with pytest.warns(DataSkipWarning, match="2 relevance lines naming a query id not in wiki_en.queries"):
+        ds = _load(root)
+    assert len(ds.query_ids) == 10  # nothing else changed
+    assert ds.info["skipped"] == {"relevance lines naming a query id not in wiki_en.queries": 2}
+
+
+def test_relevance_line_numbers_of_unknown_query(tmp_path):
+    n = sum(len(rows) for rows in QRELS.values())  # 22 judgement lines in the fixture
+    qrels = [f"{q}\t{d}\t{r}" for q, rows in QRELS.items() for d, r in rows] + ["q99\td5\t2"]
+    root = write_wikiclir(tmp_path, qrels=qrels)
+    with pytest.warns(DataSkipWarning, match=f"first: en2fr.rel line {n + 1}"):
+        _load(root)
+
+
+def test_blank_lines_are_counted(tmp_path):
+    queries = [f"{q}\t{t}\t{s}" for q, t, s in QUERIES]
+    queries.insert(3, "   ")
+    root = write_wikiclir(tmp_path, queries=queries)
+    with pytest.warns(DataSkipWarning, match="1 blank lines in wiki_en.queries"):
+        ds = _load(root)
+    assert ds.info["skipped"] == {"blank lines in wiki_en.queries": 1} and len(ds.query_ids) == 10
+
+
+def test_empty_queries_file_blames_the_queries_file(tmp_path):
+    root = write_wikiclir(tmp_path, queries=[""])
+    with pytest.raises(DataFormatError) as e, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataSkipWarning)
+        _load(root)
+    assert e.value.path.endswith("wiki_en.queries") and "no query lines" in str(e.value)  # was en2fr.rel
+
+
+def test_documents_without_words_blame_the_documents_file(tmp_path):
+    root = write_wikiclir(tmp_path, docs=[f"d{i}\tTitre {i}\t ... " for i in range(1, N_DOCS + 1)])
+    with pytest.raises(DataFormatError) as e:
+        _load(root)
+    assert e.value.path.endswith("wiki_fr.documents") and "has a word" in str(e.value)  # was en2fr.rel
+
+
+def test_mr_documents_without_words_blame_the_documents_file(tmp_path):
+    # Only q1's MR document d1 has no word and only q1 is judged: the documents file is at fault.
+    root = write_wikiclir(tmp_path, qrels=["q1\td1\t2"], docs=["d1\tTitre 1\t --- "] + [doc_line(i) for i in range(2, 9)])
+    with pytest.raises(DataFormatError) as e, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataSkipWarning)
+        _load(root)
+    assert e.value.path.endswith("wiki_fr.documents") and "MR documents" in str(e.value)
+
+
+def test_qrels_without_mr_blame_the_qrels_file(tmp_path):
+    root = write_wikiclir(tmp_path, qrels=["q1\td2\t1"])
+    with pytest.raises(DataFormatError) as e:
+        _load(root)
+    assert e.value.path.endswith("en2fr.rel")
+    assert "12 of 12 queries have no MR (relevance 2) judgement" in str(e.value)  # QUERIES has 12
+
+
+def test_too_few_usable_queries_for_a_split_is_one_error(tmp_path):
+    qrels = ["q1\td1\t2", "q2\td4\t2", "q4\td6\t2"]  # 3 usable queries: dev = test = 3 // 5 = 0
+    root = write_wikiclir(tmp_path, qrels=qrels)
+    with pytest.raises(DataFormatError, match="only 3 queries have a usable MR document") as e:
+        _load(root, n_queries=25)
+    assert e.value.path.endswith("wiki_en.queries")
+
+
+def test_embeddings_of_different_dimensions_name_both_files(tmp_path):
+    root = write_wikiclir(tmp_path / "wc")
+    poly = tmp_path / "wc" / "polyglot"
+    poly.mkdir()
+    write_polyglot(poly / "polyglot-en.pkl", ["<UNK>", "<S>", "</S>", "<PAD>", "city"], dim=4)
+    write_polyglot(poly / "polyglot-fr.pkl", ["<UNK>", "<S>", "</S>", "<PAD>", "ville"], dim=6)
+    with pytest.raises(DataFormatError) as e:
+        load_dataset(tmp_path / "wc", "fr", n_queries=10, n_nr=5)
+    msg = str(e.value)
+    assert "polyglot-fr.pkl" in msg and "polyglot-en.pkl" in msg and "6" in msg and "4" in msg
+    assert len(msg.splitlines()) == 1  # was a torch shape error naming no file
+
+
+def test_data_problem_from_the_command_line_is_one_line(capsys, tmp_path):
+    root = write_wikiclir(tmp_path, queries=[""])
+    rc, err = run_cli(capsys, "train", "--quiet", "--data", str(root), "--n-nr", "5", "--epochs", "1")
+    assert rc == 2 and len([e for e in err if "error" in e]) == 1
+    assert "wiki_en.queries" in err[-1] and "no query lines" in err[-1]
+
+
+# --------------------------------------------------------------------------- 3. cache
+@pytest.fixture()
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(experiments, "_cleaned", set())
+    return tmp_path / "results"
+
+
+CFG = TrainConfig(epochs=2, batch_size=32)
+
+
+@pytest.fixture(scope="module")
+def good_entry(tmp_path_factory):
+    """A valid entry (text) for CFG, trained once for the module."""
+    import clirlib.paths as p
+
+    old = p.RESULTS_DIR
+    p.RESULTS_DIR = tmp_path_factory.mktemp("good") / "results"
+    try:
+        experiments.run(CFG, dataset=toy_dataset())
+        path = experiments.runs_dir() / f"{experiments.cache_key(CFG)}.json"
+        return path.read_text()
+    finally:
+        p.RESULTS_DIR = old
+
+
+def _edited(text, change, keep_checksum=False):
+    rec = json.loads(text)
+    change(rec)
+    if not keep_checksum:
+        rec.pop("checksum", None)  # as an old entry, so the schema check itself must catch it
+    return json.dumps(rec, sort_keys=True)
+
+
+def _other_seed(text):
+    rec = json.loads(text)
+    rec["config"]["seed"] = 7
+    rec["key"] = experiments.cache_key(CFG)
+    return rec
+
+
+DAMAGE = {
+    "empty object": lambda t: "{}",  # made every later reproduce fail, forever
+    "a list": lambda t: "[]",
+    "empty file": lambda t: "",
+    "truncated": lambda t: t[: len(t) // 2],
+    "non-UTF-8 bytes": lambda t: b"\xff\xfe\x00garbage",
+    "directory": None,
+    "NaN metric": lambda t: _edited(t, lambda r: r["test"].__setitem__("MAP", float("nan"))),
+    "metric 7.5": lambda t: _edited(t, lambda r: r["test"].__setitem__("P_mr@1", 7.5)),
+    "another seed's record": lambda t: json.dumps({k: v for k, v in _other_seed(t).items() if k != "checksum"}),
+    "no history": lambda t: _edited(t, lambda r: r.__setitem__("history", [])),
+    "missing per-query table": lambda t: _edited(t, lambda r: r.pop("test_per_query")),
+    "missing dev metric": lambda t: _edited(t, lambda r: r["dev"].pop("NDCG@5")),
+    "best epoch out of range": lambda t: _edited(t, lambda r: r.__setitem__("best_epoch", 0)),
+    "another key": lambda t: _edited(t, lambda r: r.__setitem__("key", "v4-g2-0000000000000000")),
+    "edited under its checksum": lambda t: _edited(t, lambda r: r["test"].__setitem__("MAP", 0.99), keep_checksum=True),
+    "dangling symlink": "symlink",
+}
+
+
+@pytest.mark.parametrize("kind", list(DAMAGE))
+def test_damaged_entry_is_quarantined_and_recomputed(results_dir, good_entry, monkeypatch, kind):
+    path = experiments.runs_dir() / f"{experiments.cache_key(CFG)}.json"
+    damage = DAMAGE[kind]
+    if damage is None:
+        path.mkdir()
+        (path / "inner.json").write_text("{}")
+    elif damage == "symlink":
+        path.symlink_to(path.parent / "nowhere.json")
+    else:
+        content = damage(good_entry)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    calls = []
+    real = experiments.train
+    monkeypatch.setattr(experiments, "train", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with pytest.warns(cache.CacheEntryWarning, match=f"cache entry {path} is damaged") as rec:
+        record = experiments.run(CFG, dataset=toy_dataset())
+    assert len(rec) == 1 and "recomputing" in str(rec[0].message)
+    assert calls == [1]  # recomputed, not used
+    good = json.loads(good_entry)
+    for k in ("test", "dev", "test_per_query", "best_epoch", "config", "key"):
+        assert record[k] == good[k]  # the undamaged entry's numbers (training is deterministic)
+    stored = json.loads(path.read_text())
+    assert stored == record and cache.check_entry(stored, good["key"], CFG.resolved().to_dict(), {}, list(good["test"]))
+    moved = list((path.parent / "quarantine").iterdir())
+    assert len(moved) == 1 and moved[0].name.startswith(path.name)  # kept aside for a look, never used
+
+
+def test_entry_from_before_checksums_is_accepted(results_dir, good_entry, monkeypatch):
+    path = experiments.runs_dir() / f"{experiments.cache_key(CFG)}.json"
+    legacy = json.loads(good_entry)
+    del legacy["checksum"]
+    path.write_text(json.dumps(legacy, indent=1, sort_keys=True))
+    monkeypatch.setattr(experiments, "train", lambda *a, **k: pytest.fail("a valid old entry was retrained"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert experiments.run(CFG, dataset=toy_dataset()) == legacy
+    assert not (path.parent / "quarantine").exists()
+
+
+def _dead_pid():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_stale_temporary_entries_are_cleaned_but_not_a_live_writers(results_dir, monkeypatch):
+    runs = paths.RESULTS_DIR / "runs"
+    runs.mkdir(parents=True)
+    dead = runs / f"v4-g2-aaaa.json.pid{_dead_pid()}.x1.tmp"  # its writer was killed
+    old = runs / "v4-g2-bbbb.jsonq8z.tmp"  # the old naming, an hour old
+    live = runs / f"v4-g2-cccc.json.pid{os.getpid()}.x2.tmp"  # a concurrent writer, just now
+    for p in (dead, old, live):
+        p.write_text("{")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    experiments.runs_dir()
+    assert not dead.exists() and not old.exists() and live.exists()
+
+
+def test_stale_generate_folders_are_cleaned(tmp_path, monkeypatch):
+    from clirlib.data import synthetic
+
+    root = tmp_path / "synthetic" / "ci-seed0"
+    dead = tmp_path / "synthetic" / f".tmp-ci-seed0-{_dead_pid()}-abcd1234"
+    live = tmp_path / "synthetic" / f".tmp-ci-seed0-{os.getpid()}-abcd5678"
+    other = tmp_path / "synthetic" / f".tmp-somethingelse-{_dead_pid()}-abcd0000"  # not this profile's: left alone
+    for d in (dead, live, other):
+        d.mkdir(parents=True)
+        (d / "part.txt").write_text("half written")
+    monkeypatch.setattr(synthetic, "_manifest_ok", lambda *a: True)  # the collection itself is complete
+    assert synthetic.generate_benchmark("ci", out_dir=root) == root
+    assert not dead.exists() and live.exists() and other.exists()
+
+
+# --------------------------------------------------------------------------- 4. reproduce
+@pytest.fixture()
+def sandbox(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    return tmp_path
+
+
+@pytest.mark.parametrize("args, needle", [
+    (lambda t: ["--data", str(t / "missing")], "does not exist"),
+    (lambda t: ["--data", str(t)], "not a WikiCLIR folder"),
+    (lambda t: ["--kernel", "no-such-kernel"], "no Jupyter kernel named 'no-such-kernel'"),
+    (lambda t: ["--notebooks", "99"], "starts with '99'"),
+])
+def test_reproduce_checks_its_inputs_first(capsys, sandbox, args, needle):
+    rc, err = run_cli(capsys, "reproduce", "--profile", "ci", *args(sandbox))
+    assert rc == 2 and len(err) == 1 and needle in err[0], err  # was a 50-63-line papermill traceback
+    assert not (sandbox / "results" / "executed").exists()  # no notebook started
+
+
+def test_reproduce_refuses_an_empty_data_file(capsys, sandbox):
+    root = write_wikiclir(sandbox / "wc")
+    (root / "wiki-clir" / "french" / "en2fr.rel").write_text("")
+    rc, err = run_cli(capsys, "reproduce", "--profile", "ci", "--data", str(root))
+    assert rc == 2 and len(err) == 1 and "--data" in err[0] and "en2fr.rel: empty file" in err[0]
+
+
+def test_failed_notebook_is_one_line_with_its_executed_copy(capsys, sandbox, monkeypatch):
+    import nbformat
+
+    nbdir = sandbox / "notebooks"
+    nbdir.mkdir()
+    book = nbformat.v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    params = nbformat.v4.new_code_cell('profile = "ci"\ndata = ""\nforce = False')
+    params.metadata["tags"] = ["parameters"]
+    book.cells = [params, nbformat.v4.new_code_cell('raise ValueError("boom in the notebook")')]
+    nbformat.write(book, nbdir / "01_fails.ipynb")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", nbdir)
+    rc, err = run_cli(capsys, "reproduce", "--profile", "ci", "--kernel", "python3")
+    executed = sandbox / "results" / "executed" / "ci" / "01_fails.ipynb"
+    err = [e for e in err if not e.startswith("[IPKernelApp]")]  # ipykernel's own start-up notice
+    assert rc == 1 and len(err) == 1, err
+    assert "01_fails.ipynb failed: ValueError: boom in the notebook" in err[0] and str(executed) in err[0]
+    assert executed.is_file()
+
+
+# --------------------------------------------------------------------------- 5. tables
+def test_warm_and_cold_records_give_byte_identical_tables(results_dir):
+    ds = toy_dataset()
+    cfgs = [TrainConfig(epochs=2, batch_size=32, loss=loss) for loss in ("sosl", "mse")]
+
+    def tables():
+        recs = [experiments.run(c, dataset=ds) for c in cfgs]
+        import pandas as pd
+
+        return (pd.DataFrame([experiments.summary_row(r) for r in recs]).drop(columns="seconds").to_csv(index=False),
+                experiments.history_frame(recs, by=["loss"]).drop(columns="seconds").to_csv(index=False),
+                experiments.per_query_frame(recs[0]).to_csv(index=False),
+                json.dumps(recs[0]["data_info"]))
+
+    cold = tables()
+    warm = tables()  # every record from the cache now
+    assert cold == warm
+
+
+def test_ctrl_c_during_train_is_one_line(capsys, monkeypatch, tmp_path):
+    import clirlib.train
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clirlib.train, "train", interrupted)
+    rc, err = run_cli(capsys, "train", "--quiet", "--epochs", "1", "--out", str(tmp_path / "r.json"))
+    assert rc == 130 and len(err) == 1 and "interrupted" in err[0]
+    assert not (tmp_path / "r.json").exists()

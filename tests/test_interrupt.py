@@ -1,0 +1,118 @@
+"""Issue 17: a ``reproduce --profile ci`` killed at random points never leaves a cache
+entry that fails its checks, and the tables it finally writes equal an uninterrupted run's.
+
+To stay cheap the runs use one notebook (``--notebooks 07``: Figure 5, 13 short average-pooling
+runs on the ci benchmark, about a minute cold on an idle machine) in throw-away homes
+(``CLIRLIB_HOME``: the notebook copied, the generated benchmark shared through a
+symlink, an empty ``results/``). Each run is its own process group, killed through its
+PID (``os.killpg``): four times with SIGKILL (nothing can clean up) and once with SIGINT
+(Ctrl-C, which must print one line), at seeded random times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clirlib import cache, experiments, paths
+from clirlib.metrics import METRIC_NAMES
+from clirlib.train import KEY_DEFAULTS, TrainConfig
+
+NOTEBOOK = "07"
+KILLS = (signal.SIGKILL, signal.SIGKILL, signal.SIGINT, signal.SIGKILL, signal.SIGKILL)
+SEED = 17
+
+
+def _home(tmp: Path) -> Path:
+    home = tmp
+    (home / "notebooks").mkdir(parents=True)
+    for nb in paths.NOTEBOOKS_DIR.glob(f"{NOTEBOOK}_*.ipynb"):
+        shutil.copy(nb, home / "notebooks" / nb.name)
+    paths.DATA_DIR.mkdir(parents=True, exist_ok=True)
+    (home / "data").symlink_to(paths.DATA_DIR, target_is_directory=True)
+    return home
+
+
+def _start(home: Path) -> subprocess.Popen:
+    env = {**os.environ, "CLIRLIB_HOME": str(home), "CLIRLIB_PROGRESS": "0",
+           "PYTHONPATH": os.pathsep.join([str(paths.PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "clirlib", "reproduce", "--profile", "ci", "--notebooks", NOTEBOOK],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)  # its own process group: the kernel dies with it
+
+
+def _check_every_entry(runs: Path) -> int:
+    """Every entry passes the reader's checks for the config it holds; returns their number."""
+    n = 0
+    for path in sorted(runs.glob("*.json")):
+        rec = json.loads(path.read_text())
+        cfg = dict(rec["config"])
+        cfg["thresholds"] = tuple(cfg["thresholds"])
+        config = TrainConfig(**cfg)
+        key = experiments.cache_key(config)
+        assert path.stem == key, path
+        assert cache.check_entry(rec, key, config.resolved().to_dict(), KEY_DEFAULTS, METRIC_NAMES), path
+        n += 1
+    assert not (runs / cache.QUARANTINE).exists()  # nothing was found damaged
+    return n
+
+
+def _tables(home: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((home / "results" / "ci" / "tables").glob("*.csv"))}
+
+
+def test_killed_reproduce_leaves_valid_cache_and_same_tables(tmp_path):
+    ref_home = _home(tmp_path / "reference")
+    ref_runs = ref_home / "results" / "runs"
+    t0 = time.monotonic()
+    ref = _start(ref_home)
+    first = None  # time until the first entry appears: start-up plus one run
+    while ref.poll() is None:
+        if first is None and ref_runs.is_dir() and any(ref_runs.glob("*.json")):
+            first = time.monotonic() - t0
+        time.sleep(0.2)
+    out, err = ref.communicate(timeout=60)
+    full = time.monotonic() - t0
+    assert ref.returncode == 0, err
+    reference = _tables(ref_home)
+    total = _check_every_entry(ref_runs)
+    assert reference and total > 0
+    first = first or full
+
+    home = _home(tmp_path / "interrupted")
+    runs = home / "results" / "runs"
+    rng = np.random.default_rng(SEED)
+    kills = attempts = 0
+    while kills < len(KILLS) and attempts < 3 * len(KILLS):
+        sig = KILLS[kills]
+        attempts += 1
+        cached = len(list(runs.glob("*.json"))) if runs.exists() else 0
+        expected = first + (1 - cached / total) * (full - first)  # this run's remaining length
+        p = _start(home)
+        time.sleep(float(rng.uniform(0.3, 0.95)) * expected)
+        if p.poll() is None:
+            os.killpg(p.pid, sig)  # by its PID: the group it leads (the kernel is in it)
+            kills += 1
+        out, err = p.communicate(timeout=120)
+        if sig == signal.SIGINT and p.returncode == 130:
+            lines = [line for line in err.splitlines() if line.strip() and not line.startswith("[IPKernelApp]")]
+            assert lines == ["python -m clirlib reproduce: interrupted (finished runs stay in results/runs; "
+                             "run the same command again to continue)"], err
+        if runs.exists():
+            _check_every_entry(runs)
+    assert kills == len(KILLS), f"only {kills} of {attempts} runs were still going at their kill time"
+    done = _start(home)
+    out, err = done.communicate(timeout=1200)
+    assert done.returncode == 0, err
+    assert _check_every_entry(runs) == total
+    assert not [p for p in runs.glob("*.tmp") if cache.is_stale(p)]  # killed writers' files cleaned on start
+    assert _tables(home) == reference  # byte for byte
