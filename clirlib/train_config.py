@@ -16,6 +16,7 @@ from typing import Any
 from .encoders import ENCODERS, LSTM_READOUTS
 from .losses import DEFAULT_THRESHOLDS, get_loss
 from .metrics import METRIC_NAMES
+from .validate import check_config
 
 #: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
 PAPER_SETTINGS: dict[str, dict[str, Any]] = {
