@@ -150,7 +150,7 @@ def markdown(res: dict, report: dict) -> list[str]:
         return L + [f"Not measured: {res['error']}. Rerun `python bench/ray_overhead.py --profile {res['profile']}`.", ""]
     L += [f"A two-node Ray cluster on 127.0.0.1 (`clirlib/raycluster.py`, one CPU per node), the {res['profile']} "
           f"profile's French dataset: the driver reads it in {res['driver_load_s']:.1f} s and puts it in the object "
-          f"store in {res["put_s"] * 1e3:.0f} ms, once. Time per task per worker ({res['tasks']} tasks of each "
+          f"store in {res['put_s'] * 1e3:.0f} ms, once. Time per task per worker ({res['tasks']} tasks of each "
           "kind; loading in each task: a fifth as many):", "",
           "| task | ms per task | over an empty task (ms) |", "| --- | ---: | ---: |"]
     for name, what in (("empty", "empty (Ray's own cost)"), ("with dataset", "dataset via `worker_dataset` (the executor's way)"),

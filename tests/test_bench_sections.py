@@ -57,6 +57,7 @@ def test_stream_summary_checks_decimal_gigabytes():
     assert row["key"] == "stream_peak_gib" and row["number"] == 3.8 and row["met"] == "**no**"
     (quick,) = stream_bench.summary({**res, "peak_rss_gb": 0.7, "within_target": True, "full_size": False})
     assert quick["met"] == "n/a (quick)"
+    assert "1,900,000 French documents" in "".join(stream_bench.markdown(res, {}))
 
 
 def test_ray_summary_compares_with_loading_per_task_and_reports_errors():
@@ -65,6 +66,8 @@ def test_ray_summary_compares_with_loading_per_task_and_reports_errors():
     (row,) = ray_overhead.summary(res)
     # 0.5 ms with the object store against 490 ms loading in each task
     assert row["key"] == "ray_task_overhead_ms" and row["number"] == pytest.approx(0.5) and row["met"] == "yes"
+    table = ray_overhead.markdown(res, {})
+    assert "| dataset loaded in each task | 500.0 | 490.0 |" in table
     (err,) = ray_overhead.summary({"profile": "ci", "tasks": 6, "error": "TimeoutError: node"})
     assert "key" not in err and err["met"] == "n/a"
 
