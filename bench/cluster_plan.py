@@ -19,6 +19,7 @@
 
     python bench/cluster_plan.py [--gpu-speedup 10] [--json out.json]
 
+A section of ``run_all.py`` too (``--quick``: one epoch on a quarter of the sample pairs).
 Timings on a loaded machine are inflated; rerun on an idle one for the record.
 """
 
@@ -39,10 +40,13 @@ sys.path.insert(0, str(BENCH_DIR))
 SAMPLE_PAIRS = {"avgpool": 20_000, "cnn": 2_000, "lstm": 1_000}
 SR_PER_QUERY = 3  # candidates per query: 1 MR + 3 SR + n_nr NR (bench/common.training_dataset's mix)
 WORKERS = (1, 4, 16, 64)
+KEY = "cluster_plan"
+GPU_SPEEDUP = 10.0  # assumed DSSM speed-up on one GPU (not measured: no GPU here)
 
 
-def measure(epochs: int = 3) -> dict[str, dict[str, float]]:
-    """Seconds per training pair and per scored pair, per encoder (median epoch)."""
+def measure(epochs: int = 3, scale: float = 1.0) -> dict[str, dict[str, float]]:
+    """Seconds per training pair and per scored pair, per encoder (median epoch), on
+    ``scale`` x :data:`SAMPLE_PAIRS` pairs."""
     import numpy as np
 
     import common
@@ -52,6 +56,7 @@ def measure(epochs: int = 3) -> dict[str, dict[str, float]]:
     common.set_threads()
     out = {}
     for enc, n in SAMPLE_PAIRS.items():
+        n = max(100, int(n * scale))
         ds = common.training_dataset(100_000, n, n_queries=2000, n_docs=20000, eval_queries=4)
         t0 = time.perf_counter()
         res = train(TrainConfig(encoder=enc, epochs=epochs, batch_size=None, pretrained=False), ds,
@@ -105,23 +110,19 @@ def _fmt(s: float) -> str:
     return f"{s / 86400:.1f} d" if s >= 86400 else f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
 
-def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gpu-speedup", type=float, default=10.0, help="assumed DSSM speed-up on one GPU (not measured)")
-    p.add_argument("--epochs", type=int, default=3, help="epochs timed per encoder")
-    p.add_argument("--json", type=Path)
-    args = p.parse_args(argv)
+def plan(epochs: int = 3, gpu_speedup: float = GPU_SPEEDUP, scale: float = 1.0) -> dict:
+    """Measure the per-pair costs, cost the paper grid, schedule it on :data:`WORKERS`."""
     print("cluster plan: per-pair costs measured here (a loaded machine inflates them)", flush=True)
-    cost = measure(args.epochs)
+    cost = measure(epochs, scale)
     runs = paper_runs()
     cpu = [run_seconds(c, cost) for c in runs]
-    gpu = [s / args.gpu_speedup if c.encoder in ("cnn", "lstm") else s for c, s in zip(runs, cpu)]
+    gpu = [s / gpu_speedup if c.encoder in ("cnn", "lstm") else s for c, s in zip(runs, cpu)]
     kinds = Counter(c.encoder for c in runs)
     total = {e: sum(s for c, s in zip(runs, cpu) if c.encoder == e) for e in kinds}
     print(f"paper grid: {len(runs)} runs ({', '.join(f'{n} {e}' for e, n in kinds.items())}); "
           f"serial CPU time {_fmt(sum(cpu))} ({', '.join(f'{e} {_fmt(t)}' for e, t in total.items())})")
     rows = []
-    print(f"| workers | CPU only | one GPU per worker (DSSM {args.gpu_speedup:g}x, assumed) |")
+    print(f"| workers | CPU only | one GPU per worker (DSSM {gpu_speedup:g}x, assumed) |")
     print("| ---: | ---: | ---: |")
     for w in WORKERS:
         a, b = lpt(cpu, w), lpt(gpu, w)
@@ -129,11 +130,63 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"| {w} | {_fmt(a)} | {_fmt(b)} |")
     longest = max(cpu)
     print(f"the longest run alone takes {_fmt(longest)} on a CPU: no number of workers goes below it")
-    out = {"cost": cost, "runs": len(runs), "kinds": dict(kinds), "serial_s": sum(cpu), "rows": rows,
-           "gpu_speedup_assumed": args.gpu_speedup, "longest_run_s": longest}
+    return {"cost": cost, "runs": len(runs), "kinds": dict(kinds), "serial_s": sum(cpu), "rows": rows,
+            "gpu_speedup_assumed": gpu_speedup, "longest_run_s": longest, "epochs": epochs,
+            "serial_by_encoder_s": total}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpu-speedup", type=float, default=GPU_SPEEDUP, help="assumed DSSM speed-up on one GPU (not measured)")
+    p.add_argument("--epochs", type=int, default=3, help="epochs timed per encoder")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    out = plan(args.epochs, args.gpu_speedup)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return out
+
+
+# --------------------------------------------------------------------------- run_all.py section
+def section(opts) -> dict:
+    from common import log
+
+    log("cluster plan: per-pair costs of each encoder, the paper grid on 1/4/16/64 workers ...")
+    return plan(epochs=1, scale=0.25) if opts.quick else plan()
+
+
+def summary(res: dict) -> list[dict]:
+    """No target in issue 15: the projection is reported (1 and 64 workers here, all in the section)."""
+    rows = []
+    for r in res["rows"]:
+        if r["workers"] not in (1, 64):
+            continue
+        for kind, label in (("cpu", "CPU only"), ("gpu", f"one GPU per worker, DSSM {res['gpu_speedup_assumed']:g}x assumed")):
+            w = r["workers"]
+            rows.append({"key": f"paper_grid_days_{w}_worker{'s' if w > 1 else ''}" + ("_gpu" if kind == "gpu" else ""),
+                         "number": r[f"{kind}_s"] / 86400, "value": _fmt(r[f"{kind}_s"]), "target": "reported", "met": "n/a",
+                         "label": f"paper grid projected wall time, {w} worker{'s' if w > 1 else ''}, {label} (LPT)"})
+    return rows
+
+
+def markdown(res: dict, report: dict) -> list[str]:
+    L = ["## Planning a cluster run: the paper grid on 1-64 workers (issue 15)", "",
+         f"Per-pair costs measured here ({res['epochs']} epoch(s) of `train()` per encoder on synthetic data of the "
+         "paper's shapes, vocabulary 100k; scoring with `score_split`):", "",
+         "| encoder | training pair | scored pair | sample pairs |", "| --- | ---: | ---: | ---: |"]
+    L += [f"| {e} | {c['train_pair_s'] * 1e6:,.1f} us | {c['score_pair_s'] * 1e6:,.1f} us | {c['sample_pairs']:,} |"
+          for e, c in res["cost"].items()]
+    L += ["", f"The paper profile's grids (Tables 2-3 with the LSTM read-outs, Figures 4-5): {res['runs']} distinct "
+          f"runs ({', '.join(f'{n} {e}' for e, n in res['kinds'].items())}), each costed at its epoch cap (an upper "
+          f"bound: early stopping only shortens a run); serial CPU time {_fmt(res['serial_s'])}. Longest run first "
+          "onto the least-loaded worker (LPT):", "",
+          f"| workers | CPU only | one GPU per worker (DSSM {res['gpu_speedup_assumed']:g}x faster, assumed) |",
+          "| ---: | ---: | ---: |"]
+    L += [f"| {r['workers']} | {_fmt(r['cpu_s'])} | {_fmt(r['gpu_s'])} |" for r in res["rows"]]
+    L += ["", f"The longest run alone takes {_fmt(res['longest_run_s'])} on a CPU: no number of workers goes below "
+          "it. The GPU column is an assumption (no GPU on this machine): `python bench/cluster_plan.py "
+          "--gpu-speedup X` recomputes it.", ""]
+    return L
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""MDL and whole-collection retrieval budgets of issue 13 (standalone; ``bench/run_all.py`` may call ``main``).
+"""MDL and whole-collection retrieval budgets of issue 13 (a section of ``run_all.py``; also standalone).
 
 1. **MDL fit** for the four languages x the profile's three seeds (default profile), each
    in its own process so that the peak RSS is per run (``resource.getrusage`` of the
@@ -8,6 +8,11 @@
    documents x 5,000 queries of random vectors (dim 64, SOSL's, and 512, MDL's), ranked
    by ``retrieval.rank_vectors`` (exact top-1000, chunked matrix products, the
    pessimistic tie rule) with 1-13 relevant documents per query. Budget: 10 s.
+
+The fits run first, while the calling process is small: Linux carries a parent's RSS at
+fork time into the child's ``ru_maxrss``. In ``run_all.py --quick`` one fit (French, seed 0)
+stands for the twelve (projected x 12) and the scoring uses 1,000 queries (projected x 5,
+scoring is linear in the queries): a smoke test, not for the record.
 
 Usage: ``python bench/mdl_bench.py [--skip-mdl] [--profile default] [--queries 5000 --docs 120000]``.
 Prints one line per measurement and a final ``mdl_bench:`` summary line. Other processes on
@@ -27,6 +32,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+KEY = "mdl"
+LANGS, SEEDS = ("fr", "it", "sw", "tl"), (0, 1, 2)
+FIT_BUDGET_S, SCORING_BUDGET_S = 240.0, 10.0  # issue 13's budgets
+DIMS = {64: "SOSL average pooling", 512: "MDL"}  # code dimension of each dual encoder
 _CHILD = """
 import json, resource, sys, time
 from clirlib import determinism, systems
@@ -41,7 +50,7 @@ print(json.dumps({"seconds": time.perf_counter() - t, "peak_rss_mb": resource.ge
 """
 
 
-def mdl_fits(profile: str, langs=("fr", "it", "sw", "tl"), seeds=(0, 1, 2)) -> list[dict]:
+def mdl_fits(profile: str, langs=LANGS, seeds=SEEDS) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CLIRLIB_PROGRESS": "0"}
     for lang in langs:  # generate (and cache on disk) outside the timed runs
         subprocess.run([sys.executable, "-c", f"from clirlib.data import load_dataset; load_dataset({profile!r}, {lang!r})"],
@@ -75,6 +84,27 @@ def collection_scoring(n_queries: int, n_docs: int, dim: int, seed: int = 0) -> 
     return time.perf_counter() - t
 
 
+def measure(profile: str = "default", langs=LANGS, seeds=SEEDS, n_queries: int = 5000, n_docs: int = 120_000,
+            fits: bool = True) -> dict:
+    """MDL fits (first, in child processes), then whole-collection scoring in this process."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("CLIRLIB_THREADS", "2")))
+    res: dict = {"load_average": os.getloadavg()[0], "profile": profile, "queries": n_queries, "docs": n_docs}
+    if fits:
+        res["fits"] = mdl_fits(profile, langs, seeds)
+        res["mdl_total_seconds"] = sum(f["seconds"] for f in res["fits"])
+        res["mdl_peak_rss_mb"] = max(f["peak_rss_mb"] for f in res["fits"])
+        print(f"mdl: {len(res['fits'])} fits on {profile} in {res['mdl_total_seconds']:.0f} s (budget "
+              f"{FIT_BUDGET_S:.0f} s for {len(LANGS) * len(SEEDS)}), peak RSS {res['mdl_peak_rss_mb']:.0f} MB", flush=True)
+    for dim in DIMS:
+        s = collection_scoring(n_queries, n_docs, dim)
+        res[f"collection_seconds_dim{dim}"] = s
+        print(f"whole collection: {n_queries} queries x {n_docs} documents, dim {dim}: {s:.1f} s "
+              f"(budget {SCORING_BUDGET_S:.0f} s at 5000 x 120000)", flush=True)
+    return res
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="default")
@@ -82,23 +112,65 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--queries", type=int, default=5000)
     ap.add_argument("--docs", type=int, default=120_000)
     args = ap.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(int(os.environ.get("CLIRLIB_THREADS", "2")))
-    res: dict = {"load_average": os.getloadavg()[0]}
-    for dim in (64, 512):
-        s = collection_scoring(args.queries, args.docs, dim)
-        res[f"collection_seconds_dim{dim}"] = s
-        print(f"whole collection: {args.queries} queries x {args.docs} documents, dim {dim}: {s:.1f} s "
-              f"(budget 10 s)", flush=True)
-    if not args.skip_mdl:
-        fits = mdl_fits(args.profile)
-        res["mdl_total_seconds"] = sum(f["seconds"] for f in fits)
-        res["mdl_peak_rss_mb"] = max(f["peak_rss_mb"] for f in fits)
-        print(f"mdl: {len(fits)} fits on {args.profile} in {res['mdl_total_seconds']:.0f} s (budget 240 s), "
-              f"peak RSS {res['mdl_peak_rss_mb']:.0f} MB", flush=True)
-    print("mdl_bench: " + " ".join(f"{k}={v:.2f}" for k, v in res.items()))
+    res = measure(args.profile, n_queries=args.queries, n_docs=args.docs, fits=not args.skip_mdl)
+    print("mdl_bench: " + " ".join(f"{k}={v:.2f}" for k, v in res.items() if isinstance(v, float)))
     return res
+
+
+# --------------------------------------------------------------------------- run_all.py section
+def section(opts) -> dict:
+    """``--quick``: one fit (fr, seed 0) and 1,000 queries; otherwise the issue's full sizes."""
+    from common import log
+
+    quick = opts.quick
+    log("MDL fits on default (%s) and whole-collection scoring ..." % ("fr seed 0 only: quick" if quick else "4 x 3"))
+    res = measure("default", langs=LANGS[:1] if quick else LANGS, seeds=SEEDS[:1] if quick else SEEDS,
+                  n_queries=1000 if quick else 5000)
+    # Projections to the budgets' sizes (quick only): fits x 12, scoring linear in the queries.
+    res["fit_scale"] = len(LANGS) * len(SEEDS) / len(res["fits"])
+    res["query_scale"] = 5000 / res["queries"]
+    return res
+
+
+def summary(res: dict) -> list[dict]:
+    from common import fmt, yes
+
+    fit_s = res["mdl_total_seconds"] * res["fit_scale"]
+    how = (f" (projected x {res['fit_scale']:g} from {len(res['fits'])} fit)" if res["fit_scale"] != 1 else "")
+    rows = [{"key": "mdl_default_seconds", "number": fit_s, "value": f"{fmt(fit_s, 0)} s",
+             "label": f"MDL fits on default, {len(LANGS)} languages x {len(SEEDS)} seeds, fit + test scoring{how}",
+             "target": f"<= {FIT_BUDGET_S:.0f} s", "met": yes(fit_s <= FIT_BUDGET_S)},
+            {"label": "MDL fit peak RSS (largest fit, own process, `getrusage` maxrss)",
+             "value": f"{res['mdl_peak_rss_mb'] * 2**20 / 1e9:.2f} GB", "target": "reported", "met": "n/a"}]
+    for dim, who in DIMS.items():
+        s = res[f"collection_seconds_dim{dim}"] * res["query_scale"]
+        how = f" (projected x {res['query_scale']:g} from {res['queries']:,} queries)" if res["query_scale"] != 1 else ""
+        rows.append({"key": "collection_scoring_seconds" + ("" if dim == 64 else f"_dim{dim}"), "number": s,
+                     "label": f"whole-collection scoring, 5,000 queries x {res['docs']:,} documents, dim {dim} "
+                              f"({who}), exact top-1000{how}",
+                     "value": f"{fmt(s, 1)} s", "target": f"<= {SCORING_BUDGET_S:.0f} s", "met": yes(s <= SCORING_BUDGET_S)})
+    return rows
+
+
+def markdown(res: dict, report: dict) -> list[str]:
+    from common import fmt
+
+    L = ["## MDL and whole-collection retrieval (issue 13)", "",
+         f"Each MDL fit (`systems.get(\"mdl\")`, fit on the training split + scoring the test candidates, no "
+         f"cache) runs in its own process on the `{res['profile']}` profile; peak RSS is that process's "
+         "`ru_maxrss`. Load average (1 min) at the start: " + f"{res['load_average']:.1f}.", "",
+         "| language | seed | seconds | peak RSS (MB) |", "| --- | ---: | ---: | ---: |"]
+    L += [f"| {f['lang']} | {f['seed']} | {fmt(f['seconds'], 1)} | {fmt(f['peak_rss_mb'], 0)} |" for f in res["fits"]]
+    L += ["", f"Whole-collection scoring: {res['queries']:,} queries x {res['docs']:,} documents of random "
+          "float32 vectors, `retrieval.rank_vectors` (exact top-1000 by chunked matrix products, pessimistic "
+          "ties) and `retrieval.metrics_from_labels`, 1-13 relevant documents per query: "
+          + ", ".join(f"dim {d} ({w}) {fmt(res[f'collection_seconds_dim{d}'], 1)} s" for d, w in DIMS.items()) + ".",
+          ""]
+    if res["fit_scale"] != 1 or res["query_scale"] != 1:
+        L += ["Quick run: the summary projects these to the budgets' sizes (fits x "
+              f"{res['fit_scale']:g}, scoring x {res['query_scale']:g}); `python bench/mdl_bench.py` measures "
+              "them in full.", ""]
+    return L
 
 
 if __name__ == "__main__":

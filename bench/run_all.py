@@ -2,18 +2,29 @@
 machine's limits. Writes ``bench/results.md`` (and ``bench/results.json``) and ends with
 one summary line:
 
-    bench: train_speedup_100k=X.XX train_speedup_20k=X.XX ceiling_fraction_100k=X.XX metrics_speedup_vs_pytrec_eval=X.XX metrics_speedup_vs_loop=X.XX cnn_matmul_fraction=X.XX
+    bench: stream_peak_gib=X.XX mdl_default_seconds=X.XX collection_scoring_seconds=X.XX collection_scoring_seconds_dim512=X.XX train_speedup_100k=X.XX train_speedup_20k=X.XX ceiling_fraction_100k=X.XX metrics_speedup_vs_pytrec_eval=X.XX metrics_speedup_vs_loop=X.XX cnn_matmul_fraction=X.XX paper_grid_days_1_worker=X.XX paper_grid_days_1_worker_gpu=X.XX paper_grid_days_64_workers=X.XX paper_grid_days_64_workers_gpu=X.XX ray_task_overhead_ms=X.XX
 
 Sections, one module each (``TOPICS``, run and reported in that order; each module's
 docstring gives the method):
 - the paper profile: one epoch's time, the projected 30-epoch run and peak RSS, measured in
   separate processes (``paper_bench``; first, while this process is small: Linux carries a
   parent's RSS at fork time into the child's ``getrusage`` maxrss);
+- peak RSS of the streaming WikiCLIR loader reading 25,000 queries from a synthetic
+  1.9-million-document corpus in the real format, in a child process (``stream_bench``,
+  issue 15; early for the same reason);
+- MDL fits for 4 languages x 3 seeds on ``default`` with each fit's peak RSS (children,
+  run before this process grows), and whole-collection scoring of 5,000 queries x
+  120,000 documents (``mdl_bench``, issue 13);
 - training throughput, clirlib ``train()`` vs ``reference.py``, and the memory-traffic
   ceiling of a dense-Adam step (``train_bench``);
 - metrics vs pytrec_eval, ranx, ir-measures and a per-query loop (``metrics_bench``);
 - scoring throughput of the three encoders, and DSSM-CNN's training FLOP rate as a
   fraction of this machine's float32 matmul rate (``encoders_bench``);
+- the paper grid's projected wall time on 1/4/16/64 workers, CPU only and with one GPU
+  per worker (assumed DSSM speed-up), from per-pair costs timed here (``cluster_plan``,
+  issue 15);
+- per-task data overhead of the Ray executor on a two-node loopback cluster
+  (``ray_overhead``, issue 15; the driver's environment is restored afterwards);
 - ``make reproduce`` on the default profile from an empty cache: run with ``--reproduce``
   (or ``BENCH_REPRODUCE=1 make bench``); otherwise the last recorded time is read from
   ``bench/reproduce_timing.json`` if present (``reproduce_bench``).
@@ -25,7 +36,9 @@ the ``bench:`` line) and ``markdown(res, report) -> list[str]`` (its part of ``r
 Adding a benchmark is one line: its module name in ``TOPICS``.
 
 Options: ``--quick`` (fewer repetitions, paper epoch extrapolated from 10 % of the
-training queries; a smoke test, not for the record), ``--skip-paper``, ``--reproduce``,
+training queries, one MDL fit and 1,000 scoring queries projected to the budgets' sizes,
+a 100,000-document streaming corpus, one cluster-plan epoch, the ci profile for Ray; a
+smoke test, not for the record), ``--skip <section> ...``, ``--skip-paper``, ``--reproduce``,
 ``--only-reproduce`` (time ``make reproduce`` alone and record it for later runs).
 Targets are checked here and reported; nothing in the test suite is timed.
 """
@@ -47,7 +60,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BENCH_DIR, ROOT, copy_bandwidth, log, machine, other_running, set_threads  # noqa: E402
 
 #: The sections, in the order they run and appear in the report.
-TOPICS = ("paper_bench", "train_bench", "metrics_bench", "encoders_bench", "reproduce_bench")
+#: Sections that measure a child's peak RSS come first, while this process is small.
+TOPICS = ("paper_bench", "stream_bench", "mdl_bench", "train_bench", "metrics_bench", "encoders_bench",
+          "cluster_plan", "ray_overhead", "reproduce_bench")
 
 RESULTS_MD = BENCH_DIR / "results.md"
 RESULTS_JSON = BENCH_DIR / "results.json"

@@ -1,0 +1,82 @@
+"""The benchmark sections of issues 13 and 15 in ``bench/run_all.py``: interface, order and
+the summary rows they derive from a measured result (hand-made results here; nothing is
+timed in the test suite)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import cluster_plan  # noqa: E402
+import mdl_bench  # noqa: E402
+import ray_overhead  # noqa: E402
+import run_all  # noqa: E402
+import stream_bench  # noqa: E402
+
+NEW = (mdl_bench, cluster_plan, ray_overhead, stream_bench)
+
+
+def test_new_sections_in_topics_with_the_interface():
+    for mod in NEW:
+        assert mod.__name__ in run_all.TOPICS
+        assert callable(mod.section) and callable(mod.summary) and callable(mod.markdown) and callable(mod.main)
+    assert len({mod.KEY for mod in NEW}) == 4
+    order = run_all.TOPICS.index
+    # children's ru_maxrss carry the runner's RSS at fork: memory sections before the runner grows
+    assert order("stream_bench") < order("train_bench") and order("mdl_bench") < order("train_bench")
+
+
+def _mdl_res(fit_seconds, scale, dim64, dim512, query_scale=1.0):
+    return {"profile": "default", "load_average": 1.0, "queries": 5000 / query_scale, "docs": 120_000,
+            "fits": [{"lang": "fr", "seed": 0, "seconds": fit_seconds, "peak_rss_mb": 800.0}],
+            "mdl_total_seconds": fit_seconds, "mdl_peak_rss_mb": 800.0, "fit_scale": scale, "query_scale": query_scale,
+            "collection_seconds_dim64": dim64, "collection_seconds_dim512": dim512}
+
+
+def test_mdl_summary_projects_quick_runs_to_the_budgets():
+    # one fit of 20 s stands for 12: 240 s, exactly the budget (<= 240: met)
+    rows = {r.get("key"): r for r in mdl_bench.summary(_mdl_res(20.0, 12.0, 1.0, 2.5, query_scale=5.0))}
+    assert rows["mdl_default_seconds"]["number"] == pytest.approx(240.0)
+    assert rows["mdl_default_seconds"]["met"] == "yes"
+    # 1,000 queries timed, x 5: 5 s (dim 64, met) and 12.5 s (dim 512, over 10 s)
+    assert rows["collection_scoring_seconds"]["number"] == pytest.approx(5.0)
+    assert rows["collection_scoring_seconds"]["met"] == "yes"
+    assert rows["collection_scoring_seconds_dim512"]["number"] == pytest.approx(12.5)
+    assert rows["collection_scoring_seconds_dim512"]["met"] == "**no**"
+    assert any("## MDL" in line for line in mdl_bench.markdown(_mdl_res(20.0, 12.0, 1.0, 2.5), {}))
+
+
+def test_stream_summary_checks_decimal_gigabytes():
+    res = {"peak_rss_gb": 3.8, "n_queries": 25_000, "n_docs_file": 1_900_000, "n_docs_loaded": 800_000,
+           "seconds": 1.0, "docs_file_gib": 1.56, "full_size": True}
+    res["within_target"] = res["peak_rss_gb"] * 2**30 <= stream_bench.TARGET_GB * 1e9
+    (row,) = stream_bench.summary(res)
+    # 3.8 GiB = 4.08e9 bytes > 4 GB: not met (a GiB comparison would have passed it)
+    assert row["key"] == "stream_peak_gib" and row["number"] == 3.8 and row["met"] == "**no**"
+    (quick,) = stream_bench.summary({**res, "peak_rss_gb": 0.7, "within_target": True, "full_size": False})
+    assert quick["met"] == "n/a (quick)"
+    assert "1,900,000 French documents" in "".join(stream_bench.markdown(res, {}))
+
+
+def test_ray_summary_compares_with_loading_per_task_and_reports_errors():
+    res = {"profile": "ci", "tasks": 6, "empty": 0.010, "with dataset": 0.0105, "bare ref": 0.02,
+           "load per task": 0.5, "driver_load_s": 0.1, "put_s": 0.01, "overhead_per_task_s": 0.0005}
+    (row,) = ray_overhead.summary(res)
+    # 0.5 ms with the object store against 490 ms loading in each task
+    assert row["key"] == "ray_task_overhead_ms" and row["number"] == pytest.approx(0.5) and row["met"] == "yes"
+    table = ray_overhead.markdown(res, {})
+    assert "| dataset loaded in each task | 500.0 | 490.0 |" in table
+    (err,) = ray_overhead.summary({"profile": "ci", "tasks": 6, "error": "TimeoutError: node"})
+    assert "key" not in err and err["met"] == "n/a"
+
+
+def test_cluster_plan_rows_and_lpt():
+    # LPT of 5, 4, 3, 3 on 2 workers by hand: loads 5 | 4, then 3 onto 4 (7), then 3 onto 5 (8): makespan 8
+    assert cluster_plan.lpt([3, 5, 3, 4], 2) == 8
+    res = {"rows": [{"workers": w, "cpu_s": 86400.0 * 64 / w, "gpu_s": 86400.0 * 8 / w} for w in cluster_plan.WORKERS],
+           "gpu_speedup_assumed": 10.0}
+    rows = {r["key"]: r["number"] for r in cluster_plan.summary(res)}
+    assert rows == {"paper_grid_days_1_worker": 64.0, "paper_grid_days_1_worker_gpu": 8.0,
+                    "paper_grid_days_64_workers": 1.0, "paper_grid_days_64_workers_gpu": 0.125}
