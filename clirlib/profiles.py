@@ -59,6 +59,21 @@ dev NDCG@5 still creeping up), so 24 such runs (2 models x 4 languages x 3 seeds
 hours) would not change the verdict, which is "not tested" below 3x chance; ``default``
 and ``ci`` give them 3 / 2 and 1 / 1 epochs to fit the time budget, and the notebooks show
 the convergence table.
+
+Why the DSSM models do not learn on ``default`` (issue 12; ``clirlib.convergence``; dev and
+train splits only, never test): their training loss sits at the constant-score floor
+L_0 = 0.0045 (every pair given one score) on ``default`` French: DSSM-CNN with the paper's
+optimiser, epochs 1-4: 0.0051, 0.0047, 0.0047, 0.0046; at lr 0.01 without decay, epochs
+1-5: 0.0048, 0.0046, 0.0046, 0.0047, 0.0046 (dev P_mr@1 at most 0.025, chance 0.019).
+It is not a gradient bug: a plain torch Conv1d DSSM-CNN behaves the same, every parameter
+moves, and on the toy task both DSSM models pass their floor at lr 0.001
+(``tests/test_convergence.py``) while lr 0.01 collapses onto it. The suspected cause, not
+yet verified on ``default``: the benchmark's pretrained rows have mean norm 1.4 (N(0, 1)
+rows: 8), so the max-pooled / recurrent features are dominated by a part common to every
+text (its share of the squared norm at initialisation: DSSM-CNN 85 % / 94 %, DSSM-LSTM
+94 % / 92 % for queries / documents; average pooling 41 % / 38 %); on the toy task rows
+rescaled to norm 1.4 slow the CNN and stall the LSTM. The next check is a dev-split grid of
+``init_scale`` (None, 4, 8) given alike to both DSSM models.
 """
 
 from __future__ import annotations
