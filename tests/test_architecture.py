@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("env", "profiles", "labels", "paths", "determinism", "cache", "validate")),
     ("paper", ("similarity", "losses", "metrics", "stats", "reported")),
     ("data", ("data",)),
-    ("training", ("encoders", "fast", "train_config", "train", "systems", "retrieval", "entity_linking",
+    ("training", ("encoders", "fast", "train_config", "train", "convergence", "systems", "retrieval", "entity_linking",
                   "transe")),
     ("experiments", ("experiments", "executors", "raycluster")),
     ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots",
