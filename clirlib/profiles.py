@@ -167,6 +167,17 @@ LEMMA2: dict[str, dict[str, int]] = {
 THEOREM3_EPOCHS: dict[str, int] = {"ci": 2, "default": 2, "paper": 10}
 
 
+#: HIKE's runs (notebooks 13 and 15, ``clirlib.knowledge``): epochs and (q, d+, d-) triples
+#: per epoch, the languages of the full-KG runs (the controls run on the first) and seeds.
+#: ``ci`` only checks that the code runs (one short epoch on French; its numbers decide
+#: nothing); ``default`` and ``paper`` run the HIKE paper's 15 epochs of 1,600 triples.
+HIKE: dict[str, dict[str, Any]] = {
+    "ci": {"epochs": 1, "pairs_per_epoch": 160, "langs": ("fr",), "seeds": (0, 1, 2)},
+    "default": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
+    "paper": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
+}
+
+
 def check(profile: str) -> str:
     """``profile`` if it names a profile, else a ``ValueError`` listing the choices."""
     if profile not in NAMES:

@@ -57,8 +57,10 @@ N_RESAMPLES = 10_000
 #: Metrics a hypothesis may name besides the seven of the tables: NDCG@1 / NDCG@10 of
 #: the metric registry and the whole-collection metrics of ``clirlib.retrieval``.
 EXTRA_METRICS = ("NDCG@1", "NDCG@10", "MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR")
-#: Config fields that identify a system in a run record.
-SYSTEM_FIELDS = ("lang", "loss", "encoder", "epsilon", "thresholds", "n_nr", "lstm_readout")
+#: Fields that identify a system in a run record: the config's (``system`` is the record's
+#: ``label`` when a study gives one, e.g. ``"HIKE without KG"``, else the config's
+#: ``system``, else ``"sosl"``: a ``TrainConfig`` run is the paper's ranker).
+SYSTEM_FIELDS = ("lang", "loss", "encoder", "epsilon", "thresholds", "n_nr", "lstm_readout", "system")
 
 LOSS_LABELS = reported.LOSS_NAMES  # the paper's names of the losses, defined once
 ENCODER_LABELS = {"avgpool": "average pooling", "cnn": "DSSM-CNN", "lstm": "DSSM-LSTM"}
@@ -136,6 +138,7 @@ def run_table(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.Da
     for i, rec in enumerate(records):
         cfg = rec["config"]
         row = {k: _hashable(cfg.get(k)) for k in SYSTEM_FIELDS}
+        row["system"] = rec.get("label") or cfg.get("system") or "sosl"
         row.update(run=i, seed=cfg["seed"], dev_p1=rec["dev"]["P_mr@1"], dev_chance=rec["dev_chance"])
         runs.append(row)
         f = pd.DataFrame(rec["test_per_query"])
