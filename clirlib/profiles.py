@@ -178,6 +178,18 @@ HIKE: dict[str, dict[str, Any]] = {
 }
 
 
+#: Notebook 13 (``clirlib.families``): the languages (None: every language of the data),
+#: MDL's schedule (empty: the MDL paper's, ``systems.mdl``) and the m x C sweep of MDL.
+#: ``ci`` only checks that the code runs (French, short MDL schedules, a 2 x 2 sweep: its
+#: numbers decide nothing); ``default`` and ``paper`` run the full grid.
+FAMILIES: dict[str, dict[str, Any]] = {
+    "ci": {"langs": ("fr",), "mdl": {"epochs": 5, "d2v_epochs": 5, "lda_iter": 5}, "sweep_m": (1, 6),
+           "sweep_c_factors": (1, 2)},
+    "default": {"langs": None, "mdl": {}, "sweep_m": (1, 2, 4, 6, 9), "sweep_c_factors": (1, 2, 4)},
+    "paper": {"langs": None, "mdl": {}, "sweep_m": (1, 2, 4, 6, 9), "sweep_c_factors": (1, 2, 4)},
+}
+
+
 def check(profile: str) -> str:
     """``profile`` if it names a profile, else a ``ValueError`` listing the choices."""
     if profile not in NAMES:

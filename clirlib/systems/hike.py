@@ -316,12 +316,17 @@ class Hike(System):
         was = enc.training
         enc.eval()
         self._ent = {}
+        # Only entities a query links to, and their neighbours, are ever read: encode those
+        # (the others stay zero). Small batches: one thread is faster (transe.one_thread).
+        linked = kn.links[kn.links >= 0]
+        used = np.unique(np.concatenate([linked, kn.neighbours[linked].reshape(-1)]))  # (n_used,)
         for r, texts, side in (("s", kn.text_s, "q"), ("t", kn.text_t, "d")):
-            order = np.argsort([len(t) for t in texts], kind="stable")
-            vec = torch.empty(len(texts), enc.dim)
-            for s in range(0, len(order), 512):
-                rows = order[s:s + 512]
-                vec[torch.from_numpy(rows)] = enc.encode([texts[e] for e in rows.tolist()], side).float()
+            order = used[np.argsort([len(texts[e]) for e in used], kind="stable")]
+            vec = torch.zeros(len(texts), enc.dim)
+            with one_thread():
+                for s in range(0, len(order), 512):
+                    rows = order[s:s + 512]
+                    vec[torch.from_numpy(rows)] = enc.encode([texts[e] for e in rows.tolist()], side).float()
             self._ent[r] = vec  # (n_entities, d)
         enc.train(was)
 
