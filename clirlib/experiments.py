@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from . import determinism, env, paths, profiles
 from .metrics import METRIC_NAMES

@@ -131,8 +131,16 @@ class KnowledgeFusion(nn.Module):
         self.w_k = nn.Linear((2 + k) * dim, dim)
 
     def forward(self, e: torch.Tensor) -> torch.Tensor:  # (..., 2+k, d) -> (..., d)
-        *lead, rows, d = e.shape
-        q, k, v = self.qkv(e).view(*lead, rows, 3, self.heads, d).unbind(-3)  # each (..., rows, m, d)
+        """The reference path: Eq. 4-6 on the rows ``e`` (..., 2+k, d)."""
+        return self.attend(self.qkv(e))
+
+    def attend(self, qkv: torch.Tensor) -> torch.Tensor:  # (..., 2+k, 3md) -> (..., d)
+        """Eq. 4-6 from the rows' projections [E W^Q_j, E W^K_j, E W^V_j]_j (``self.qkv(E)``).
+        The entity rows' projections depend on the query only, so scoring computes them once
+        per query (``HikeModel.knowledge_rows``) and stacks v_qd's in front of them."""
+        *lead, rows, _ = qkv.shape
+        d = self.dim
+        q, k, v = qkv.view(*lead, rows, 3, self.heads, d).unbind(-3)  # each (..., rows, m, d)
         q, k, v = (x.transpose(-2, -3) for x in (q, k, v))  # (..., m, rows, d)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), dim=-1) @ v  # (..., m, rows, d)
         h = self.head_norm(att)  # (..., m, rows, d)
@@ -174,22 +182,40 @@ class HikeModel(nn.Module):
         enc = {id(p) for p in self.encoder.parameters()}
         return [p for p in self.parameters() if id(p) not in enc]
 
+    def knowledge_rows(self, know: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What depends on the query only: from ``know[r]`` (Q, M, 1+k, d) entity and neighbour
+        vectors per language r in {s, t} and ``know["mask"]`` (Q, M), the projections
+        ``qkv_r`` (Q, M, 1+k, 3md) of the entity rows (the "no entity" vector where a slot is
+        empty) and the averaging weights ``use`` (Q, M) over the query's entities."""
+        mask = know["mask"].to(self.null.dtype)  # (Q, M)
+        Q, M = mask.shape
+        none = mask.sum(-1, keepdim=True) == 0  # (Q, 1) queries without an entity use the null one
+        out = {"use": torch.where(none, torch.ones_like(mask).index_fill(1, torch.arange(1, M), 0), mask)}
+        for i, r in enumerate(("s", "t")):
+            null = self.null[i].expand(Q, M, 1 + self.k, -1)  # (Q, M, 1+k, d)
+            ents = torch.where(mask[..., None, None] > 0, know[r], null)  # (Q, M, 1+k, d)
+            out[f"qkv_{r}"] = self.fuse[r].qkv(ents)  # (Q, M, 1+k, 3md)
+        return out
+
     def score(self, v_qd: torch.Tensor, know: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
-        """Scores (B,) from v_qd (B, d) and, with the KG, per language r in {s, t}:
-        ``know[r]`` (B, M, 1+k, d) entity and neighbour vectors and ``know["mask"]`` (B, M)."""
+        """Scores (B,) from v_qd (B, d) and, with the KG, ``know`` of each pair's query as
+        :meth:`knowledge_rows` reads it (per pair: Q = B)."""
         if not self.use_kg:
             return self.w_s(v_qd).squeeze(-1)
-        mask = know["mask"].to(v_qd.dtype)  # (B, M)
+        return self.score_rows(v_qd, self.knowledge_rows(know))
+
+    def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
+                   pos: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
+        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b)."""
+        if pos is not None:
+            rows = {key: val[pos] for key, val in rows.items()}  # (B, ...)
+        use = rows["use"]  # (B, M)
         e_kg = {}
-        for i, r in enumerate(("s", "t")):
-            ents = know[r]  # (B, M, 1+k, d)
-            B, M = ents.shape[:2]
-            null = self.null[i].expand(B, M, 1 + self.k, -1)  # (B, M, 1+k, d)
-            none = mask.sum(-1, keepdim=True) == 0  # (B, 1) queries without an entity use the null one
-            use = torch.where(none, torch.ones_like(mask).index_fill(1, torch.arange(1, M, device=mask.device), 0), mask)
-            ents = torch.where(mask[..., None, None] > 0, ents, null)
-            rows = torch.cat([v_qd[:, None, None, :].expand(B, M, 1, -1), ents], dim=2)  # (B, M, 2+k, d)
-            per = self.fuse[r](rows)  # (B, M, d)
+        for r in ("s", "t"):
+            ent = rows[f"qkv_{r}"]  # (B, M, 1+k, 3md)
+            first = self.fuse[r].qkv(v_qd)[:, None, None, :].expand(-1, ent.shape[1], 1, -1)  # (B, M, 1, 3md)
+            per = self.fuse[r].attend(torch.cat([first, ent], dim=2))  # (B, M, d)
             e_kg[r] = (per * use[..., None]).sum(1) / use.sum(1, keepdim=True)  # (B, d)
         lang = language_fusion(v_qd, e_kg["s"], e_kg["t"], self.w_l)  # (B, d)
         return self.w_s(torch.cat([v_qd, lang], dim=-1)).squeeze(-1)  # (B,)
@@ -392,15 +418,37 @@ class Hike(System):
 
     @torch.no_grad()
     def score_pairs(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
-        """Scores (N,) float64 of arbitrary (query row, document row) pairs; batches by length."""
+        """Scores (N,) float64 of arbitrary (query row, document row) pairs.
+
+        What depends on the query only (its entity rows and their attention projections,
+        ``HikeModel.knowledge_rows``) is computed once per query; the pairs are batched by
+        length, so the cross-encoder pads little. :meth:`score_pairs_reference` is the plain
+        path (everything per pair) tests compare against."""
         self.model.eval()
         qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
+        queries, inverse = np.unique(qidx, return_inverse=True)  # (Q,), (N,)
         order = np.argsort(dataset.docs.lengths[didx] + dataset.queries.lengths[qidx], kind="stable")
         out = np.empty(len(qidx), dtype=np.float64)
-        with one_thread():  # measured under load: 108-145 pairs/s on one thread, 40-49 on two
+        enc = self.model.encoder
+        with one_thread():  # measured under load: one thread beats two (bench/hike_bench.py)
+            rows_q = self.model.knowledge_rows(self._know(queries)) if self.knowledge is not None else None
             for s in range(0, len(order), chunk):
                 rows = order[s:s + chunk]
-                out[rows] = self._scores(dataset, qidx[rows], didx[rows]).double().cpu().numpy()
+                v_qd = enc.encode([dataset.queries[i] for i in qidx[rows].tolist()], "q",
+                                  [dataset.docs[j] for j in didx[rows].tolist()], "d")  # (b, d)
+                sc = (self.model.score(v_qd) if rows_q is None
+                      else self.model.score_rows(v_qd, rows_q, torch.from_numpy(inverse[rows])))  # (b,)
+                out[rows] = sc.double().cpu().numpy()
+        return out
+
+    @torch.no_grad()
+    def score_pairs_reference(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """The plain path of :meth:`score_pairs`: every pair's knowledge and fusion on its own."""
+        self.model.eval()
+        qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
+        out = np.empty(len(qidx), dtype=np.float64)
+        for s in range(0, len(qidx), chunk):
+            out[s:s + chunk] = self._scores(dataset, qidx[s:s + chunk], didx[s:s + chunk]).double().cpu().numpy()
         return out
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
