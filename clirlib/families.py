@@ -109,13 +109,20 @@ def _labelled(table: dict[str, tuple[str, dict[str, Any]]], profile: str, data: 
     return out
 
 
+def languages(profile: str, data: str | None = None) -> list[str]:
+    """The notebook's languages: the profile's (``profiles.FAMILIES``; ``ci``: French), on real
+    data every language of the directory (``reproduction.languages``)."""
+    from .reproduction import languages as all_languages
+
+    chosen = None if data else profiles.FAMILIES[profiles.check(profile)]["langs"]
+    return list(chosen) if chosen else all_languages(data)
+
+
 def configs(profile: str, data: str | None = None, langs: Iterable[str] | None = None,
             seeds: Iterable[int] | None = None, controls: bool = True) -> list[tuple[str, Any]]:
-    """(label, config) of the four systems (and MDL's controls) x languages x seeds."""
-    from .reproduction import languages
+    """(label, config) of the five systems (and MDL's controls) x languages x seeds."""
 
-    langs = list(langs) if langs is not None else (profiles.FAMILIES[profiles.check(profile)]["langs"]
-                                                    if not data else None) or languages(data)
+    langs = list(langs) if langs is not None else languages(profile, data)
     seeds = tuple(seeds) if seeds is not None else experiments.settings(profile)["seeds"]
     table = {**FAMILIES, **(CONTROLS if controls else {})}
     return _labelled(table, profile, data, langs, seeds)
