@@ -381,7 +381,7 @@ class Hike(System):
         m = self.model
         opt = torch.optim.Adam([{"params": m.encoder_parameters(), "lr": cfg.lr_encoder},
                                 {"params": m.other_parameters(), "lr": cfg.lr}])
-        tr, dev = dataset.splits["train"], dataset.splits["dev"]
+        tr = dataset.splits["train"]
         pos_rows, neg_rows = _pair_pool(tr)
         best, best_state = -math.inf, None
         self.history = []
