@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from . import cache, determinism, env, paths, profiles
 from .metrics import METRIC_NAMES
@@ -247,7 +248,8 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
       dict per epoch) and ``best_epoch``.
     - ``score(dataset, "dev")`` and ``score(dataset, "test")`` give the candidate-list
       scores; the seven metrics and per-query test values are computed here, with the
-      same code as ``run``.
+      same code as ``run``, plus the system's ``extra_metrics`` (names of
+      ``metrics.METRICS``; HIKE: NDCG@1, NDCG@10); ``run_info()`` adds to ``data_info``.
     - dual encoders (and systems with ``score_matrix``) are also evaluated on the whole
       collection (``clirlib.retrieval``), unless ``collection=False``.
 
@@ -277,7 +279,7 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
 def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system without the cache (``run_system``'s record)."""
     from . import systems
-    from .metrics import chance_p_mr1, evaluate, evaluate_per_query
+    from .metrics import METRICS, RankedLists, chance_p_mr1, evaluate, evaluate_per_query
 
     cfg = config.resolved()
     determinism.configure()
@@ -291,20 +293,33 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     dev, test = dataset.splits["dev"], dataset.splits["test"]
     dev_scores, test_scores = system.score(dataset, "dev"), system.score(dataset, "test")
     seconds = time.perf_counter() - t0
+    extra = tuple(getattr(system, "extra_metrics", ()))
     per_query = evaluate_per_query(test_scores, test.labels, test.qidx)
+    test_means = evaluate(test_scores, test.labels, test.qidx)
+    dev_means = evaluate(dev_scores, dev.labels, dev.qidx)
+    if extra:  # the system's own metrics from the registry (HIKE: NDCG@1, NDCG@10), after the seven
+        rl_test = RankedLists.from_scores(test_scores, test.labels, test.qidx)
+        rl_dev = RankedLists.from_scores(dev_scores, dev.labels, dev.qidx)
+        for m in extra:
+            per_query[m] = METRICS[m](rl_test)
+            test_means[m] = float(per_query[m].mean())
+            dev_means[m] = float(METRICS[m](rl_dev).mean())
     per_query["query_id"] = [dataset.query_ids[i] for i in per_query["query_id"]]
     history = [{k: jsonable(v) for k, v in h.items()} for h in getattr(system, "history", [])]
+    info = dict(dataset.info)
+    if hasattr(system, "run_info"):
+        info.update(system.run_info())
     record: dict[str, Any] = {
         "key": system_cache_key(cfg),
         "config": cfg.to_dict(),
-        "test": evaluate(test_scores, test.labels, test.qidx),
-        "dev": evaluate(dev_scores, dev.labels, dev.qidx),
+        "test": test_means,
+        "dev": dev_means,
         "dev_chance": chance_p_mr1(dev.labels, dev.qidx),
         "best_epoch": int(getattr(system, "best_epoch", 0)),
         "epochs_run": len(history),
         "history": history,
         "seconds": seconds,
-        "data_info": jsonable(dataset.info),
+        "data_info": jsonable(info),
         "test_per_query": {c: per_query[c].tolist() for c in per_query.columns},
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }

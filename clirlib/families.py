@@ -1,7 +1,9 @@
-"""Three families on one benchmark (notebook 13; issue 13).
+"""Three families on one benchmark (notebook 13; issues 13 and 14).
 
 The lexical floor (BM25 over untranslated texts), the paper's smooth-learning ranker
-(SOSL, average pooling) and MDL (MDL.1 and MDL.6, ``systems.mdl``) on the same splits,
+(SOSL, average pooling), MDL (MDL.1 and MDL.6, ``systems.mdl``) and the knowledge-enhanced
+cross-encoder HIKE (full KG, ``systems.hike``; its KG controls are notebook 15's,
+``clirlib.knowledge``) on the same splits,
 the same seeds (the profile's, ``experiments.settings``) and the same metrics: the seven
 of the paper's tables on candidate lists, and whole-collection retrieval
 (``clirlib.retrieval``) for every system that can rank a collection. MDL's own controls
@@ -11,7 +13,9 @@ language and seed. Claims are decided by ``clirlib.verdicts`` (paired randomizat
 tests over seed-averaged per-query values, Holm within a claim, bootstrap intervals).
 
 Nothing here is tuned per system: SOSL keeps the profile's epochs and patience of every
-other notebook, MDL the MDL paper's settings (``systems.mdl``), BM25 ``bm25s``' defaults.
+other notebook, MDL the MDL paper's settings (``systems.mdl``), HIKE its paper's schedule
+(``profiles.HIKE``), BM25 ``bm25s``' defaults. The ``ci`` profile shortens MDL's schedule,
+languages and sweep (``profiles.FAMILIES``) only to check that the code runs.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import experiments, stats, systems, verdicts
+from . import experiments, profiles, stats, systems, verdicts
 from .metrics import METRIC_NAMES
 from .retrieval import COLLECTION_METRICS
 
@@ -31,6 +35,7 @@ FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
     "SOSL": ("sosl", {}),  # epochs and patience: the profile's (experiments.settings)
     "MDL.1": ("mdl", {"m": 1}),
     "MDL.6": ("mdl", {"m": 6}),
+    "HIKE": ("hike", {"kg": "full"}),  # epochs and triples per epoch: the profile's (profiles.HIKE)
 }
 #: MDL's controls, with MDL.6's m where labels are sets (the paper's Table 6 pairs MDL.5 with
 #: MDL.random5); the true topic of a concept is one domain, so that control has m = 1.
@@ -38,10 +43,9 @@ CONTROLS: dict[str, tuple[str, dict[str, Any]]] = {
     "MDL.6 random labels": ("mdl", {"m": 6, "labels": "random"}),
     "MDL true topics": ("mdl", {"m": 1, "labels": "true"}),
 }
-SWEEP_M = (1, 2, 4, 6, 9)
-#: C of the sweep: the scaled C (``mdl.scaled_topics``) times these (C must exceed m = 9).
-SWEEP_C_FACTORS = (1, 2, 4)
-ORDER = ("BM25", "SOSL", "MDL.1", "MDL.6", "MDL.6 random labels", "MDL true topics")
+#: The m x C sweep: ``profiles.FAMILIES[profile]["sweep_m"]`` and C = the scaled C
+#: (``mdl.scaled_topics``) times ``"sweep_c_factors"`` (C must exceed the largest m).
+ORDER = ("BM25", "SOSL", "MDL.1", "MDL.6", "HIKE", "MDL.6 random labels", "MDL true topics")
 
 _ABS = "0.01 absolute, as the paper's claims (clirlib.verdicts)"
 
@@ -49,23 +53,26 @@ _ABS = "0.01 absolute, as the paper's claims (clirlib.verdicts)"
 #: whole-collection ones the MDL paper's measure (MAP@1000) or retrieval measures.
 HYPOTHESES: tuple[verdicts.Hypothesis, ...] = (
     verdicts.Hypothesis("sosl_vs_mdl6", "SOSL beats MDL.6 on candidate lists, every metric and language",
-                        "issue 13 (no paper compares them)", "candidates", {"label": "SOSL"}, {"label": "MDL.6"},
+                        "issue 13 (no paper compares them)", "candidates", {"system": "SOSL"}, {"system": "MDL.6"},
                         METRIC_NAMES, why_margin=_ABS),
     verdicts.Hypothesis("sosl_vs_mdl6_collection", "SOSL beats MDL.6 over the whole collection",
-                        "issue 13 (no paper compares them)", "collection", {"label": "SOSL"}, {"label": "MDL.6"},
+                        "issue 13 (no paper compares them)", "collection", {"system": "SOSL"}, {"system": "MDL.6"},
                         ("MAP@1000", "R@100", "MRR"), why_margin=_ABS),
     verdicts.Hypothesis("learned_vs_bm25", "SOSL beats the lexical floor (BM25) on candidate lists",
-                        "issue 13", "candidates", {"label": "SOSL"}, {"label": "BM25"}, ("P_mr@1", "MRR_mr"),
+                        "issue 13", "candidates", {"system": "SOSL"}, {"system": "BM25"}, ("P_mr@1", "MRR_mr"),
                         why_margin=_ABS),
+    verdicts.Hypothesis("hike_vs_sosl", "HIKE (a cross-encoder with the KG) beats SOSL on candidate lists",
+                        "issue 14 (no paper compares them)", "candidates", {"system": "HIKE"}, {"system": "SOSL"},
+                        METRIC_NAMES, why_margin=_ABS),
     verdicts.Hypothesis("mdl6_vs_mdl1", "multilabels (MDL.6) beat a single label (MDL.1) over the whole collection",
-                        "MDL paper, Table 2", "collection", {"label": "MDL.6"}, {"label": "MDL.1"}, ("MAP@1000",),
+                        "MDL paper, Table 2", "collection", {"system": "MDL.6"}, {"system": "MDL.1"}, ("MAP@1000",),
                         why_margin=_ABS),
     verdicts.Hypothesis("lda_vs_random_labels", "LDA multilabels beat random multilabels over the whole collection",
-                        "MDL paper, Table 6", "collection", {"label": "MDL.6"}, {"label": "MDL.6 random labels"},
+                        "MDL paper, Table 6", "collection", {"system": "MDL.6"}, {"system": "MDL.6 random labels"},
                         ("MAP@1000",), why_margin=_ABS),
     verdicts.Hypothesis("true_topics_vs_lda", "labels from the true topics beat LDA's over the whole collection",
-                        "issue 13 (a control the MDL paper lacks)", "collection", {"label": "MDL true topics"},
-                        {"label": "MDL.6"}, ("MAP@1000",), why_margin=_ABS),
+                        "issue 13 (a control the MDL paper lacks)", "collection", {"system": "MDL true topics"},
+                        {"system": "MDL.6"}, ("MAP@1000",), why_margin=_ABS),
 )
 
 
@@ -79,6 +86,11 @@ def _fields(system: str, profile: str) -> dict[str, Any]:
     if system == "sosl":
         s = experiments.settings(profile)
         return {"epochs": s["epochs"]["avgpool"], "patience": s["patience"]}
+    if system == "mdl":
+        return dict(profiles.FAMILIES[profiles.check(profile)]["mdl"])
+    if system == "hike":
+        s = profiles.HIKE[profiles.check(profile)]
+        return {"epochs": s["epochs"], "pairs_per_epoch": s["pairs_per_epoch"]}
     return {}
 
 
@@ -90,17 +102,27 @@ def _labelled(table: dict[str, tuple[str, dict[str, Any]]], profile: str, data: 
             for label, (system, kw) in table.items():
                 if kw.get("labels") == "true" and data:
                     continue  # true topics exist only for the embedded benchmark
+                if system == "hike" and (data or lang not in profiles.HIKE[profile]["langs"]):
+                    continue  # the KG is the embedded benchmark's; HIKE's languages are the profile's
                 cfg = systems.config(system, lang=lang, seed=seed, **_source(profile, data), **_fields(system, profile), **kw)
                 out.append((label, cfg))
     return out
 
 
+def languages(profile: str, data: str | None = None) -> list[str]:
+    """The notebook's languages: the profile's (``profiles.FAMILIES``; ``ci``: French), on real
+    data every language of the directory (``reproduction.languages``)."""
+    from .reproduction import languages as all_languages
+
+    chosen = None if data else profiles.FAMILIES[profiles.check(profile)]["langs"]
+    return list(chosen) if chosen else all_languages(data)
+
+
 def configs(profile: str, data: str | None = None, langs: Iterable[str] | None = None,
             seeds: Iterable[int] | None = None, controls: bool = True) -> list[tuple[str, Any]]:
-    """(label, config) of the four systems (and MDL's controls) x languages x seeds."""
-    from .reproduction import languages
+    """(label, config) of the five systems (and MDL's controls) x languages x seeds."""
 
-    langs = list(langs) if langs is not None else languages(data)
+    langs = list(langs) if langs is not None else languages(profile, data)
     seeds = tuple(seeds) if seeds is not None else experiments.settings(profile)["seeds"]
     table = {**FAMILIES, **(CONTROLS if controls else {})}
     return _labelled(table, profile, data, langs, seeds)
@@ -113,10 +135,11 @@ def sweep_configs(profile: str, n_train_pairs: int, data: str | None = None, lan
 
     seed = experiments.settings(profile)["seeds"][0] if seed is None else seed
     c0 = scaled_topics(n_train_pairs)
+    grid = profiles.FAMILIES[profiles.check(profile)]
     # n_topics None at factor 1 (the scaled C itself): MDL.1 and MDL.6 of the grid, from the cache
     return [(f"MDL.{m} C={f * c0}", systems.config("mdl", lang=lang, seed=seed, m=m, n_topics=None if f == 1 else f * c0,
-                                                    **_source(profile, data)))
-            for f in SWEEP_C_FACTORS for m in SWEEP_M]
+                                                    **_source(profile, data), **_fields("mdl", profile)))
+            for f in grid["sweep_c_factors"] for m in grid["sweep_m"]]
 
 
 def sweep_frame(labelled: list[tuple[str, dict]], n_train_pairs: int) -> pd.DataFrame:
@@ -190,17 +213,18 @@ def summary(runs: pd.DataFrame, pq: pd.DataFrame, metrics: Iterable[str], seed: 
 
 def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[verdicts.Hypothesis] = HYPOTHESES,
            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary, comparisons) of the claims, by ``verdicts.evaluate_hypothesis``."""
-    runs = run_frame(labelled)
-    grids = {"candidates": per_query(labelled, "candidates"), "collection": per_query(labelled, "collection")}
+    """(summary, comparisons) of the claims, by ``verdicts.evaluate_hypothesis`` on
+    ``verdicts.run_table``'s frames (each record's label is its ``system``)."""
+    records = [{**rec, "label": label} for label, rec in labelled]
+    grids = {g: verdicts.run_table(records, g) for g in ("candidates", "collection")}
     rows, comps = [], []
     for h in hypotheses:
-        pq = grids[h.grid]
-        labels = {h.a["label"], h.b["label"]}
-        if pq.empty or not labels <= set(pq["label"]):
-            rows.append(verdicts._not_tested(h, f"no {h.grid} runs of {' and '.join(sorted(labels))}"))
+        runs, pq = grids[h.grid]
+        labels = {h.a["system"], h.b["system"]}
+        if pq.empty or not labels <= set(runs["system"]):
+            rows.append(verdicts.not_tested(h, f"no {h.grid} runs of {' and '.join(sorted(labels))}"))
             continue
-        out = verdicts.evaluate_hypothesis(h, runs[runs["run"].isin(pq["run"].unique())], pq, seed=seed)
+        out = verdicts.evaluate_hypothesis(h, runs, pq, seed=seed)
         rows.append(out.row)
         comps.append(out.comparisons)
     comp = pd.concat(comps, ignore_index=True) if comps else pd.DataFrame()
@@ -248,9 +272,9 @@ def carry_over(decided: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"hypothesis": name, "claim": h.claim, "paper_table": table, "paper_a": a, "paper_b": b,
                      "paper_map_a": float(t.loc[t["model"] == a, "mAP"].mean()),
                      "paper_map_b": float(t.loc[t["model"] == b, "mAP"].mean()),
-                     "ours_a": h.a["label"], "ours_b": h.b["label"],
-                     "ours_map1000_a": float(ours.get(h.a["label"], np.nan)),
-                     "ours_map1000_b": float(ours.get(h.b["label"], np.nan)), "verdict": r["verdict"]})
+                     "ours_a": h.a["system"], "ours_b": h.b["system"],
+                     "ours_map1000_a": float(ours.get(h.a["system"], np.nan)),
+                     "ours_map1000_b": float(ours.get(h.b["system"], np.nan)), "verdict": r["verdict"]})
     return pd.DataFrame(rows)
 
 

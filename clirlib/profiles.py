@@ -182,6 +182,29 @@ LEMMA2: dict[str, dict[str, int]] = {
 THEOREM3_EPOCHS: dict[str, int] = {"ci": 2, "default": 2, "paper": 10}
 
 
+#: HIKE's runs (notebooks 13 and 15, ``clirlib.knowledge``): epochs and (q, d+, d-) triples
+#: per epoch, the languages of the full-KG runs (the controls run on the first) and seeds.
+#: ``ci`` only checks that the code runs (one short epoch on French; its numbers decide
+#: nothing); ``default`` and ``paper`` run the HIKE paper's 15 epochs of 1,600 triples.
+HIKE: dict[str, dict[str, Any]] = {
+    "ci": {"epochs": 1, "pairs_per_epoch": 160, "langs": ("fr",), "seeds": (0, 1, 2)},
+    "default": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
+    "paper": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
+}
+
+
+#: Notebook 13 (``clirlib.families``): the languages (None: every language of the data),
+#: MDL's schedule (empty: the MDL paper's, ``systems.mdl``) and the m x C sweep of MDL.
+#: ``ci`` only checks that the code runs (French, short MDL schedules, a 2 x 2 sweep: its
+#: numbers decide nothing); ``default`` and ``paper`` run the full grid.
+FAMILIES: dict[str, dict[str, Any]] = {
+    "ci": {"langs": ("fr",), "mdl": {"epochs": 5, "d2v_epochs": 5, "lda_iter": 5}, "sweep_m": (1, 6),
+           "sweep_c_factors": (1, 2)},
+    "default": {"langs": None, "mdl": {}, "sweep_m": (1, 2, 4, 6, 9), "sweep_c_factors": (1, 2, 4)},
+    "paper": {"langs": None, "mdl": {}, "sweep_m": (1, 2, 4, 6, 9), "sweep_c_factors": (1, 2, 4)},
+}
+
+
 def check(profile: str) -> str:
     """``profile`` if it names a profile, else a ``ValueError`` listing the choices."""
     if profile not in NAMES:

@@ -57,8 +57,10 @@ N_RESAMPLES = 10_000
 #: Metrics a hypothesis may name besides the seven of the tables: NDCG@1 / NDCG@10 of
 #: the metric registry and the whole-collection metrics of ``clirlib.retrieval``.
 EXTRA_METRICS = ("NDCG@1", "NDCG@10", "MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR")
-#: Config fields that identify a system in a run record.
-SYSTEM_FIELDS = ("lang", "loss", "encoder", "epsilon", "thresholds", "n_nr", "lstm_readout")
+#: Fields that identify a system in a run record: the config's (``system`` is the record's
+#: ``label`` when a study gives one, e.g. ``"HIKE without KG"``, else the config's
+#: ``system``, else ``"sosl"``: a ``TrainConfig`` run is the paper's ranker).
+SYSTEM_FIELDS = ("lang", "loss", "encoder", "epsilon", "thresholds", "n_nr", "lstm_readout", "system")
 
 LOSS_LABELS = reported.LOSS_NAMES  # the paper's names of the losses, defined once
 ENCODER_LABELS = {"avgpool": "average pooling", "cnn": "DSSM-CNN", "lstm": "DSSM-LSTM"}
@@ -129,18 +131,29 @@ def hypothesis(name: str) -> Hypothesis:
 
 
 # --------------------------------------------------------------------------- inputs
-def run_table(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, per_query) frames of cached run records: one row per run with its config,
-    dev P_mr@1 and dev chance, and one row per (run, test query) with the seven metrics."""
+    dev P_mr@1 and dev chance, and one row per (run, test query) with its metrics:
+    ``where="candidates"`` the candidate lists' (``test_per_query``), ``"collection"`` the
+    whole-collection ones (``collection.per_query`` of ``experiments.run_system``; records
+    without one are left out)."""
+    if where not in ("candidates", "collection"):
+        raise ValueError(f"unknown where {where!r}; choose candidates or collection")
     runs, frames = [], []
     for i, rec in enumerate(records):
+        if where == "collection" and "collection" not in rec:
+            continue
         cfg = rec["config"]
         row = {k: _hashable(cfg.get(k)) for k in SYSTEM_FIELDS}
+        row["system"] = rec.get("label") or cfg.get("system") or "sosl"
         row.update(run=i, seed=cfg["seed"], dev_p1=rec["dev"]["P_mr@1"], dev_chance=rec["dev_chance"])
         runs.append(row)
-        f = pd.DataFrame(rec["test_per_query"])
+        f = pd.DataFrame(rec["test_per_query"] if where == "candidates" else rec["collection"]["per_query"])
         f["run"] = i
         frames.append(f)
+    if not runs:
+        return (pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed", "dev_p1", "dev_chance"]),
+                pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed"]))
     runs_df = pd.DataFrame(runs)
     pq = pd.concat(frames, ignore_index=True).merge(runs_df[["run", *SYSTEM_FIELDS, "seed"]], on="run")
     return runs_df, pq
@@ -296,7 +309,7 @@ def _base_row(h: Hypothesis) -> dict[str, Any]:
             "metrics": ", ".join(h.metrics)}
 
 
-def _not_tested(h: Hypothesis, reason: str, n_seeds: int = 0) -> dict[str, Any]:
+def not_tested(h: Hypothesis, reason: str, n_seeds: int = 0) -> dict[str, Any]:
     return {**_base_row(h), "verdict": "not tested", "deciding": "", "effect": np.nan, "ci_low": np.nan,
             "ci_high": np.nan, "p_holm": np.nan, "mde": np.nan, "n_queries": 0, "n_seeds": n_seeds,
             "n_comparisons": 0, "reason": reason}
@@ -310,7 +323,7 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
     problems = _preconditions(h, runs, groups)
     n_seeds = int(min((_select(runs, g)["seed"].nunique() for g in groups), default=0))
     if problems:
-        return Outcome(_not_tested(h, "; ".join(problems), n_seeds), pd.DataFrame())
+        return Outcome(not_tested(h, "; ".join(problems), n_seeds), pd.DataFrame())
     rows = []
     for fa, fb in prs:
         qa = _select(per_query, fa).groupby("query_id")[list(h.metrics)].mean()  # averaged over seeds
@@ -361,7 +374,7 @@ def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
     rows, comps = [], []
     for h in hypotheses:
         if h.grid not in tables or tables[h.grid][0].empty:
-            rows.append(_not_tested(h, f"no runs of grid {h.grid!r} for these data"))
+            rows.append(not_tested(h, f"no runs of grid {h.grid!r} for these data"))
             continue
         out = evaluate_hypothesis(h, *tables[h.grid], seed=seed)
         rows.append(out.row)

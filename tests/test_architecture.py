@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                   "transe")),
     ("experiments", ("experiments", "executors", "raycluster")),
     ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots",
-                 "families")),
+                 "families", "knowledge")),
     ("front", ("cli", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py
 ]
 

@@ -24,14 +24,29 @@ def _record(system: str, lang: str, seed: int, level: float, m=None) -> dict:
 
 
 def test_grid_has_every_system_language_and_seed():
-    cfgs = families.configs("ci")
+    cfgs = families.configs("default")
     labels = {label for label, _ in cfgs}
     assert labels == set(families.FAMILIES) | set(families.CONTROLS)
-    assert len(cfgs) == 6 * 4 * 3  # six labels, four languages, three seeds
-    sosl = [c for label, c in cfgs if label == "SOSL"][0]
+    assert len(cfgs) == 7 * 4 * 3  # seven labels (HIKE among them), four languages, three seeds
+    hike = [c for label, c in cfgs if label == "HIKE"][0]
+    assert hike.kg == "full" and hike.epochs == 15 and hike.pairs_per_epoch == 1600  # the HIKE paper's schedule
+    # notebook 13's HIKE runs are notebook 15's full-KG runs: one cache entry serves both
+    from clirlib import knowledge
+
+    assert {c.key() for label, c in cfgs if label == "HIKE"} <= {c.key() for c in knowledge.profile_configs("default")}
+    mdl = [c for label, c in cfgs if label == "MDL.6"][0]
+    assert mdl.epochs == 50 and mdl.d2v_epochs == 20  # the MDL paper's schedule on default
+    sweep = families.sweep_configs("default", 72)
+    assert len(sweep) == 5 * 3 and {c.m for _, c in sweep} == {1, 2, 4, 6, 9}
+    # ci only checks the code runs: French, the same seven labels and three seeds, a 2 x 2 sweep
+    ci = families.configs("ci")
+    assert {c.lang for _, c in ci} == {"fr"} and len(ci) == 7 * 3
+    sosl = [c for label, c in ci if label == "SOSL"][0]
     assert sosl.epochs == 30 and sosl.patience == 5  # the profile's, as every other notebook
-    sweep = families.sweep_configs("ci", 72)
-    assert len(sweep) == 15 and {c.m for _, c in sweep} == set(families.SWEEP_M)
+    assert len(families.sweep_configs("ci", 72)) == 4
+    # the sweep's factor-1 cells are the grid's MDL.1 / MDL.6 configs: read from the cache, not rerun
+    grid_keys = {c.key() for label, c in ci if label in ("MDL.1", "MDL.6") and c.seed == 0}
+    assert grid_keys <= {c.key() for _, c in families.sweep_configs("ci", 72)}
 
 
 def test_claims_decided_on_hand_made_records():
@@ -49,6 +64,7 @@ def test_claims_decided_on_hand_made_records():
     assert row.loc["mdl6_vs_mdl1", "verdict"] == "inconclusive"
     # no BM25 / control runs: those claims are not tested, with the reason
     assert row.loc["learned_vs_bm25", "verdict"] == "not tested"
+    assert row.loc["hike_vs_sosl", "verdict"] == "not tested"
     assert "BM25" in row.loc["learned_vs_bm25", "reason"]
     summ = families.summary(families.run_frame(labelled), families.per_query(labelled, "collection"), ["MAP@1000"])
     assert set(summ["label"]) == {"SOSL", "MDL.6", "MDL.1"} and (summ["ci_low"] <= summ["mean"]).all()

@@ -170,3 +170,20 @@ def test_readme_block_regenerated(tmp_path):
     readme.write_text("no block")
     with pytest.raises(ValueError, match="no <!-- claims:start -->"):
         verdicts.update_readme(readme, summary)
+
+
+def test_system_field_from_label_config_or_sosl():
+    base = np.linspace(0, 1, N)
+    recs = [{**r, "label": "HIKE"} for r in three_seeds("hinge", base + 0.2, system="hike")]
+    recs += [{**r, "label": "HIKE without KG"} for r in three_seeds("hinge", base, system="hike")]
+    runs, pq = verdicts.run_table(recs + [record("sosl"), record("mse", system="mdl")])
+    # the study's label first, then the config's system, then "sosl" (a TrainConfig run has no system field)
+    assert runs["system"].tolist() == ["HIKE"] * 3 + ["HIKE without KG"] * 3 + ["sosl", "mdl"]
+    assert "system" in pq.columns
+    # NDCG@1 / NDCG@10 are hypothesis metrics of the base class (no subclass needed)
+    h = verdicts.Hypothesis("k", "KG helps", "test", "g", {"system": "HIKE"}, {"system": "HIKE without KG"},
+                            ("P_mr@1",), match=())
+    assert verdicts.Hypothesis("n", "c", "s", "g", {}, {}, ("NDCG@1", "NDCG@10")).metrics == ("NDCG@1", "NDCG@10")
+    out = verdicts.evaluate_hypothesis(h, runs, pq)
+    assert out.row["verdict"] == "holds" and out.row["effect"] == pytest.approx(0.2)  # 0.2 by construction
+    assert out.comparisons["a"].iloc[0] == "HIKE"

@@ -93,6 +93,9 @@ class System:
     Config: ClassVar[type[SystemConfig]] = SystemConfig
     #: r_eps of the encodings ranks documents (0 = cosine); only for dual encoders.
     eps: float = 0.0
+    #: Metrics of ``metrics.METRICS`` the run record reports beside the seven of the
+    #: paper's tables (HIKE: its paper's NDCG@1 and NDCG@10).
+    extra_metrics: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: SystemConfig | None = None):
         self.config = config if config is not None else self.Config(system=self.name)
@@ -105,6 +108,10 @@ class System:
 
     def score(self, dataset: Any, split: str) -> np.ndarray:  # (N,)
         raise NotImplementedError
+
+    def run_info(self) -> dict[str, Any]:
+        """What a fitted system adds to the record's ``data_info`` (HIKE: its KG and linking)."""
+        return {}
 
     def encode_queries(self, dataset: Any, rows: np.ndarray) -> np.ndarray:  # (n, k)
         raise NotImplementedError(f"{self.name} is not a dual encoder")

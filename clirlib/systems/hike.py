@@ -43,48 +43,38 @@ every other system; :func:`rerank` re-ranks a first stage's top 100 for a whole 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .. import determinism, env, paths
+from .. import determinism, env
 from ..data.text import tokenize
-from ..metrics import METRIC_NAMES, RankedLists, chance_p_mr1, evaluate, ndcg
-from . import System, register
+from ..metrics import METRIC_NAMES, METRICS, RankedLists
 from ..transe import one_thread
+from . import System, SystemConfig, register
 from .cross_encoder import BertEncoder, SmallEncoder
 
 KG_MODES = ("full", "none", "shuffled", "half", "gold")
 ENCODERS = ("small", "bert")
-#: NDCG@1 and NDCG@10 (the HIKE paper's metrics) beside the seven of the smooth-learning paper.
-EXTRA_METRICS = {"NDCG@1": ndcg(1), "NDCG@10": ndcg(10)}
-ALL_METRICS = METRIC_NAMES + tuple(EXTRA_METRICS)
-CACHE_VERSION = 1
+#: NDCG@1 and NDCG@10 (the HIKE paper's metrics, in ``metrics.METRICS``) beside the seven.
+EXTRA_METRICS = ("NDCG@1", "NDCG@10")
+ALL_METRICS = METRIC_NAMES + EXTRA_METRICS
 
 
 # --------------------------------------------------------------------------- config
 @dataclass(frozen=True)
-class HikeConfig:
-    """Everything that determines a HIKE run; ``None`` = the default of ``resolved()``."""
+class HikeConfig(SystemConfig):
+    """Everything that determines a HIKE run (``SystemConfig``'s fields plus HIKE's);
+    ``None`` = the default of ``resolved()``."""
 
     system: str = "hike"
-    data: str = "ci"  # benchmark profile or WikiCLIR directory
-    lang: str = "fr"
-    seed: int = 0  # model initialisation, pair sampling, dropout
-    data_seed: int = 0
-    n_queries: int | None = None
-    n_nr: int = 40
     kg: str = "full"  # full | none | shuffled | half | gold
     kg_dir: str | None = None  # KG folder (TSV format of clirlib.data.kg); None: the benchmark's own
     encoder: str = "small"  # small | bert
@@ -105,6 +95,7 @@ class HikeConfig:
     def resolved(self) -> "HikeConfig":
         if self.system != "hike":
             raise ValueError(f"HikeConfig.system must be 'hike', not {self.system!r}")
+        super().resolved()
         if self.kg not in KG_MODES:
             raise ValueError(f"unknown kg mode {self.kg!r}; choose one of {', '.join(KG_MODES)}")
         if self.encoder not in ENCODERS:
@@ -116,21 +107,6 @@ class HikeConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         lr_enc = self.lr_encoder if self.lr_encoder is not None else (1e-5 if self.encoder == "bert" else 1e-3)
         return dataclasses.replace(self, lr_encoder=lr_enc)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def key(self) -> str:
-        blob = json.dumps(self.resolved().to_dict(), sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "HikeConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown HikeConfig field(s): {', '.join(unknown)}")
-        return cls(**d)
 
 
 # --------------------------------------------------------------------------- fusion
@@ -155,8 +131,16 @@ class KnowledgeFusion(nn.Module):
         self.w_k = nn.Linear((2 + k) * dim, dim)
 
     def forward(self, e: torch.Tensor) -> torch.Tensor:  # (..., 2+k, d) -> (..., d)
-        *lead, rows, d = e.shape
-        q, k, v = self.qkv(e).view(*lead, rows, 3, self.heads, d).unbind(-3)  # each (..., rows, m, d)
+        """The reference path: Eq. 4-6 on the rows ``e`` (..., 2+k, d)."""
+        return self.attend(self.qkv(e))
+
+    def attend(self, qkv: torch.Tensor) -> torch.Tensor:  # (..., 2+k, 3md) -> (..., d)
+        """Eq. 4-6 from the rows' projections [E W^Q_j, E W^K_j, E W^V_j]_j (``self.qkv(E)``).
+        The entity rows' projections depend on the query only, so scoring computes them once
+        per query (``HikeModel.knowledge_rows``) and stacks v_qd's in front of them."""
+        *lead, rows, _ = qkv.shape
+        d = self.dim
+        q, k, v = qkv.view(*lead, rows, 3, self.heads, d).unbind(-3)  # each (..., rows, m, d)
         q, k, v = (x.transpose(-2, -3) for x in (q, k, v))  # (..., m, rows, d)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), dim=-1) @ v  # (..., m, rows, d)
         h = self.head_norm(att)  # (..., m, rows, d)
@@ -198,22 +182,40 @@ class HikeModel(nn.Module):
         enc = {id(p) for p in self.encoder.parameters()}
         return [p for p in self.parameters() if id(p) not in enc]
 
+    def knowledge_rows(self, know: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What depends on the query only: from ``know[r]`` (Q, M, 1+k, d) entity and neighbour
+        vectors per language r in {s, t} and ``know["mask"]`` (Q, M), the projections
+        ``qkv_r`` (Q, M, 1+k, 3md) of the entity rows (the "no entity" vector where a slot is
+        empty) and the averaging weights ``use`` (Q, M) over the query's entities."""
+        mask = know["mask"].to(self.null.dtype)  # (Q, M)
+        Q, M = mask.shape
+        none = mask.sum(-1, keepdim=True) == 0  # (Q, 1) queries without an entity use the null one
+        out = {"use": torch.where(none, torch.ones_like(mask).index_fill(1, torch.arange(1, M), 0), mask)}
+        for i, r in enumerate(("s", "t")):
+            null = self.null[i].expand(Q, M, 1 + self.k, -1)  # (Q, M, 1+k, d)
+            ents = torch.where(mask[..., None, None] > 0, know[r], null)  # (Q, M, 1+k, d)
+            out[f"qkv_{r}"] = self.fuse[r].qkv(ents)  # (Q, M, 1+k, 3md)
+        return out
+
     def score(self, v_qd: torch.Tensor, know: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
-        """Scores (B,) from v_qd (B, d) and, with the KG, per language r in {s, t}:
-        ``know[r]`` (B, M, 1+k, d) entity and neighbour vectors and ``know["mask"]`` (B, M)."""
+        """Scores (B,) from v_qd (B, d) and, with the KG, ``know`` of each pair's query as
+        :meth:`knowledge_rows` reads it (per pair: Q = B)."""
         if not self.use_kg:
             return self.w_s(v_qd).squeeze(-1)
-        mask = know["mask"].to(v_qd.dtype)  # (B, M)
+        return self.score_rows(v_qd, self.knowledge_rows(know))
+
+    def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
+                   pos: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
+        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b)."""
+        if pos is not None:
+            rows = {key: val[pos] for key, val in rows.items()}  # (B, ...)
+        use = rows["use"]  # (B, M)
         e_kg = {}
-        for i, r in enumerate(("s", "t")):
-            ents = know[r]  # (B, M, 1+k, d)
-            B, M = ents.shape[:2]
-            null = self.null[i].expand(B, M, 1 + self.k, -1)  # (B, M, 1+k, d)
-            none = mask.sum(-1, keepdim=True) == 0  # (B, 1) queries without an entity use the null one
-            use = torch.where(none, torch.ones_like(mask).index_fill(1, torch.arange(1, M, device=mask.device), 0), mask)
-            ents = torch.where(mask[..., None, None] > 0, ents, null)
-            rows = torch.cat([v_qd[:, None, None, :].expand(B, M, 1, -1), ents], dim=2)  # (B, M, 2+k, d)
-            per = self.fuse[r](rows)  # (B, M, d)
+        for r in ("s", "t"):
+            ent = rows[f"qkv_{r}"]  # (B, M, 1+k, 3md)
+            first = self.fuse[r].qkv(v_qd)[:, None, None, :].expand(-1, ent.shape[1], 1, -1)  # (B, M, 1, 3md)
+            per = self.fuse[r].attend(torch.cat([first, ent], dim=2))  # (B, M, d)
             e_kg[r] = (per * use[..., None]).sum(1) / use.sum(1, keepdim=True)  # (B, d)
         lang = language_fusion(v_qd, e_kg["s"], e_kg["t"], self.w_l)  # (B, d)
         return self.w_s(torch.cat([v_qd, lang], dim=-1)).squeeze(-1)  # (B,)
@@ -284,9 +286,11 @@ class Hike(System):
     """HIKE behind ``clirlib.systems.System``: ``fit`` trains, ``score`` scores a split's pairs."""
 
     name = "hike"
+    Config = HikeConfig
+    extra_metrics = EXTRA_METRICS
 
     def __init__(self, config: HikeConfig | None = None, **kw: Any):
-        self.config = (config or HikeConfig(**kw)).resolved()
+        super().__init__((config or HikeConfig(**kw)).resolved())
         self.model: HikeModel | None = None
         self.knowledge: QueryKnowledge | None = None
         self.history: list[dict[str, Any]] = []
@@ -338,12 +342,17 @@ class Hike(System):
         was = enc.training
         enc.eval()
         self._ent = {}
+        # Only entities a query links to, and their neighbours, are ever read: encode those
+        # (the others stay zero). Small batches: one thread is faster (transe.one_thread).
+        linked = kn.links[kn.links >= 0]
+        used = np.unique(np.concatenate([linked, kn.neighbours[linked].reshape(-1)]))  # (n_used,)
         for r, texts, side in (("s", kn.text_s, "q"), ("t", kn.text_t, "d")):
-            order = np.argsort([len(t) for t in texts], kind="stable")
-            vec = torch.empty(len(texts), enc.dim)
-            for s in range(0, len(order), 512):
-                rows = order[s:s + 512]
-                vec[torch.from_numpy(rows)] = enc.encode([texts[e] for e in rows.tolist()], side).float()
+            order = used[np.argsort([len(texts[e]) for e in used], kind="stable")]
+            vec = torch.zeros(len(texts), enc.dim)
+            with one_thread():
+                for s in range(0, len(order), 512):
+                    rows = order[s:s + 512]
+                    vec[torch.from_numpy(rows)] = enc.encode([texts[e] for e in rows.tolist()], side).float()
             self._ent[r] = vec  # (n_entities, d)
         enc.train(was)
 
@@ -372,7 +381,7 @@ class Hike(System):
         m = self.model
         opt = torch.optim.Adam([{"params": m.encoder_parameters(), "lr": cfg.lr_encoder},
                                 {"params": m.other_parameters(), "lr": cfg.lr}])
-        tr, dev = dataset.splits["train"], dataset.splits["dev"]
+        tr = dataset.splits["train"]
         pos_rows, neg_rows = _pair_pool(tr)
         best, best_state = -math.inf, None
         self.history = []
@@ -409,15 +418,37 @@ class Hike(System):
 
     @torch.no_grad()
     def score_pairs(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
-        """Scores (N,) float64 of arbitrary (query row, document row) pairs; batches by length."""
+        """Scores (N,) float64 of arbitrary (query row, document row) pairs.
+
+        What depends on the query only (its entity rows and their attention projections,
+        ``HikeModel.knowledge_rows``) is computed once per query; the pairs are batched by
+        length, so the cross-encoder pads little. :meth:`score_pairs_reference` is the plain
+        path (everything per pair) tests compare against."""
         self.model.eval()
         qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
+        queries, inverse = np.unique(qidx, return_inverse=True)  # (Q,), (N,)
         order = np.argsort(dataset.docs.lengths[didx] + dataset.queries.lengths[qidx], kind="stable")
         out = np.empty(len(qidx), dtype=np.float64)
-        with one_thread():  # measured under load: 108-145 pairs/s on one thread, 40-49 on two
+        enc = self.model.encoder
+        with one_thread():  # measured under load: one thread beats two (bench/hike_bench.py)
+            rows_q = self.model.knowledge_rows(self._know(queries)) if self.knowledge is not None else None
             for s in range(0, len(order), chunk):
                 rows = order[s:s + chunk]
-                out[rows] = self._scores(dataset, qidx[rows], didx[rows]).double().cpu().numpy()
+                v_qd = enc.encode([dataset.queries[i] for i in qidx[rows].tolist()], "q",
+                                  [dataset.docs[j] for j in didx[rows].tolist()], "d")  # (b, d)
+                sc = (self.model.score(v_qd) if rows_q is None
+                      else self.model.score_rows(v_qd, rows_q, torch.from_numpy(inverse[rows])))  # (b,)
+                out[rows] = sc.double().cpu().numpy()
+        return out
+
+    @torch.no_grad()
+    def score_pairs_reference(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """The plain path of :meth:`score_pairs`: every pair's knowledge and fusion on its own."""
+        self.model.eval()
+        qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
+        out = np.empty(len(qidx), dtype=np.float64)
+        for s in range(0, len(qidx), chunk):
+            out[s:s + chunk] = self._scores(dataset, qidx[s:s + chunk], didx[s:s + chunk]).double().cpu().numpy()
         return out
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
@@ -425,8 +456,14 @@ class Hike(System):
         return self.score_pairs(dataset, sp.qidx, sp.didx)
 
     def evaluate(self, dataset, split: str) -> dict[str, float]:
+        """Mean of every metric of ``ALL_METRICS`` on a split's candidate lists (model selection)."""
         sp = dataset.splits[split]
-        return evaluate(self.score(dataset, split), sp.labels, sp.qidx)
+        rl = RankedLists.from_scores(self.score(dataset, split), sp.labels, sp.qidx)
+        return {m: float(METRICS[m](rl).mean()) for m in ALL_METRICS}
+
+    def run_info(self) -> dict[str, Any]:
+        """The KG's size and the linker's quality, for the run record's ``data_info``."""
+        return {"kg": self.knowledge.info} if self.knowledge is not None else {}
 
 
 def _pair_pool(split) -> tuple[np.ndarray, np.ndarray]:
@@ -443,196 +480,7 @@ def _pair_pool(split) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(pos), np.concatenate(neg)
 
 
-# --------------------------------------------------------------------------- records and cache
-def per_query_metrics(scores: np.ndarray, labels: np.ndarray, qidx: np.ndarray) -> pd.DataFrame:
-    """Per-query values of the seven metrics plus NDCG@1 and NDCG@10 (column ``query_id`` first)."""
-    from ..metrics import evaluate_per_query
-
-    pq = evaluate_per_query(scores, labels, qidx)
-    rl = RankedLists.from_scores(scores, labels, qidx)
-    for name, fn in EXTRA_METRICS.items():
-        pq[name] = fn(rl)
-    return pq
-
-
-def cache_key(config: HikeConfig) -> str:
-    from ..data.synthetic import GENERATOR_VERSION
-
-    return f"hike-v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.key()}"
-
-
-def run(config: HikeConfig, dataset=None, *, force: bool | None = None, cache: bool = True) -> dict[str, Any]:
-    """Train and test ``config`` (or read the cached record from ``results/runs``); the record
-    has the keys of ``experiments.run``'s and the metrics ``ALL_METRICS``. ``cache=False``
-    neither reads nor writes the cache (the CLI's one-off runs)."""
-    from ..experiments import _atomic_write_json, _force, jsonable, runs_dir
-
-    cfg = config.resolved()
-    path = runs_dir() / f"{cache_key(cfg)}.json" if cache else None
-    if cache and path.exists() and not _force(force):
-        try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError:
-            path.unlink()
-    if dataset is None:
-        from ..data import load_dataset
-
-        dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
-    t0 = time.perf_counter()
-    system = Hike(cfg).fit(dataset)
-    test, dev = dataset.splits["test"], dataset.splits["dev"]
-    scores = system.score(dataset, "test")
-    pq = per_query_metrics(scores, test.labels, test.qidx)
-    dev_pq = per_query_metrics(system.score(dataset, "dev"), dev.labels, dev.qidx)
-    seconds = time.perf_counter() - t0
-    pq["query_id"] = [dataset.query_ids[i] for i in pq["query_id"]]
-    info = dict(dataset.info)
-    if system.knowledge is not None:
-        info["kg"] = system.knowledge.info
-    record = {
-        "key": cache_key(cfg), "config": cfg.to_dict(),
-        "test": {m: float(pq[m].mean()) for m in ALL_METRICS},
-        "dev": {m: float(dev_pq[m].mean()) for m in ALL_METRICS},
-        "dev_chance": chance_p_mr1(dev.labels, dev.qidx), "best_epoch": system.best_epoch,
-        "epochs_run": len(system.history), "history": system.history, "seconds": seconds,
-        "data_info": jsonable(info),
-        "test_per_query": {c: pq[c].tolist() for c in pq.columns},
-        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    if cache:
-        _atomic_write_json(path, record)
-    return record
-
-
-#: Run sizes per profile: ``ci`` is the fast check that ``make test`` executes (one
-#: short epoch, French only: its numbers decide nothing), ``default`` and ``paper`` run the
-#: paper's 15 epochs of 1,600 pairs in all four languages, the controls on French.
-PROFILE_RUNS: dict[str, dict[str, Any]] = {
-    "ci": {"epochs": 1, "pairs_per_epoch": 160, "langs": ("fr",), "seeds": (0, 1, 2)},
-    "default": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
-    "paper": {"epochs": 15, "pairs_per_epoch": 1600, "langs": ("fr", "it", "sw", "tl"), "seeds": (0, 1, 2)},
-}
-
-
-def profile_configs(profile: str, data: str | None = None, control_lang: str = "fr") -> list[HikeConfig]:
-    """HIKE (full KG) per language of the profile and, on ``control_lang``, the four controls, per seed."""
-    if profile not in PROFILE_RUNS:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_RUNS)}")
-    s = PROFILE_RUNS[profile]
-    base = dict(data=data or profile, epochs=s["epochs"], pairs_per_epoch=s["pairs_per_epoch"])
-    if data:  # real data: no generated KG, so only the vanilla cross-encoder unless a KG is given
-        return [HikeConfig(**base, lang=control_lang, seed=seed, kg="none") for seed in s["seeds"]]
-    out = [HikeConfig(**base, lang=l, seed=seed, kg="full") for l in s["langs"] for seed in s["seeds"]]
-    out += [HikeConfig(**base, lang=control_lang, seed=seed, kg=k) for k in KG_MODES if k != "full"
-            for seed in s["seeds"]]
-    return out
-
-
-def records_for_profile(profile: str, data: str | None = None, force: bool | None = None) -> list[dict[str, Any]]:
-    """HIKE's records for a profile (what notebooks 13 and 15 show): :func:`profile_configs`, each run or cached."""
-    configs = profile_configs(profile, data)
-    disable = env.progress_disabled()
-    return [run(c, force=force) for c in tqdm(configs, desc="hike runs", disable=disable, leave=False)]
-
-
-# --------------------------------------------------------------------------- verdicts and tables
-KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuffled KG", "half": "HIKE, half the KG",
-             "gold": "HIKE, gold links"}
-
-
-def verdict_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Records in the shape ``clirlib.verdicts`` reads: the system's name goes into the
-    ``loss`` field (one of ``verdicts.SYSTEM_FIELDS``), e.g. ``"HIKE without KG"``."""
-    out = []
-    for r in records:
-        cfg = {**r["config"], "loss": KG_LABELS[r["config"]["kg"]]}
-        out.append({**r, "config": cfg})
-    return out
-
-
-def hypotheses(control_lang: str = "fr"):
-    """What the KG adds, as ``verdicts.Hypothesis`` objects (margins fixed before any run:
-    0.01 absolute, the project's smallest effect that matters), over the seven metrics and
-    NDCG@1 / NDCG@10."""
-    from .. import verdicts
-
-    class _Hypothesis(verdicts.Hypothesis):  # the same procedure; NDCG@1 / @10 allowed as metrics
-        def __post_init__(self) -> None:
-            if self.kind not in ("superiority", "equivalence", "at_most"):
-                raise ValueError(f"unknown hypothesis kind {self.kind!r}")
-
-    why = "0.01 absolute, as every claim of clirlib.verdicts"
-    fr = {"lang": control_lang}  # the controls run in one language
-    return (
-        _Hypothesis("hike_kg_helps", "HIKE with the KG beats HIKE without it (the vanilla cross-encoder)",
-                    "HIKE paper, Table 3", "hike", {"loss": KG_LABELS["full"], **fr}, {"loss": KG_LABELS["none"], **fr},
-                    ALL_METRICS, match=(), why_margin=why),
-        _Hypothesis("hike_kg_beats_shuffled", "the real KG beats a shuffled one (the gain is knowledge, not capacity)",
-                    "issue 14 control", "hike", {"loss": KG_LABELS["full"], **fr}, {"loss": KG_LABELS["shuffled"], **fr},
-                    ALL_METRICS, match=(), why_margin=why),
-        _Hypothesis("hike_full_beats_half", "the full KG beats half of it", "issue 14 control", "hike",
-                    {"loss": KG_LABELS["full"], **fr}, {"loss": KG_LABELS["half"], **fr}, ALL_METRICS, match=(),
-                    why_margin=why),
-        _Hypothesis("hike_gold_beats_linker", "gold links beat the longest-match linker", "issue 14 control", "hike",
-                    {"loss": KG_LABELS["gold"], **fr}, {"loss": KG_LABELS["full"], **fr}, ALL_METRICS, match=(),
-                    why_margin=why),
-    )
-
-
-def runs_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run: system label, language, seed, epochs, seconds, KG linking, test metrics."""
-    rows = []
-    for r in records:
-        c = r["config"]
-        kg = r["data_info"].get("kg") or {}
-        lk = kg.get("linking_test") or {}
-        rows.append({"system": KG_LABELS[c["kg"]], "kg": c["kg"], "lang": c["lang"], "seed": c["seed"],
-                     "best_epoch": r["best_epoch"], "epochs_run": r["epochs_run"], "seconds": round(r["seconds"], 1),
-                     "queries_linked": kg.get("queries_with_links", 0), "queries": kg.get("queries", 0),
-                     "link_precision": lk.get("precision"), "link_recall": lk.get("recall"),
-                     "dev_chance": r["dev_chance"], "dev_P_mr@1": r["dev"]["P_mr@1"],
-                     **{m: r["test"][m] for m in ALL_METRICS}})
-    return pd.DataFrame(rows)
-
-
-def mean_std_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean and seed-to-seed standard deviation of every metric per (system, language)."""
-    g = runs.groupby(["system", "lang"], sort=False)[list(ALL_METRICS)]
-    mean, std = g.mean(), g.std(ddof=1)
-    out = mean.copy()
-    for m in ALL_METRICS:
-        out[f"{m}_std"] = std[m]
-    out.insert(0, "seeds", g.size())
-    return out.reset_index()
-
-
-def linking_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The linker's precision and recall against the generator's truth (test queries), per language."""
-    full = runs[runs["kg"] == "full"]
-    return (full.groupby("lang", sort=False)[["queries_linked", "queries", "link_precision", "link_recall"]]
-            .first().reset_index())
-
-
-def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
-    """Plain words on whether knowledge helps, every number read from the verdict tables."""
-    from .. import verdicts
-
-    lines = []
-    row = summary[summary["hypothesis"] == "hike_kg_helps"]
-    if len(row):
-        r = row.iloc[0]
-        lines.append(f"- {verdicts.sentence(r)}")
-        comp = comparisons[(comparisons["hypothesis"] == "hike_kg_helps")]
-        for m in ("NDCG@1", "NDCG@5", "NDCG@10"):
-            for c in comp[comp["metric"] == m].to_dict("records"):
-                lines.append(f"  - {c['a']} vs {c['b']} ({m}): {c['mean_a']:.3f} vs {c['mean_b']:.3f}, difference "
-                             f"{c['effect']:+.3f} (95 % CI {c['ci_low']:+.3f} to {c['ci_high']:+.3f}, "
-                             f"p_Holm = {c['p_holm']:.3g}).")
-    for r in summary[summary["hypothesis"] != "hike_kg_helps"].to_dict("records"):
-        lines.append(f"- {verdicts.sentence(r)}")
-    return "\n".join(lines)
-
-
+# --------------------------------------------------------------------------- deployment
 def rerank(system: Hike, dataset, first_stage_scores: np.ndarray, qrows: np.ndarray, depth: int = 100) -> np.ndarray:
     """HIKE re-scores each query's top ``depth`` documents of a first stage (how a user deploys it).
 
@@ -648,70 +496,3 @@ def rerank(system: Hike, dataset, first_stage_scores: np.ndarray, qrows: np.ndar
     out = below - (h.max() - h.min())  # ... and below the lowest re-ranked score
     np.put_along_axis(out, top, h - h.min(), axis=1)  # re-ranked block in [0, spread]
     return out
-
-
-def collection_metrics(system: Hike, dataset, ranker, split: str = "test", depth: int = 100) -> pd.DataFrame:
-    """Whole-collection ranking: every loaded document is a candidate of every ``split`` query;
-    the first stage is a trained ``clirlib.encoders.Ranker`` (SOSL with average pooling:
-    ``train.train(TrainConfig(...), keep_model=True).model``), HIKE re-ranks its top ``depth``.
-    Returns per-query metrics (``ALL_METRICS``) of both, column ``stage`` = first stage | HIKE."""
-    from ..train import _batch
-
-    sp = dataset.splits[split]
-    qrows = np.unique(sp.qidx)
-    n_d = len(dataset.docs)
-    labels = np.zeros((len(qrows), n_d), dtype=np.int64)  # every other document is NR
-    pos = np.searchsorted(qrows, sp.qidx)
-    labels[pos, sp.didx] = sp.labels
-    ranker.eval()
-    dev = next(ranker.parameters()).device
-    with torch.no_grad():
-        vq = ranker.query_encoder(*_batch(dataset.queries, qrows, dev))  # (n_q, p)
-        vd = torch.cat([ranker.doc_encoder(*_batch(dataset.docs, np.arange(s, min(s + 4096, n_d)), dev))
-                        for s in range(0, n_d, 4096)])  # (n_d, p)
-        first = np.stack([ranker.score_vectors(vq[i].expand(n_d, -1), vd).double().cpu().numpy()
-                          for i in range(len(qrows))])  # (n_q, n_d)
-    reranked = rerank(system, dataset, first, qrows, depth)
-    qid = np.repeat(np.arange(len(qrows)), n_d)
-    frames = []
-    for stage, sc in (("first stage", first), ("HIKE", reranked)):
-        pq = per_query_metrics(sc.reshape(-1), labels.reshape(-1), qid)
-        pq["query_id"] = [dataset.query_ids[qrows[i]] for i in pq["query_id"]]
-        pq.insert(0, "stage", stage)
-        frames.append(pq)
-    return pd.concat(frames, ignore_index=True)
-
-
-def cli_train(args) -> int:
-    """``python -m clirlib train --system hike``: train, test, print the metrics (``--out``: the record)."""
-    from ..profiles import SIZES as PROFILES
-
-    mode = args.kg_mode
-    if args.kg is None and args.data not in PROFILES and mode != "none":
-        print("no --kg given on real data: HIKE runs as the vanilla cross-encoder (v_qd alone, kg='none')")
-        mode = "none"
-    elif mode == "none":
-        print("kg mode 'none': HIKE runs as the vanilla cross-encoder (v_qd alone)")
-    cfg = HikeConfig(data=args.data, lang=args.lang, seed=args.seed, data_seed=args.data_seed,
-                     n_queries=args.n_queries, n_nr=args.n_nr, kg=mode, kg_dir=args.kg,
-                     encoder="bert" if args.bert_path else "small", bert_path=args.bert_path,
-                     epochs=args.epochs if args.epochs is not None else 15).resolved()
-    if args.quiet:
-        env.set_for_children(**{env.PROGRESS: "0"})
-    rec = run(cfg, cache=False)
-    kg = rec["data_info"].get("kg")
-    print(f"system=hike data={cfg.data} lang={cfg.lang} kg={cfg.kg}{' (' + str(cfg.kg_dir) + ')' if cfg.kg_dir else ''} "
-          f"encoder={cfg.encoder} seed={cfg.seed} best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s)")
-    if kg:
-        lk = kg.get("linking_test")
-        print(f"KG: {kg['entities']} entities, {kg['triples']} triples, {kg['queries_with_links']} of {kg['queries']} "
-              f"queries linked" + (f"; linking on test queries: precision {lk['precision']:.3f}, recall {lk['recall']:.3f}"
-                                   if lk else ""))
-    width = max(len(m) for m in ALL_METRICS)
-    for m in ALL_METRICS:
-        print(f"{m:<{width}}  {rec['test'][m]:.4f}")
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(rec, indent=1, sort_keys=True))
-        print(f"wrote {args.out}")
-    return 0

@@ -1,0 +1,165 @@
+"""What knowledge adds to a cross-encoder: HIKE's study (notebooks 13 and 15; issue 14).
+
+HIKE itself (Zhang et al. 2021, Sec. 3: the model, fusions Eq. 4-8, hinge loss Eq. 9) is
+``clirlib.systems.hike``; this module runs it as a study: the profile's runs
+(``profiles.HIKE``) cached by ``experiments.run_system``, the KG controls (none, shuffled,
+half, gold links), the claims decided by ``clirlib.verdicts`` (paired randomization tests
+over seed-averaged per-query values, Holm within a claim), the tables of notebook 15 and
+whole-collection re-ranking of a first stage's top 100.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import experiments, profiles, verdicts
+from .metrics import METRICS, RankedLists, evaluate_per_query
+from .systems.hike import ALL_METRICS, EXTRA_METRICS, KG_MODES, Hike, HikeConfig, rerank
+
+#: The display name of each KG control: the ``system`` field of the verdict records.
+KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuffled KG", "half": "HIKE, half the KG",
+             "gold": "HIKE, gold links"}
+
+
+# --------------------------------------------------------------------------- runs
+def profile_configs(profile: str, data: str | None = None, control_lang: str = "fr",
+                    kg_modes: tuple[str, ...] = KG_MODES) -> list[HikeConfig]:
+    """HIKE (full KG) per language of the profile and, on ``control_lang``, the other
+    ``kg_modes`` (the controls), per seed; real data without a KG: the vanilla cross-encoder."""
+    s = profiles.HIKE[profiles.check(profile)]
+    base = dict(data=data or profile, epochs=s["epochs"], pairs_per_epoch=s["pairs_per_epoch"])
+    if data:  # real data: no generated KG, so only the vanilla cross-encoder unless a KG is given
+        return [HikeConfig(**base, lang=control_lang, seed=seed, kg="none") for seed in s["seeds"]]
+    out = [HikeConfig(**base, lang=l, seed=seed, kg="full") for l in s["langs"] for seed in s["seeds"]]
+    out += [HikeConfig(**base, lang=control_lang, seed=seed, kg=k) for k in kg_modes if k != "full"
+            for seed in s["seeds"]]
+    return out
+
+
+def records_for_profile(profile: str, data: str | None = None, force: bool | None = None,
+                        kg_modes: tuple[str, ...] = KG_MODES) -> list[dict[str, Any]]:
+    """HIKE's records for a profile: :func:`profile_configs`, each run or read from the cache
+    by ``experiments.run_system`` (the path every system's runs take)."""
+    return experiments.system_runs(profile_configs(profile, data, kg_modes=kg_modes), force=force, desc="hike runs")
+
+
+# --------------------------------------------------------------------------- verdicts and tables
+def verdict_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records with their ``label`` (``KG_LABELS``, e.g. ``"HIKE without KG"``): the value of
+    the ``system`` field ``clirlib.verdicts`` tells systems apart by."""
+    return [{**r, "label": KG_LABELS[r["config"]["kg"]]} for r in records]
+
+
+def hypotheses(control_lang: str = "fr") -> tuple[verdicts.Hypothesis, ...]:
+    """What the KG adds, as ``verdicts.Hypothesis`` objects (margins fixed before any run:
+    0.01 absolute, the project's smallest effect that matters), over the seven metrics and
+    NDCG@1 / NDCG@10."""
+    why = "0.01 absolute, as every claim of clirlib.verdicts"
+    fr = {"lang": control_lang}  # the controls run in one language
+
+    def claim(name: str, text: str, source: str, a: str, b: str) -> verdicts.Hypothesis:
+        return verdicts.Hypothesis(name, text, source, "hike", {"system": KG_LABELS[a], **fr},
+                                   {"system": KG_LABELS[b], **fr}, ALL_METRICS, match=(), why_margin=why)
+
+    return (
+        claim("hike_kg_helps", "HIKE with the KG beats HIKE without it (the vanilla cross-encoder)",
+              "HIKE paper, Table 3", "full", "none"),
+        claim("hike_kg_beats_shuffled", "the real KG beats a shuffled one (the gain is knowledge, not capacity)",
+              "issue 14 control", "full", "shuffled"),
+        claim("hike_full_beats_half", "the full KG beats half of it", "issue 14 control", "full", "half"),
+        claim("hike_gold_beats_linker", "gold links beat the longest-match linker", "issue 14 control", "gold", "full"),
+    )
+
+
+def runs_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run: system label, language, seed, epochs, seconds, KG linking, test metrics."""
+    rows = []
+    for r in records:
+        c = r["config"]
+        kg = r["data_info"].get("kg") or {}
+        lk = kg.get("linking_test") or {}
+        rows.append({"system": KG_LABELS[c["kg"]], "kg": c["kg"], "lang": c["lang"], "seed": c["seed"],
+                     "best_epoch": r["best_epoch"], "epochs_run": r["epochs_run"], "seconds": round(r["seconds"], 1),
+                     "queries_linked": kg.get("queries_with_links", 0), "queries": kg.get("queries", 0),
+                     "link_precision": lk.get("precision"), "link_recall": lk.get("recall"),
+                     "dev_chance": r["dev_chance"], "dev_P_mr@1": r["dev"]["P_mr@1"],
+                     **{m: r["test"][m] for m in ALL_METRICS}})
+    return pd.DataFrame(rows)
+
+
+def mean_std_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and seed-to-seed standard deviation of every metric per (system, language)."""
+    g = runs.groupby(["system", "lang"], sort=False)[list(ALL_METRICS)]
+    mean, std = g.mean(), g.std(ddof=1)
+    out = mean.copy()
+    for m in ALL_METRICS:
+        out[f"{m}_std"] = std[m]
+    out.insert(0, "seeds", g.size())
+    return out.reset_index()
+
+
+def linking_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The linker's precision and recall against the generator's truth (test queries), per language."""
+    full = runs[runs["kg"] == "full"]
+    return (full.groupby("lang", sort=False)[["queries_linked", "queries", "link_precision", "link_recall"]]
+            .first().reset_index())
+
+
+def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
+    """Plain words on whether knowledge helps, every number read from the verdict tables."""
+    lines = []
+    row = summary[summary["hypothesis"] == "hike_kg_helps"]
+    if len(row):
+        r = row.iloc[0]
+        lines.append(f"- {verdicts.sentence(r)}")
+        comp = comparisons[(comparisons["hypothesis"] == "hike_kg_helps")]
+        for m in ("NDCG@1", "NDCG@5", "NDCG@10"):
+            for c in comp[comp["metric"] == m].to_dict("records"):
+                lines.append(f"  - {c['a']} vs {c['b']} ({m}): {c['mean_a']:.3f} vs {c['mean_b']:.3f}, difference "
+                             f"{c['effect']:+.3f} (95 % CI {c['ci_low']:+.3f} to {c['ci_high']:+.3f}, "
+                             f"p_Holm = {c['p_holm']:.3g}).")
+    for r in summary[summary["hypothesis"] != "hike_kg_helps"].to_dict("records"):
+        lines.append(f"- {verdicts.sentence(r)}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- whole collection
+def per_query_metrics(scores: np.ndarray, labels: np.ndarray, qidx: np.ndarray) -> pd.DataFrame:
+    """Per-query values of the seven metrics plus NDCG@1 and NDCG@10 (column ``query_id`` first)."""
+    pq = evaluate_per_query(scores, labels, qidx)
+    rl = RankedLists.from_scores(scores, labels, qidx)
+    for name in EXTRA_METRICS:
+        pq[name] = METRICS[name](rl)
+    return pq
+
+
+def collection_metrics(system: Hike, dataset, first_stage, split: str = "test", depth: int = 100) -> pd.DataFrame:
+    """Whole-collection ranking: every loaded document is a candidate of every ``split`` query;
+    the first stage is a fitted dual encoder of ``clirlib.systems`` (SOSL: ``systems.get("sosl")``),
+    ranking by the smooth cosine r_eps of its ``eps``; HIKE re-ranks its top ``depth``.
+    Returns per-query metrics (``ALL_METRICS``) of both, column ``stage`` = first stage | HIKE."""
+    from .similarity import smooth_cosine
+
+    sp = dataset.splits[split]
+    qrows = np.unique(sp.qidx)
+    n_d = len(dataset.docs)
+    labels = np.zeros((len(qrows), n_d), dtype=np.int64)  # every other document is NR
+    pos = np.searchsorted(qrows, sp.qidx)
+    labels[pos, sp.didx] = sp.labels
+    vq = torch.from_numpy(first_stage.encode_queries(dataset, qrows)).double()  # (n_q, p)
+    vd = torch.from_numpy(first_stage.encode_documents(dataset, np.arange(n_d))).double()  # (n_d, p)
+    first = np.stack([smooth_cosine(vq[i].expand(n_d, -1), vd, first_stage.eps).numpy()
+                      for i in range(len(qrows))])  # (n_q, n_d)
+    reranked = rerank(system, dataset, first, qrows, depth)
+    qid = np.repeat(np.arange(len(qrows)), n_d)
+    frames = []
+    for stage, sc in (("first stage", first), ("HIKE", reranked)):
+        pq = per_query_metrics(sc.reshape(-1), labels.reshape(-1), qid)
+        pq["query_id"] = [dataset.query_ids[qrows[i]] for i in pq["query_id"]]
+        pq.insert(0, "stage", stage)
+        frames.append(pq)
+    return pd.concat(frames, ignore_index=True)
