@@ -69,9 +69,10 @@ def _unit(name: str, v: Any) -> None:
 
 
 def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dict[str, Any],
-                metric_names) -> bool:
+                metric_names, trained: bool = True) -> bool:
     """Raise ``CacheEntryError`` when ``record`` is not a valid entry for ``key`` / ``config``;
-    return whether it carries a checksum (False: a valid entry from before checksums)."""
+    return whether it carries a checksum (False: a valid entry from before checksums).
+    ``trained=False`` (systems fitted without epochs, such as BM25) allows an empty history."""
     if not isinstance(record, dict):
         raise CacheEntryError(f"not a JSON object but {type(record).__name__}")
     required = ERROR_REQUIRED if "error" in record else REQUIRED
@@ -106,12 +107,12 @@ def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dic
             _unit(f"{split} {m}", record[split][m])
     _unit("dev_chance", record["dev_chance"])
     hist = record["history"]
-    if not isinstance(hist, list) or not hist or not all(isinstance(h, dict) for h in hist):
+    if not isinstance(hist, list) or not (hist or not trained) or not all(isinstance(h, dict) for h in hist):
         raise CacheEntryError("history is not a non-empty list of epochs")
     if record["epochs_run"] != len(hist):
         raise CacheEntryError(f"epochs_run {record['epochs_run']!r} but {len(hist)} epochs in the history")
     best = record["best_epoch"]
-    if isinstance(best, bool) or not isinstance(best, int) or not 1 <= best <= len(hist):
+    if isinstance(best, bool) or not isinstance(best, int) or not (1 if hist else 0) <= best <= len(hist):
         raise CacheEntryError(f"best_epoch {best!r} is not in 1..{len(hist)}")
     pq = record["test_per_query"]
     if not isinstance(pq, dict) or not pq or not all(isinstance(c, list) for c in pq.values()):
@@ -142,14 +143,14 @@ def quarantine(path: Path, problem: str) -> Path | None:
 
 
 def read_entry(path: Path, key: str, config: dict[str, Any], key_defaults: dict[str, Any],
-               metric_names) -> dict[str, Any] | None:
+               metric_names, trained: bool = True) -> dict[str, Any] | None:
     """The valid record at ``path``, or ``None`` (absent, or damaged and quarantined)."""
     if not os.path.lexists(path):
         return None
     try:
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
-        check_entry(record, key, config, key_defaults, metric_names)
+        check_entry(record, key, config, key_defaults, metric_names, trained)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, CacheEntryError, RecursionError) as e:
         problem = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] or type(e).__name__
         quarantine(path, f"{type(e).__name__}: {problem}" if not isinstance(e, CacheEntryError) else problem)

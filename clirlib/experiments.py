@@ -262,18 +262,16 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     is re-run when ``collection=True``.
     """
     cfg = config.resolved()
-    path = runs_dir() / f"{system_cache_key(cfg)}.json"
-    if path.exists() and not _force(force):
-        try:
-            with open(path) as f:
-                record = json.load(f)
-            if not collection or "collection" in record or record.get("collection_supported") is False:
-                return record
-        except json.JSONDecodeError:
-            path.unlink()
-    record = system_record(cfg, dataset=dataset, collection=collection)
-    _atomic_write_json(path, record)
-    return record
+    key = system_cache_key(cfg)
+    path = runs_dir() / f"{key}.json"
+    if not _force(force):
+        # Checked on read like run's entries (clirlib.cache); a system without epochs
+        # (BM25) has an empty history.
+        record = cache.read_entry(path, key, cfg.to_dict(), {}, METRIC_NAMES, trained=False)
+        if record is not None and (not collection or "collection" in record
+                                   or record.get("collection_supported") is False):
+            return record
+    return _atomic_write_json(path, system_record(cfg, dataset=dataset, collection=collection))
 
 
 def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
