@@ -7,7 +7,9 @@ takes an explicit seed or a ``numpy.random.Generator`` / ``torch.Generator`` mad
 
 from __future__ import annotations
 
+import contextlib
 import random
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -28,6 +30,20 @@ def configure(threads: int = DEFAULT_THREADS) -> None:
     if torch.backends.cudnn.is_available():
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run small kernels on one torch thread, then restore the count. For speed: on a loaded
+    2-core machine two spinning OpenMP threads made TransE's 200 tiny steps take 42 s instead
+    of 1.5 s, and an MDL autoencoder step 2.6 s instead of 0.36 s. The code that uses it
+    always runs inside it, so its results do not depend on the machine's thread count."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def seed_everything(seed: int) -> None:

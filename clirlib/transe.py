@@ -17,25 +17,10 @@ alembic, ...) to the shared environment, more than this 60-line model needs.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator
-
 import numpy as np
 import torch
 
-from .determinism import rng, torch_generator
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run small kernels on one torch thread: on a loaded 2-core machine two spinning
-    OpenMP threads made TransE's 200 tiny steps take 42 s instead of 1.5 s."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
+from .determinism import one_thread, rng, torch_generator
 
 
 def transe_distance(e_h: torch.Tensor, w_r: torch.Tensor, e_t: torch.Tensor) -> torch.Tensor:

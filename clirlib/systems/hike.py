@@ -57,7 +57,6 @@ from tqdm.auto import tqdm
 from .. import determinism, env
 from ..data.text import tokenize
 from ..metrics import METRIC_NAMES, METRICS, RankedLists
-from ..transe import one_thread
 from . import System, SystemConfig, register
 from .cross_encoder import BertEncoder, SmallEncoder
 
@@ -343,13 +342,13 @@ class Hike(System):
         enc.eval()
         self._ent = {}
         # Only entities a query links to, and their neighbours, are ever read: encode those
-        # (the others stay zero). Small batches: one thread is faster (transe.one_thread).
+        # (the others stay zero). Small batches: one thread is faster (determinism.one_thread).
         linked = kn.links[kn.links >= 0]
         used = np.unique(np.concatenate([linked, kn.neighbours[linked].reshape(-1)]))  # (n_used,)
         for r, texts, side in (("s", kn.text_s, "q"), ("t", kn.text_t, "d")):
             order = used[np.argsort([len(texts[e]) for e in used], kind="stable")]
             vec = torch.zeros(len(texts), enc.dim)
-            with one_thread():
+            with determinism.one_thread():
                 for s in range(0, len(order), 512):
                     rows = order[s:s + 512]
                     vec[torch.from_numpy(rows)] = enc.encode([texts[e] for e in rows.tolist()], side).float()
@@ -396,7 +395,7 @@ class Hike(System):
             for s in range(0, cfg.pairs_per_epoch, cfg.batch_size):
                 sel = pick[s:s + cfg.batch_size]
                 p_rows, n_rows = pos_rows[sel], neg_rows[sel]
-                with one_thread():  # small batches: a second spinning thread only costs (transe.one_thread)
+                with determinism.one_thread():  # small batches: a second spinning thread only costs
                     both = self._scores(dataset, np.concatenate([tr.qidx[p_rows], tr.qidx[n_rows]]),
                                         np.concatenate([tr.didx[p_rows], tr.didx[n_rows]]))  # (2B,)
                     loss = hinge_loss(both[: len(sel)], both[len(sel):], cfg.margin)
@@ -430,7 +429,7 @@ class Hike(System):
         order = np.argsort(dataset.docs.lengths[didx] + dataset.queries.lengths[qidx], kind="stable")
         out = np.empty(len(qidx), dtype=np.float64)
         enc = self.model.encoder
-        with one_thread():  # measured under load: one thread beats two (bench/hike_bench.py)
+        with determinism.one_thread():  # measured under load: one thread beats two (bench/hike_bench.py)
             rows_q = self.model.knowledge_rows(self._know(queries)) if self.knowledge is not None else None
             for s in range(0, len(order), chunk):
                 rows = order[s:s + chunk]

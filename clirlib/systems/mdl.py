@@ -51,7 +51,6 @@ gives the same vectors in any process (``tests/test_mdl.py`` checks this).
 
 from __future__ import annotations
 
-import contextlib
 import zlib
 from dataclasses import dataclass
 
@@ -235,21 +234,9 @@ def mdl_loss(z: torch.Tensor, x_hat: torch.Tensor, x: torch.Tensor, y: torch.Ten
     return (lam * sup + (1 - lam) * rec).mean()
 
 
-@contextlib.contextmanager
-def _one_thread():
-    # Small batches of a 3-layer MLP: one thread beats two, and by far when other processes
-    # share the cores (measured: 0.36 s vs 2.6 s per step of batch 256 under load).
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
 def train_autoencoder(x: np.ndarray, y: np.ndarray, H: torch.Tensor, cfg: MDLConfig, seed: int, side: str):
     """One language's f and g on (x (n, p), y (n, C)); returns the model and per-epoch losses."""
-    with _one_thread():
+    with determinism.one_thread():  # small batches of a 3-layer MLP: one thread beats two
         return _train_autoencoder(x, y, H, cfg, seed, side)
 
 
