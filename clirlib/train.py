@@ -62,7 +62,8 @@ class TrainResult:
     model: Ranker | None = field(default=None, repr=False)
 
 
-def _batch(texts, rows: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def ragged_batch(texts, rows: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids (T,) and offsets (len(rows) + 1,) of the texts ``rows``, on ``device``: an encoder's input."""
     ids, offsets = texts.take(rows)
     return torch.from_numpy(ids).to(device), torch.from_numpy(offsets).to(device)
 
@@ -80,8 +81,8 @@ class ReferenceStep:
 
     def scores(self, rows: np.ndarray) -> torch.Tensor:
         """Scores ``(B,)`` of the training pairs ``rows``."""
-        q = _batch(self.dataset.queries, self.split.qidx[rows], self.device)
-        d = _batch(self.dataset.docs, self.split.didx[rows], self.device)
+        q = ragged_batch(self.dataset.queries, self.split.qidx[rows], self.device)
+        d = ragged_batch(self.dataset.docs, self.split.didx[rows], self.device)
         return self.model(*q, *d)
 
     def backward(self, loss: torch.Tensor, clip: float | None) -> float:
@@ -100,9 +101,9 @@ def score_split(model: Ranker, dataset, split, device: torch.device, chunk: int 
     model.eval()
     uq, q_local = np.unique(split.qidx, return_inverse=True)
     ud, d_local = np.unique(split.didx, return_inverse=True)
-    vq = torch.cat([model.query_encoder(*_batch(dataset.queries, uq[i:i + chunk], device))
+    vq = torch.cat([model.query_encoder(*ragged_batch(dataset.queries, uq[i:i + chunk], device))
                     for i in range(0, len(uq), chunk)])  # (n_q, p)
-    vd = torch.cat([model.doc_encoder(*_batch(dataset.docs, ud[i:i + chunk], device))
+    vd = torch.cat([model.doc_encoder(*ragged_batch(dataset.docs, ud[i:i + chunk], device))
                     for i in range(0, len(ud), chunk)])  # (n_d, p)
     scores = model.score_vectors(vq[torch.from_numpy(q_local).to(device)],
                                  vd[torch.from_numpy(d_local).to(device)])  # (N,)

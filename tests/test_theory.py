@@ -11,7 +11,7 @@ import torch
 from clirlib import determinism, profiles, theory
 from clirlib.encoders import Ranker
 from clirlib.losses import sosl
-from clirlib.train import TrainConfig, _batch, train
+from clirlib.train import TrainConfig, ragged_batch, train
 
 from _toy import toy_dataset
 
@@ -210,8 +210,8 @@ def test_sgd_takes_the_dense_path_and_matches_a_plain_torch_loop(monkeypatch):
         for group in opt.param_groups:
             group["lr"] = 5.0 / t
         opt.zero_grad()
-        q = _batch(ds.queries, tr.qidx[rows], torch.device("cpu"))
-        d = _batch(ds.docs, tr.didx[rows], torch.device("cpu"))
+        q = ragged_batch(ds.queries, tr.qidx[rows], torch.device("cpu"))
+        d = ragged_batch(ds.docs, tr.didx[rows], torch.device("cpu"))
         sosl(model(*q, *d), labels[torch.from_numpy(rows)], (0.2, 0.7)).backward()
         opt.step()
     for (name, p), (_, ref) in zip(res.model.named_parameters(), model.named_parameters()):

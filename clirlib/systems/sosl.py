@@ -75,11 +75,11 @@ class SOSL(System):
 
     @torch.no_grad()
     def _encode(self, encoder, texts, rows: np.ndarray, chunk: int = 2048) -> np.ndarray:
-        from ..train import _batch
+        from ..train import ragged_batch
 
         self.model.eval()
         rows = np.asarray(rows, dtype=np.int64)
-        out = [encoder(*_batch(texts, rows[i:i + chunk], self._device())) for i in range(0, len(rows), chunk)]
+        out = [encoder(*ragged_batch(texts, rows[i:i + chunk], self._device())) for i in range(0, len(rows), chunk)]
         return torch.cat(out).float().cpu().numpy() if out else np.zeros((0, 0), np.float32)
 
     def encode_queries(self, dataset, rows: np.ndarray) -> np.ndarray:  # (n, p)
