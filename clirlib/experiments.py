@@ -283,9 +283,9 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     determinism.configure()
     determinism.seed_everything(cfg.seed)
     if dataset is None:
-        from .data import load_dataset
+        from .data import load_for
 
-        dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
+        dataset = load_for(cfg)
     t0 = time.perf_counter()
     system = systems.get(cfg.system)(cfg).fit(dataset, cfg.seed)
     dev, test = dataset.splits["dev"], dataset.splits["test"]

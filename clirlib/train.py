@@ -152,9 +152,9 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     determinism.configure()
     determinism.seed_everything(cfg.seed)
     if dataset is None:
-        from .data import load_dataset
+        from .data import load_for
 
-        dataset = load_dataset(cfg.data, cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
+        dataset = load_for(cfg)
     device = determinism.device()
     disable = (not progress) if progress is not None else env.progress_disabled()
 

@@ -9,7 +9,7 @@
 from .dataset import SPLITS, RankingDataset, Ragged, Split, Vocab
 from .errors import DataFormatError, DataSkipWarning, MissingDataError
 from .languages import WIKICLIR_LANGUAGES, available_languages, language_code
-from .load import clear_cache, load_dataset
+from .load import clear_cache, load_dataset, load_for
 from .polyglot import load_polyglot, read_polyglot, save_polyglot
 from ..profiles import SIZES as PROFILES  # the benchmark sizes, defined in clirlib.profiles
 from .describe import table1
@@ -21,6 +21,6 @@ __all__ = [
     "SPLITS", "RankingDataset", "Ragged", "Split", "Vocab",
     "DataFormatError", "DataSkipWarning", "MissingDataError",
     "WIKICLIR_LANGUAGES", "available_languages", "language_code",
-    "clear_cache", "load_dataset", "load_polyglot", "read_polyglot", "save_polyglot",
+    "clear_cache", "load_dataset", "load_for", "load_polyglot", "read_polyglot", "save_polyglot",
     "table1", "PROFILES", "generate_benchmark", "build_vocab", "tokenize", "load_wikiclir",
 ]

@@ -38,6 +38,12 @@ from .wikiclir import PAPER_N_QUERIES, load_wikiclir
 EMBEDDINGS = ("polyglot", "none")
 
 
+def load_for(config) -> RankingDataset:
+    """The dataset a run's config names: its ``data, lang, n_queries, n_nr, data_seed`` fields
+    (a ``TrainConfig`` or a ``systems.SystemConfig``)."""
+    return load_dataset(config.data, config.lang, n_queries=config.n_queries, n_nr=config.n_nr, seed=config.data_seed)
+
+
 def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: int | None = None, n_nr: int = 40,
                  seed: int = 0, min_count: int = 1, max_vocab: int = 100_000, embeddings: str = "polyglot",
                  embeddings_dir: str | Path | None = None, max_doc_tokens: int | None = None,
