@@ -10,6 +10,7 @@ Bad arguments and bad data give a one-line error and exit status 2, never a trac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -127,6 +128,27 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _kernel_stderr_to(log: Path):
+    """The notebook kernels inherit file descriptor 2: point it at ``log`` while they run, so
+    their start-up warnings and, on Ctrl-C, the tracebacks of their sockets closing under
+    them go there, not to the terminal; this process's own messages stay on the terminal."""
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    with open(log, "ab") as f:
+        os.dup2(f.fileno(), 2)
+    ours = sys.stderr
+    sys.stderr = os.fdopen(os.dup(terminal), "w", buffering=1)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr.close()
+        sys.stderr = ours
+        os.dup2(terminal, 2)
+        os.close(terminal)
+
+
 def _notebooks() -> list[Path]:
     from .paths import NOTEBOOKS_DIR
 
@@ -151,23 +173,25 @@ def _reproduce(args: argparse.Namespace) -> int:
     total = time.perf_counter()
     stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     try:
-        for nb in notebooks:
-            t0 = time.perf_counter()
-            print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
-            try:
-                pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
-                                    cwd=str(nb.parent), progress_bar=False, log_output=False)
-            except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
-                what = (str(e.evalue).strip().splitlines() or [""])[0]
-                print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
-                      f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
-                return 1
-            except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
-                what = (str(e).strip().splitlines() or [""])[0]
-                print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
-                      f"{out_dir / nb.name})", file=sys.stderr, flush=True)
-                return 1
-            print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
+        with _kernel_stderr_to(out_dir / "kernels.log"):
+            for nb in notebooks:
+                t0 = time.perf_counter()
+                print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
+                try:
+                    pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
+                                        cwd=str(nb.parent), progress_bar=False, log_output=False)
+                except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
+                    what = (str(e.evalue).strip().splitlines() or [""])[0]
+                    print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
+                          f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
+                    return 1
+                except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
+                    what = (str(e).strip().splitlines() or [""])[0]
+                    print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+                          f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})",
+                          file=sys.stderr, flush=True)
+                    return 1
+                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
     finally:
         stop_ray()
     print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}")

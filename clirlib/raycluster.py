@@ -15,6 +15,7 @@ with the machine's reachable address (the joining node gets the same through
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -105,9 +106,13 @@ class LocalCluster:
         gcs, client = free_ports(2)
         self.address = f"127.0.0.1:{gcs}"
         common = ["--disable-usage-stats", "--temp-dir", str(self.tmp / "ray")]
+        # The Ray Client server exists only with the ray[client] extras (grpcio); core Ray,
+        # which requirements.txt pins, refuses the option. Where it exists, a free port, not
+        # its fixed default 10001.
+        client_port = [f"--ray-client-server-port={client}"] if importlib.util.find_spec("grpc") else []
         try:
             self._start(["--head", "--node-ip-address=127.0.0.1", f"--port={gcs}", f"--num-cpus={self.cpus[0]}",
-                         "--num-gpus=0", "--include-dashboard=false", f"--ray-client-server-port={client}", *common],
+                         "--num-gpus=0", "--include-dashboard=false", *client_port, *common],
                         self.tmp / "head.log", {})
             for i, n in enumerate(self.cpus[1:], start=1):
                 # A joining node refuses to start with clusters "disabled", and with them
