@@ -134,17 +134,23 @@ def _kernel_stderr_to(log: Path):
     their start-up warnings and, on Ctrl-C, the tracebacks of their sockets closing under
     them go there, not to the terminal; this process's own messages stay on the terminal."""
     sys.stderr.flush()
+    try:
+        on_fd2 = sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stream: leave it alone
+        on_fd2 = False
     terminal = os.dup(2)
     with open(log, "ab") as f:
         os.dup2(f.fileno(), 2)
     ours = sys.stderr
-    sys.stderr = os.fdopen(os.dup(terminal), "w", buffering=1)
+    if on_fd2:
+        sys.stderr = os.fdopen(os.dup(terminal), "w", buffering=1)
     try:
         yield
     finally:
-        sys.stderr.flush()
-        sys.stderr.close()
-        sys.stderr = ours
+        if on_fd2:
+            sys.stderr.flush()
+            sys.stderr.close()
+            sys.stderr = ours
         os.dup2(terminal, 2)
         os.close(terminal)
 
