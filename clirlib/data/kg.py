@@ -299,17 +299,12 @@ def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple
     and each query's id; nothing the generator wrote is read or changed.
     """
     from . import synthetic as syn
+    from .synthetic import concepts as syn_concepts
     from .synthetic import lexicon as syn_lexicon
     from .synthetic import texts as syn_texts
 
     langs = syn.LANGS
-    # Query ids, exactly as synthetic._write assigns them.
-    items = [(lang, int(c)) for lang in langs for c in universes[lang].queries] + \
-            [(lang, int(c)) for lang in langs for c in universes[lang].extras]
-    gen = rng(seed, "synthetic", "ids")
-    qids = 100 + np.cumsum(gen.integers(1, 40, size=len(items)))
-    order = gen.permutation(len(items))
-    qid_of = {items[i]: int(qids[k]) for k, i in enumerate(order.tolist())}
+    qid_of = {(lang, c): qid for qid, lang, c, _ in syn_concepts.query_ids(universes, seed)}
     all_words = set()
     for lx in lex.values():
         all_words.update(str(w) for w in lx.words)

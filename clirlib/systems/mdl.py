@@ -174,21 +174,16 @@ def random_labels(n: int, n_topics: int, m: int, seed: int) -> np.ndarray:
 
 def true_domains(profile: str, lang: str, data_seed: int) -> dict[str, int]:
     """Query id -> domain of its concept, replayed from the embedded benchmark's generator
-    (``data.synthetic._write``: the same universes and the same id draw)."""
+    (the same universes, and the ids of ``data.synthetic.concepts.query_ids``)."""
     from .. import profiles
     from ..data import synthetic as syn
-    from ..determinism import rng
+    from ..data.synthetic.concepts import query_ids
 
     p = profiles.SIZES[profile]
     universes = {lg: syn.build_universe(p, lg, data_seed) for lg in syn.LANGS}
-    items = [(lg, int(c), True) for lg in syn.LANGS for c in universes[lg].queries] + \
-            [(lg, int(c), False) for lg in syn.LANGS for c in universes[lg].extras]
-    gen = rng(data_seed, "synthetic", "ids")
-    qids = 100 + np.cumsum(gen.integers(1, 40, size=len(items)))
-    order = gen.permutation(len(items))
     u = universes[lang]
-    return {str(qids[k]): int(u.domain[items[i][1]]) for k, i in enumerate(order.tolist())
-            if items[i][0] == lang and items[i][2]}  # queries with an MR document only
+    return {str(qid): int(u.domain[c]) for qid, lg, c, has_mr in query_ids(universes, data_seed)
+            if lg == lang and has_mr}  # queries with an MR document only
 
 
 # --------------------------------------------------------------------------- the model

@@ -158,6 +158,19 @@ def build_universe(profile: Profile | str, lang: str, seed: int = 0, d: Difficul
     return Universe(lang, domain, topic, keywords, title, n_title, queries, extras, indptr, indices)
 
 
+def query_ids(universes: dict[str, Universe], seed: int) -> list[tuple[int, str, int, bool]]:
+    """The English queries of every universe in id order: (query id, document language,
+    concept, has an MR document). Ids grow by random gaps of 1-39 from 100 and go to the
+    queries in a random order (stream "synthetic", "ids"); the writer, the KG and MDL's
+    true-topic labels all read them from here."""
+    items = [(lang, int(c), True) for lang in universes for c in universes[lang].queries] + \
+            [(lang, int(c), False) for lang in universes for c in universes[lang].extras]
+    gen = rng(seed, "synthetic", "ids")
+    qids = 100 + np.cumsum(gen.integers(1, 40, size=len(items)))
+    order = gen.permutation(len(items))  # item order[k] gets the k-th smallest id
+    return [(int(qids[k]), *items[i]) for k, i in enumerate(order.tolist())]
+
+
 def sr_per_query(profile: Profile | str, lang: str, seed: int = 0) -> np.ndarray:
     """SR documents of each query concept, straight from the concept graph (no words, no files)."""
     p = SIZES[profile] if isinstance(profile, str) else profile

@@ -26,7 +26,7 @@ from ..embeddings import train_embeddings
 from ..kg import write_benchmark_kg
 from ..languages import WIKICLIR_LANGUAGES
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
-from .concepts import build_universe
+from .concepts import build_universe, query_ids
 from .lexicon import Lexicon, lexicons
 from .settings import DIFFICULTY, LANGS, Difficulty
 from .texts import lengths_of, meanings, query_meanings, strings, title_strings
@@ -120,11 +120,7 @@ def _write(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embed
     universes = {lang: build_universe(p, lang, seed, d) for lang in LANGS}
 
     # English queries of every universe, in one file sorted by id (ids assigned at random).
-    items = [(lang, int(c), True) for lang in LANGS for c in universes[lang].queries] + \
-            [(lang, int(c), False) for lang in LANGS for c in universes[lang].extras]
-    gen = rng(seed, "synthetic", "ids")
-    qids = 100 + np.cumsum(gen.integers(1, 40, size=len(items)))
-    order = gen.permutation(len(items))  # item order[k] gets the k-th smallest id
+    ids = query_ids(universes, seed)
     q_text: dict[tuple[str, int], str] = {}
     q_title: dict[tuple[str, int], str] = {}
     en_corpus: list[tuple[np.ndarray, np.ndarray]] = []
@@ -144,9 +140,8 @@ def _write(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embed
         stats[lang] = {"query_tokens_mean": float(lengths[: len(u.queries)].mean())}
 
     with open(base / "english" / "wiki_en.queries", "w", encoding="utf-8", newline="\n") as f:
-        for k, i in enumerate(order.tolist()):
-            lang, c, _ = items[i]
-            f.write(f"{qids[k]}\t{q_title[(lang, c)]}\t{q_text[(lang, c)]}\n")
+        for qid, lang, c, _ in ids:
+            f.write(f"{qid}\t{q_title[(lang, c)]}\t{q_text[(lang, c)]}\n")
 
     for lang in LANGS:
         u = universes[lang]
@@ -167,14 +162,13 @@ def _write(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embed
         is_query = np.zeros(u.n, dtype=bool)
         is_query[u.queries] = True
         with open(folder / f"en2{lang}.rel", "w", encoding="utf-8", newline="\n") as f:
-            for k, i in enumerate(order.tolist()):
-                ilang, c, has_mr = items[i]
+            for qid, ilang, c, has_mr in ids:
                 if ilang != lang:
                     continue
                 if has_mr:
-                    f.write(f"{qids[k]}\t{doc_id[c]}\t2\n")
+                    f.write(f"{qid}\t{doc_id[c]}\t2\n")
                 for nb in np.sort(doc_id[u.neighbours(c)]).tolist():
-                    f.write(f"{qids[k]}\t{nb}\t1\n")
+                    f.write(f"{qid}\t{nb}\t1\n")
         if embeddings:
             _write_embeddings(root / "polyglot" / f"polyglot-{lang}.pkl", [(wids, lengths)], lex[lang], p, seed, lang)
         sr = np.diff(u.indptr)[u.queries]
