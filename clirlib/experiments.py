@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -277,7 +276,7 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
 def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system without the cache (``run_system``'s record)."""
     from . import systems
-    from .metrics import METRICS, RankedLists, chance_p_mr1, evaluate, evaluate_per_query
+    from .metrics import chance_p_mr1, evaluate, evaluate_per_query
 
     cfg = config.resolved()
     determinism.configure()
@@ -291,17 +290,11 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     dev, test = dataset.splits["dev"], dataset.splits["test"]
     dev_scores, test_scores = system.score(dataset, "dev"), system.score(dataset, "test")
     seconds = time.perf_counter() - t0
-    extra = tuple(getattr(system, "extra_metrics", ()))
-    per_query = evaluate_per_query(test_scores, test.labels, test.qidx)
-    test_means = evaluate(test_scores, test.labels, test.qidx)
-    dev_means = evaluate(dev_scores, dev.labels, dev.qidx)
-    if extra:  # the system's own metrics from the registry (HIKE: NDCG@1, NDCG@10), after the seven
-        rl_test = RankedLists.from_scores(test_scores, test.labels, test.qidx)
-        rl_dev = RankedLists.from_scores(dev_scores, dev.labels, dev.qidx)
-        for m in extra:
-            per_query[m] = METRICS[m](rl_test)
-            test_means[m] = float(per_query[m].mean())
-            dev_means[m] = float(METRICS[m](rl_dev).mean())
+    # the seven, then the system's own metrics from the registry (HIKE: NDCG@1, NDCG@10)
+    names = (*METRIC_NAMES, *getattr(system, "extra_metrics", ()))
+    per_query = evaluate_per_query(test_scores, test.labels, test.qidx, names)
+    test_means = evaluate(test_scores, test.labels, test.qidx, names)
+    dev_means = evaluate(dev_scores, dev.labels, dev.qidx, names)
     per_query["query_id"] = [dataset.query_ids[i] for i in per_query["query_id"]]
     history = [{k: jsonable(v) for k, v in h.items()} for h in getattr(system, "history", [])]
     info = dict(dataset.info)

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from . import experiments, profiles, verdicts
-from .metrics import METRICS, RankedLists, evaluate_per_query
+from .metrics import evaluate_per_query
 from .systems.hike import ALL_METRICS, EXTRA_METRICS, KG_MODES, Hike, HikeConfig, rerank
 
 #: The display name of each KG control: the ``system`` field of the verdict records.
@@ -130,11 +130,7 @@ def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------- whole collection
 def per_query_metrics(scores: np.ndarray, labels: np.ndarray, qidx: np.ndarray) -> pd.DataFrame:
     """Per-query values of the seven metrics plus NDCG@1 and NDCG@10 (column ``query_id`` first)."""
-    pq = evaluate_per_query(scores, labels, qidx)
-    rl = RankedLists.from_scores(scores, labels, qidx)
-    for name in EXTRA_METRICS:
-        pq[name] = METRICS[name](rl)
-    return pq
+    return evaluate_per_query(scores, labels, qidx, ALL_METRICS)
 
 
 def collection_metrics(system: Hike, dataset, first_stage, split: str = "test", depth: int = 100) -> pd.DataFrame:

@@ -41,7 +41,7 @@ queries is done separately, by :func:`evaluate`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -291,21 +291,22 @@ METRICS: dict[str, Callable[[RankedLists], np.ndarray]] = {
 the ranked lists, one value per query. ``evaluate`` and the tables use ``METRIC_NAMES``."""
 
 
-def evaluate_per_query(scores: Any, labels: Any, query_ids: Any) -> pd.DataFrame:
-    """Per-query metrics: column ``query_id`` then the seven metrics.
+def evaluate_per_query(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = METRIC_NAMES) -> pd.DataFrame:
+    """Per-query metrics: column ``query_id`` then ``names`` (default: the seven metrics;
+    any name of ``METRICS``, e.g. NDCG@1, may be added).
 
     One row per query, in order of first appearance of the query in ``query_ids``.
     """
     rl = RankedLists.from_scores(scores, labels, query_ids)
     table = {"query_id": rl.query_ids}
-    table.update({name: METRICS[name](rl) for name in METRIC_NAMES})
+    table.update({name: METRICS[name](rl) for name in names})
     return pd.DataFrame(table)
 
 
-def evaluate(scores: Any, labels: Any, query_ids: Any) -> dict[str, float]:
-    """The seven metrics of Tables 2-3, each averaged over queries."""
+def evaluate(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = METRIC_NAMES) -> dict[str, float]:
+    """The metrics ``names`` (default: the seven of Tables 2-3), each averaged over queries."""
     rl = RankedLists.from_scores(scores, labels, query_ids)
-    return {name: float(METRICS[name](rl).mean()) for name in METRIC_NAMES}
+    return {name: float(METRICS[name](rl).mean()) for name in names}
 
 
 def chance_p_mr1(labels: Any, query_ids: Any) -> float:
