@@ -18,7 +18,7 @@ import torch
 
 from . import experiments, profiles, verdicts
 from .metrics import evaluate_per_query
-from .systems.hike import ALL_METRICS, EXTRA_METRICS, KG_MODES, Hike, HikeConfig, rerank
+from .systems.hike import ALL_METRICS, KG_MODES, Hike, HikeConfig, rerank
 
 #: The display name of each KG control: the ``system`` field of the verdict records.
 KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuffled KG", "half": "HIKE, half the KG",
