@@ -53,11 +53,13 @@ def force() -> bool:
 
 
 def progress_disabled() -> bool | None:
-    """``disable`` for tqdm: ``True`` under ``CLIRLIB_PROGRESS=0`` or ``CI``, else ``None``.
+    """``disable`` for tqdm: ``True`` under ``CLIRLIB_PROGRESS=0``, or under ``CI`` unless
+    ``CLIRLIB_PROGRESS=1`` asks for bars; else ``None``.
 
     tqdm's ``disable=None`` hides bars when output is not a terminal (papermill, nbval).
     """
-    if _switch(PROGRESS) is False or os.environ.get(CI):
+    choice = _switch(PROGRESS)
+    if choice is False or (choice is None and os.environ.get(CI)):
         return True
     return None
 

@@ -28,6 +28,8 @@ def test_progress(monkeypatch):
     monkeypatch.setenv("CLIRLIB_PROGRESS", "1")
     assert env.progress_disabled() is None
     monkeypatch.setenv("CI", "true")
+    assert env.progress_disabled() is None  # the user's explicit 1 beats CI
+    monkeypatch.delenv("CLIRLIB_PROGRESS")
     assert env.progress_disabled() is True
 
 
@@ -47,6 +49,7 @@ def test_threads_and_paths(monkeypatch, tmp_path):
 
 
 def test_quiet_children_keeps_the_users_choice(monkeypatch):
+    monkeypatch.setenv("CI", "true")  # CI runs this suite with CI set; an explicit 1 still wins
     monkeypatch.setenv("CLIRLIB_PROGRESS", "1")
     env.quiet_children()
     assert env.progress_disabled() is None
