@@ -18,6 +18,22 @@ address comes from ir_datasets' own download table).
 
 ``irds:wikiclir`` (no language) takes the language from the config's ``lang``;
 ``irds:wikiclir/fr`` names it and must agree with ``lang``.
+
+CLIRMatrix (Sun and Duh 2020, the HIKE paper's data) is read the same way:
+``irds:clirmatrix/<doc lang>/<variant>/<query lang>`` (the official train, dev and test1
+files as the three splits; HIKE's set is ``irds:clirmatrix/fr/multi8/en``) or with a split,
+``irds:clirmatrix/fr/multi8/en/test1`` (that file alone, split 3:1:1). The ids are
+ir_datasets' own (``clirmatrix/<doc>/{multi8,bi139-base,bi139-full}/<query>/{train,dev,test1,test2}``,
+checked against its registry's patterns without resolving them, which would download).
+ir_datasets' cache layout (``ir_datasets/datasets/clirmatrix.py``, 0.6): under
+``$IR_DATASETS_HOME/clirmatrix/``, ``clirmatrix_downloads.json.gz`` is CLIRMatrix's own
+download table (fetched once from the address in ir_datasets' ``etc/downloads.json``), a
+JSON object whose context ``clirmatrix_docs`` maps ``docs/<lang>`` and whose contexts
+``clirmatrix_multi8`` / ``clirmatrix_bi139_base`` / ``clirmatrix_bi139_full`` map
+``queries/<query lang>_<doc lang>/<split>`` to ``{url, expected_md5, cache_path}``; each
+file is kept at ``$IR_DATASETS_HOME/clirmatrix/<cache_path>`` (gzip, read by
+:mod:`clirlib.data.clirmatrix`). The paths come from that table, so they are the ones
+ir_datasets would use; nothing is fetched, a missing file is named with its address.
 """
 
 from __future__ import annotations
@@ -29,14 +45,31 @@ from .languages import WikiClirFiles, ir_datasets_source, language_code
 
 PREFIX = "irds:"
 COLLECTION = "wikiclir"
+CLIRMATRIX = "clirmatrix"
+#: the official split files of ``irds:clirmatrix/<doc>/<variant>/<query>`` (HIKE tests on test1)
+CLIRMATRIX_SPLITS = {"train": "train", "dev": "dev", "test": "test1"}
+#: variant -> context of CLIRMatrix's download table (ir_datasets' ``_multi8_initializer`` etc.)
+_CM_CONTEXT = {"multi8": "clirmatrix_multi8", "bi139-base": "clirmatrix_bi139_base",
+               "bi139-full": "clirmatrix_bi139_full"}
 
 
 def is_irds(data: object) -> bool:
     return isinstance(data, str) and data.startswith(PREFIX)
 
 
+def collection(data: str) -> str:
+    """``wikiclir`` or ``clirmatrix``: the collection ``data`` names (else a one-line error)."""
+    name = data[len(PREFIX):].strip("/").split("/", 1)[0]
+    if name not in (COLLECTION, CLIRMATRIX):
+        raise DataFormatError(f"{data!r}: clirlib reads {PREFIX}{COLLECTION}/<lang> and "
+                              f"{PREFIX}{CLIRMATRIX}/<doc lang>/<variant>/<query lang>[/<split>] from ir_datasets' cache")
+    return name
+
+
 def dataset_id(data: str, lang: str | None = None) -> str:
     """The ir_datasets id of ``data`` (``irds:wikiclir/fr`` or ``irds:wikiclir`` + ``lang``)."""
+    if collection(data) == CLIRMATRIX:
+        return clirmatrix_ids(data, lang)[0]
     name = data[len(PREFIX):].strip("/")
     if name == COLLECTION:
         if lang is None:
@@ -66,6 +99,9 @@ def languages() -> list[str]:
 def cached_languages(data: str) -> list[str]:
     """Languages of ``data`` in the cache: the one ``irds:wikiclir/<lang>`` names (an error
     saying what to download when it is missing), or every cached one for ``irds:wikiclir``."""
+    if collection(data) == CLIRMATRIX:
+        clirmatrix_files(data)  # raises the message saying what to download and where
+        return [clirmatrix_ids(data)[1]]
     if data[len(PREFIX):].strip("/") != COLLECTION:
         return [files(data).lang]
     out = []
@@ -122,10 +158,98 @@ def _download_url() -> str:
 
 
 def load(data: str, lang: str, **kw):
-    """``load_wikiclir`` over the files ir_datasets has cached for ``data``."""
+    """``load_wikiclir`` (or ``load_clirmatrix``) over the files ir_datasets has cached for ``data``."""
     from .wikiclir import load_wikiclir
 
+    if collection(data) == CLIRMATRIX:
+        from .clirmatrix import load_clirmatrix
+
+        kw.pop("strict", None)  # every CLIRMatrix problem is an error (see clirlib.data.clirmatrix)
+        name, doc_lang, query_lang = clirmatrix_ids(data, lang)
+        queries, documents, home = clirmatrix_files(data, lang)
+        ds = load_clirmatrix(queries, documents, doc_lang, query_lang=query_lang, **kw)
+        ds.info.update(source="clirmatrix", ir_datasets_id=name, root=str(home))
+        return ds
     f = files(data, lang)
     ds = load_wikiclir(f.root, f.lang, **kw)
     ds.info.update(source="ir_datasets", ir_datasets_id=dataset_id(data, lang))
     return ds
+
+
+# --------------------------------------------------------------------------- CLIRMatrix
+def clirmatrix_ids(data: str, lang: str | None = None) -> tuple[str, str, str]:
+    """``(ir_datasets id, document language, query language)`` of ``irds:clirmatrix/...``; the id
+    has no split when ``data`` names none (the official train / dev / test1 files)."""
+    import ir_datasets
+
+    name = data[len(PREFIX):].strip("/")
+    parts = name.split("/")
+    if len(parts) not in (4, 5):
+        raise DataFormatError(f"{data!r}: expected {PREFIX}{CLIRMATRIX}/<doc lang>/<variant>/<query lang>[/<split>], "
+                              f"e.g. {PREFIX}{CLIRMATRIX}/fr/multi8/en")
+    patterns = [p for p, _ in ir_datasets.registry._patterns if p.pattern.startswith(f"^{CLIRMATRIX}/")]
+    full = [name] if len(parts) == 5 else [f"{name}/{s}" for s in CLIRMATRIX_SPLITS.values()]
+    for ident in full:
+        if not any(p.match(ident) for p in patterns):
+            raise DataFormatError(f"ir_datasets knows no dataset {ident!r} (variants {', '.join(_CM_CONTEXT)}; "
+                                  f"splits train, dev, test1, test2; multi8 has ar, de, en, es, fr, ja, ru, zh)")
+    doc_lang, query_lang = parts[1], parts[3]
+    if lang is not None and str(lang).strip().lower() != doc_lang:
+        raise ValueError(f"data {data!r} has documents in {doc_lang!r} but lang is {lang!r}")
+    return name, doc_lang, query_lang
+
+
+def clirmatrix_home() -> Path:
+    """ir_datasets' CLIRMatrix folder (from ``$IR_DATASETS_HOME`` now; ir_datasets fixes it at import)."""
+    from .. import env
+
+    return env.ir_datasets_home() / CLIRMATRIX
+
+
+def _clirmatrix_table_entry() -> dict:
+    import json
+
+    import ir_datasets
+
+    table = json.loads((Path(ir_datasets.__file__).parent / "etc" / "downloads.json").read_text())
+    return table[CLIRMATRIX]["downloads"]
+
+
+def clirmatrix_files(data: str, lang: str | None = None) -> tuple[dict[str, Path] | Path, Path, Path]:
+    """``(queries file(s), documents file, CLIRMatrix folder)`` of ``data`` in ir_datasets' cache.
+    A missing file raises :class:`MissingDataError` saying what to download and where."""
+    import gzip
+    import json
+
+    name, doc_lang, query_lang = clirmatrix_ids(data, lang)
+    home = clirmatrix_home()
+    entry = _clirmatrix_table_entry()
+    table_path = home / entry["cache_path"]
+    if not table_path.is_file():
+        raise MissingDataError(f"ir_datasets has no cached CLIRMatrix download table: download {entry['url']} to "
+                               f"{table_path}, then the files of {name} it lists (or let ir_datasets fetch them once "
+                               f"with `ir_datasets export clirmatrix/{doc_lang} docs`)", table_path)
+    try:
+        with gzip.open(table_path, "rt", encoding="utf-8") as f:
+            table = json.load(f)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataFormatError(f"not CLIRMatrix's gzipped JSON download table ({e})", table_path) from None
+
+    def cached(context: str, key: str) -> Path:
+        item = table.get(context, {}).get(key)
+        if not isinstance(item, dict) or "cache_path" not in item:
+            raise DataFormatError(f"the download table has no {context} entry {key!r} with a cache_path", table_path)
+        path = home / item["cache_path"]
+        if not path.is_file():
+            raise MissingDataError(f"ir_datasets has no cached {context} {key}: download {item.get('url', '?')} to "
+                                   f"{path}", path)
+        return path
+
+    parts = name.split("/")
+    context = _CM_CONTEXT[parts[2]]
+    if len(parts) == 5:
+        queries: dict[str, Path] | Path = cached(context, f"queries/{query_lang}_{doc_lang}/{parts[4]}")
+    else:
+        queries = {ours: cached(context, f"queries/{query_lang}_{doc_lang}/{theirs}")
+                   for ours, theirs in CLIRMATRIX_SPLITS.items()}
+    return queries, cached("clirmatrix_docs", f"docs/{doc_lang}"), home

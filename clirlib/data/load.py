@@ -7,7 +7,9 @@
   exactly like real data, split with the profile's explicit (train, dev, test) sizes
   (``Profile.splits``; an explicit ``n_queries`` instead takes the first ``n_queries``
   queries and splits them 3:1:1); embeddings are the generated Polyglot-format files.
-- ``data`` ``irds:wikiclir/<lang>``: the same files from ir_datasets' cache (``irds``).
+- ``data`` ``irds:wikiclir/<lang>``: the same files from ir_datasets' cache (``irds``);
+  ``irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>]``: CLIRMatrix from the same
+  cache (``clirmatrix``; ``n_queries=None`` keeps every query of the official split files).
 - ``data`` a folder in the WikiCLIR layout (one holding ``wiki-clir/``, or
   ``wiki-clir`` itself): embeddings are ``<root>/polyglot/polyglot-<lang>.pkl`` and
   ``polyglot-en.pkl``, or Polyglot files found under ``embeddings_dir``; a language
@@ -77,7 +79,8 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         ds.info.update(source="synthetic", profile=data, benchmark_root=str(root))
         search = [root / "polyglot"]
     else:
-        n = n_queries if n_queries is not None else PAPER_N_QUERIES
+        clirmatrix = is_irds(data) and irds.collection(data) == irds.CLIRMATRIX
+        n = n_queries if n_queries is not None or clirmatrix else PAPER_N_QUERIES
         reader = irds.load if is_irds(data) else load_wikiclir  # irds:wikiclir/<lang>: ir_datasets' cache
         ds = reader(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
                     max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
@@ -86,7 +89,8 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         search += [wc.parent / "polyglot", wc / "polyglot"]
     emb_info = {}
     if embeddings == "polyglot":
-        for side, code, vocab in (("q", "en", ds.q_vocab), ("d", ds.lang, ds.d_vocab)):
+        q_lang = ds.info.get("query_lang", "en")  # CLIRMatrix pairs may have non-English queries
+        for side, code, vocab in (("q", q_lang, ds.q_vocab), ("d", ds.lang, ds.d_vocab)):
             path = find_polyglot(code, *search)
             if path is None:
                 emb_info[side] = {"source": "random (no polyglot-%s.pkl found)" % code, "coverage": 0.0}

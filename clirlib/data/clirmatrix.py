@@ -1,0 +1,336 @@
+"""The CLIRMatrix reader (Sun and Duh 2020; HIKE's data, HIKE paper Section "Dataset"): files in,
+:class:`RankingDataset` out.
+
+CLIRMatrix judges, for each query (a Wikipedia title in the query language), about 100
+documents of the document language with a relevance level 0-6: levels 1-6 are
+Jenks-optimised bins of the BM25 score of the query in its own language's Wikipedia
+(6 = most relevant), 0 = "document not retrieved in the source language" (ir_datasets'
+``QRELS_DEFS``). HIKE uses MULTI-8 (``clirmatrix/<doc>/multi8/<query>/<split>``), 10,000
+train, 1,000 dev and 1,000 ``test1`` queries per pair, the 100 judged documents as the
+candidate list, NDCG@1/5/10 on the levels.
+
+File formats (as ir_datasets' ``CLIRMatrixQueries`` / ``CLIRMatrixQrels`` / ``TsvDocs`` parse them):
+
+- queries and judgements, one gzipped JSON-lines file per split:
+  ``{"src_id": "690", "src_query": "Aruba", "tgt_results": [["14013", 6], ["15050", 0], ...]}``;
+  blank lines are ignored;
+- documents, one gzipped TSV file per language: ``doc_id<TAB>text`` (exactly two columns).
+
+**Label rule** (the benchmark has three levels, NR 0 / SR 1 / MR 2):
+``6 -> MR``, ``1..5 -> SR``, ``0 -> NR`` (:data:`LEVEL_TO_LABEL`). Level 6 is CLIRMatrix's own
+"most relevant" class, the counterpart of WikiCLIR's inter-language-linked article;
+levels 1-5 are relevant to a lesser degree, as WikiCLIR's SR; level 0 is an explicit
+judgement of non-relevance. Every level-1..6 judgement of a selected query is kept. NR
+documents are sampled as on WikiCLIR, ``n_nr`` per query, seeded by the data seed and the
+query id (:func:`clirlib.data.sampling.sample_nr`), but from the query's judged level-0
+documents (the candidate list HIKE ranks) rather than from the whole collection; a query
+with fewer level-0 documents keeps them all (counted in ``info["skipped"]``), and the
+level-0 judgements not drawn are counted in ``info["levels"]``. Queries without a level-6
+document cannot have an MR document, so, as WikiCLIR's queries without an MR document,
+they are passed over and counted.
+
+Splits: given the three files (train, dev, test), the first queries of each (file order)
+with a usable level-6 document form that split (``split_sizes`` of them, or all); given one
+file, its first ``n_queries`` usable queries are split 3:1:1 at random like WikiCLIR
+(``sampling.split_queries``).
+
+Malformed lines raise :class:`DataFormatError` naming the file, the line and the problem
+(bad JSON, a missing field, a level outside 0-6, a document judged twice for one query,
+a query id repeated, a judged document missing from the documents file, a documents line
+without exactly two columns). Documents without any word in their text are skipped and
+counted, as on WikiCLIR; a query whose every level-6 document is such is passed over.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .dataset import SPLITS, RankingDataset, Split
+from .errors import DataFormatError, MissingDataError, SkipCounter
+from .sampling import sample_nr, split_queries
+from .sampling import split_sizes as split_sizes_of
+from .text import tokenize
+
+#: CLIRMatrix relevance level -> benchmark label (2 = MR, 1 = SR, 0 = NR); see the module docstring.
+LEVEL_TO_LABEL: dict[int, int] = {6: 2, 5: 1, 4: 1, 3: 1, 2: 1, 1: 1, 0: 0}
+LABEL_RULE = "6 -> MR, 1-5 -> SR, 0 -> NR (n_nr sampled per query from its level-0 judgements)"
+MR_LEVEL = 6
+
+
+@dataclass
+class _Query:
+    qid: str
+    tokens: list[str]
+    line: int
+    judged: list[tuple[str, int, int]]  # (doc id, level, line) in file order
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    """``path`` as UTF-8 text lines, gunzipped when it is a gzip file (as ir_datasets' GzipExtract)."""
+    if not path.is_file():
+        raise MissingDataError("file not found", path)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    raw = gzip.open(path, "rb") if gz else open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of the non-blank lines; a bad byte or bad gzip names the line."""
+    lineno = 0
+    try:
+        with _open_text(path) as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if line and not line.isspace():
+                    yield lineno, line
+    except UnicodeDecodeError as e:
+        raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, lineno + 1) from None
+    except (OSError, EOFError) as e:  # a truncated or corrupt gzip stream
+        raise DataFormatError(f"cannot be read as gzip ({e})", path, lineno + 1) from None
+
+
+def read_queries(path: Path) -> Iterator[_Query]:
+    """Every query of a CLIRMatrix JSON-lines file with its judgements, validated."""
+    seen: dict[str, int] = {}
+    for lineno, line in _lines(path):
+        try:
+            j = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"not a JSON object ({e.msg} at column {e.colno})", path, lineno) from None
+        if not isinstance(j, dict):
+            raise DataFormatError("not a JSON object", path, lineno)
+        for key in ("src_id", "src_query", "tgt_results"):
+            if key not in j:
+                raise DataFormatError(f"missing field {key!r}", path, lineno)
+        qid = str(j["src_id"]).strip()
+        if not qid:
+            raise DataFormatError("empty src_id", path, lineno)
+        if qid in seen:
+            raise DataFormatError(f"duplicate query id {qid!r} (first on line {seen[qid]})", path, lineno)
+        seen[qid] = lineno
+        if not isinstance(j["src_query"], str):
+            raise DataFormatError(f"src_query of query {qid} is not a string", path, lineno)
+        results = j["tgt_results"]
+        if not isinstance(results, list):
+            raise DataFormatError(f"tgt_results of query {qid} is not a list", path, lineno)
+        judged, docs = [], set()
+        for k, item in enumerate(results):
+            if not (isinstance(item, list) and len(item) == 2):
+                raise DataFormatError(f"tgt_results[{k}] of query {qid} is not a [doc_id, level] pair", path, lineno)
+            did, level = str(item[0]).strip(), item[1]
+            if isinstance(level, bool) or not isinstance(level, int) and not (isinstance(level, str) and level.isdigit()):
+                raise DataFormatError(f"tgt_results[{k}] of query {qid}: level {level!r} is not an integer", path, lineno)
+            level = int(level)
+            if level not in LEVEL_TO_LABEL:
+                raise DataFormatError(f"tgt_results[{k}] of query {qid}: level {level} outside CLIRMatrix's 0-6",
+                                      path, lineno)
+            if not did:
+                raise DataFormatError(f"tgt_results[{k}] of query {qid}: empty doc_id", path, lineno)
+            if did in docs:
+                raise DataFormatError(f"query {qid} judges document {did!r} twice", path, lineno)
+            docs.add(did)
+            judged.append((did, level, lineno))
+        yield _Query(qid, tokenize(j["src_query"]), lineno, judged)
+
+
+def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query], int]:
+    """The first ``k`` queries (all for ``None``) with a level-6 judgement and a word in
+    their text; and how many queries were read."""
+    out, read = [], 0
+    for q in read_queries(path):
+        if k is not None and len(out) >= k:
+            break
+        read += 1
+        if not any(level == MR_LEVEL for _, level, _ in q.judged):
+            skips.add(f"queries without a level-{MR_LEVEL} document in {path.name}", f"{path.name} line {q.line}")
+            continue
+        if not q.tokens:
+            skips.add(f"queries with an empty text in {path.name}", f"{path.name} line {q.line}")
+            continue
+        out.append(q)
+    return out, read
+
+
+def _read_docs(path: Path, needed: set[str]) -> dict[str, list[str]]:
+    """Tokens of the ``needed`` documents (one streaming pass over the documents file)."""
+    out: dict[str, list[str]] = {}
+    first: dict[str, int] = {}
+    for lineno, line in _lines(path):
+        cols = line.split("\t")
+        if len(cols) != 2:
+            raise DataFormatError(f"expected 2 tab-separated columns (doc_id, text), found {len(cols)}", path, lineno)
+        did = cols[0].strip()
+        if not did:
+            raise DataFormatError("empty doc_id", path, lineno)
+        if did in needed:
+            if did in first:
+                raise DataFormatError(f"duplicate document id {did!r} (first on line {first[did]})", path, lineno)
+            first[did] = lineno
+            out[did] = tokenize(cols[1])
+    return out
+
+
+def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str, *, query_lang: str = "en",
+                    n_queries: int | None = None, n_nr: int = 40, seed: int = 0, min_count: int = 1,
+                    max_vocab: int = 100_000, max_doc_tokens: int | None = None,
+                    split_sizes: tuple[int, int, int] | None = None) -> RankingDataset:
+    """Read CLIRMatrix files into a :class:`RankingDataset` of document language ``lang``.
+
+    ``queries``: ``{"train": path, "dev": path, "test": path}`` (the official splits: the first
+    ``split_sizes`` usable queries of each, or ``n_queries`` split 3:1:1, or all) or one path (its
+    first ``n_queries`` usable queries, split 3:1:1 at random). ``documents``: the language's
+    documents file. Labels and NR sampling: see the module docstring.
+    """
+    from .wikiclir import _intern, _ragged, _vocab_for
+
+    if n_nr < 0:
+        raise ValueError(f"n_nr must be >= 0, got {n_nr}")
+    if n_queries is not None and n_queries < 1:
+        raise ValueError(f"n_queries must be positive or None, got {n_queries}")
+    skips = SkipCounter()
+    official = isinstance(queries, dict)
+    if official:
+        if set(queries) != set(SPLITS):
+            raise ValueError(f"queries must name the files of {', '.join(SPLITS)}, got {sorted(queries)}")
+        if split_sizes is not None:
+            want = dict(zip(SPLITS, (int(k) for k in split_sizes)))
+        elif n_queries is not None:
+            want = split_sizes_of(n_queries)
+        else:
+            want = dict.fromkeys(SPLITS)
+        per_split = {}
+        read = {}
+        for name in SPLITS:
+            per_split[name], read[name] = _select(Path(queries[name]), want[name], skips)
+            if want[name] is not None and len(per_split[name]) < want[name]:
+                raise DataFormatError(f"the {name} split needs {want[name]} queries with a level-{MR_LEVEL} document; "
+                                      f"the file has {len(per_split[name])}", queries[name])
+        selected = [q for name in SPLITS for q in per_split[name]]
+        sel_from = {id(q): name for name in SPLITS for q in per_split[name]}
+    else:
+        path = Path(queries)
+        k = sum(split_sizes) if split_sizes is not None else n_queries
+        selected, n_read = _select(path, k, skips)
+        read = {path.name: n_read}
+        if not selected:
+            raise DataFormatError(f"no query has a level-{MR_LEVEL} document and a word in its text", path)
+    qids = [q.qid for q in selected]
+    if len(set(qids)) != len(qids):
+        dup = next(q for i, q in enumerate(qids) if q in qids[:i])
+        raise DataFormatError(f"query id {dup!r} is in more than one split file", queries["test"] if official else queries)
+
+    # Sample the NR documents among each query's judged level-0 documents.
+    q_mr, q_sr, q_nr = [], [], []
+    short = 0
+    for q in selected:
+        q_mr.append([d for d, level, _ in q.judged if level == MR_LEVEL])
+        q_sr.append([d for d, level, _ in q.judged if 1 <= level < MR_LEVEL])
+        zero = [d for d, level, _ in q.judged if level == 0]
+        pos = sample_nr(len(zero), np.zeros(0, np.int64), n_nr, seed, q.qid)
+        short += len(pos) < n_nr
+        q_nr.append([zero[p] for p in pos])
+    if short:
+        skips.add(f"queries with fewer than {n_nr} level-0 documents (all of them kept)", n=short)
+
+    needed = {d for lists in (q_mr, q_sr, q_nr) for ds in lists for d in ds}
+    texts = _read_docs(Path(documents), needed)
+    for q in selected:  # every judged document a query uses must be in the collection
+        for did, _, lineno in q.judged:
+            if did in needed and did not in texts:
+                src = queries[sel_from[id(q)]] if official else queries
+                raise DataFormatError(f"query {q.qid}: judged document {did!r} is not in {documents}", src, lineno)
+    empty = {d for d in needed if not texts[d]}
+    if empty:
+        skips.add("judged documents with an empty text", n=len(empty))
+
+    # Keep the queries that still have an MR document; drop empty documents from the pools.
+    n_sampled = [len(nr) for nr in q_nr]  # level-0 documents drawn, before dropping empty texts
+    keep, names = [], []
+    for i, q in enumerate(selected):
+        q_mr[i] = [d for d in q_mr[i] if d not in empty]
+        q_sr[i] = [d for d in q_sr[i] if d not in empty]
+        q_nr[i] = [d for d in q_nr[i] if d not in empty]
+        if not q_mr[i]:
+            skips.add("queries whose every level-6 document has an empty text", f"query {q.qid}")
+            continue
+        keep.append(i)
+        names.append(sel_from[id(q)] if official else None)
+    if not keep:
+        raise DataFormatError("no query has a level-6 document with a word in its text", documents)
+    selected = [selected[i] for i in keep]
+    q_mr, q_sr, q_nr, n_sampled = ([lst[i] for i in keep] for lst in (q_mr, q_sr, q_nr, n_sampled))
+    level_counts = np.bincount([lv for q in selected for _, lv, _ in q.judged], minlength=7)  # (7,)
+    n = len(selected)
+    if official:
+        splits_q = {name: np.array([i for i in range(n) if names[i] == name], dtype=np.int64) for name in SPLITS}
+    else:
+        if split_sizes is None and min(split_sizes_of(n).values()) == 0:
+            raise DataFormatError(f"only {n} queries have a usable level-6 document; a 3:1:1 split needs at least 5",
+                                  queries)
+        splits_q = split_queries(n, seed, sizes=split_sizes)
+
+    doc_ids = sorted(needed - empty)
+    row = {d: i for i, d in enumerate(doc_ids)}
+    d_intern: dict[str, int] = {}
+    d_raw = [_intern(texts[d][:max_doc_tokens] if max_doc_tokens is not None else texts[d], d_intern) for d in doc_ids]
+    q_intern: dict[str, int] = {}
+    q_raw = [_intern(q.tokens, q_intern) for q in selected]
+    splits: dict[str, Split] = {}
+    for name in SPLITS:
+        qi, di, lab = [], [], []
+        for i in splits_q[name]:
+            for docs, label in ((q_mr[i], 2), (q_sr[i], 1), (q_nr[i], 0)):
+                qi += [i] * len(docs)
+                di += [row[d] for d in docs]
+                lab += [label] * len(docs)
+        splits[name] = Split(np.array(qi, np.int64), np.array(di, np.int64), np.array(lab, np.int64))
+    train = splits["train"]
+    q_vocab, q_map = _vocab_for([q_raw[i] for i in np.unique(train.qidx)], q_intern, min_count, max_vocab)
+    d_vocab, d_map = _vocab_for([d_raw[i] for i in np.unique(train.didx)], d_intern, min_count, max_vocab)
+    queries_r, docs_r = _ragged(q_raw, q_map), _ragged(d_raw, d_map)
+
+    n_cand = np.array([len(q_mr[i]) + len(q_sr[i]) + len(q_nr[i]) for i in range(n)])
+    used = {"MR": int(sum(map(len, q_mr))), "SR": int(sum(map(len, q_sr))), "NR": int(sum(map(len, q_nr)))}
+    info: dict[str, Any] = {
+        "source": "clirmatrix",
+        "lang": lang,
+        "query_lang": query_lang,
+        "files": {"queries": {k: str(v) for k, v in queries.items()} if official else str(queries),
+                  "documents": str(documents)},
+        "label_rule": LABEL_RULE,
+        "levels": {"judged": {str(lv): int(c) for lv, c in enumerate(level_counts)},
+                   "used": used, "level0_not_sampled": int(level_counts[0]) - sum(n_sampled),
+                   "dropped_empty_text": sum(n_sampled) + int(level_counts[1:].sum()) - sum(used.values())},
+        "n_queries_requested": n_queries,
+        "n_queries": n,
+        "n_nr": n_nr,
+        "seed": seed,
+        "split_sizes": {k: int(len(v)) for k, v in splits_q.items()},
+        "split_rule": "official files" if official else ("3:1:1" if split_sizes is None else "explicit sizes"),
+        "sr_per_query": float(np.mean([len(s) for s in q_sr])),
+        "candidates_per_query": float(n_cand.mean()),
+        "n_docs_loaded": len(doc_ids),
+        "query_tokens_mean": float(queries_r.lengths.mean()),
+        "doc_tokens_mean": float(docs_r.lengths.mean()),
+        "q_vocab_size": len(q_vocab),
+        "d_vocab_size": len(d_vocab),
+        "min_count": min_count,
+        "max_vocab": max_vocab,
+        "max_doc_tokens": max_doc_tokens,
+        "tokenizer": "NFKC + casefold + \\w+",
+        "selection": {"query_lines_read": read},
+        "skipped": skips.as_dict(),
+    }
+    skips.warn(f"CLIRMatrix {query_lang}->{lang}")
+    return RankingDataset(lang=lang, query_ids=[q.qid for q in selected], doc_ids=doc_ids, queries=queries_r,
+                          docs=docs_r, q_vocab=q_vocab, d_vocab=d_vocab, splits=splits, info=info)
+
