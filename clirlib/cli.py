@@ -285,7 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train and test one configuration")
     t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl", "hike"],
                    help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE (clirlib.systems)")
-    t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}) or a WikiCLIR directory")
+    t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a WikiCLIR directory, "
+                        "irds:wikiclir/<lang> or irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>] "
+                        "(ir_datasets' local cache; nothing is downloaded)")
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
     t.add_argument("--loss", default="sosl", choices=list(LOSSES))
     t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES))

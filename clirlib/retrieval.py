@@ -31,6 +31,7 @@ SR, in the collection; rel_i = 1 if the document at rank i is relevant):
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,13 +62,20 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
     key = (str(root), dataset.lang, id(dataset.d_vocab), id(dataset.splits["test"].didx))
     if key in _CACHE:
         return _CACHE[key]
-    files = wikiclir_files(root, dataset.lang)
+    if dataset.info.get("source") == "clirmatrix":  # CLIRMatrix: doc_id<TAB>text, gzipped
+        from .data.clirmatrix import iter_documents
+
+        documents = Path(dataset.info["files"]["documents"])
+        lines = ((did, text) for _, did, text in iter_documents(documents))
+    else:
+        documents = wikiclir_files(root, dataset.lang).documents
+        lines = (_tsv(documents, lineno, line, ("doc_id", "title", "text"))[::2]
+                 for lineno, line in read_lines(documents))
     stoi = dataset.d_vocab.stoi
     ids: list[str] = []
     texts: list[list[int]] = []
     skipped = 0
-    for lineno, line in read_lines(files.documents):
-        did, _, text = _tsv(files.documents, lineno, line, ("doc_id", "title", "text"))
+    for did, text in lines:
         toks = tokenize(text)
         if not toks:
             skipped += 1
@@ -77,7 +85,7 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
     row_of = {d: i for i, d in enumerate(ids)}
     remap = np.array([row_of[d] for d in dataset.doc_ids], dtype=np.int64)  # pool row -> collection row
     splits = {name: Split(s.qidx, remap[s.didx], s.labels) for name, s in dataset.splits.items()}
-    info = {**dataset.info, "collection": {"n_docs": len(ids), "skipped_empty": skipped, "file": str(files.documents)}}
+    info = {**dataset.info, "collection": {"n_docs": len(ids), "skipped_empty": skipped, "file": str(documents)}}
     out = dataclasses.replace(dataset, doc_ids=ids, docs=Ragged.from_lists(texts), splits=splits, info=info)
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))

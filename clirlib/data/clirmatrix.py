@@ -160,10 +160,8 @@ def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query]
     return out, read
 
 
-def _read_docs(path: Path, needed: set[str]) -> dict[str, list[str]]:
-    """Tokens of the ``needed`` documents (one streaming pass over the documents file)."""
-    out: dict[str, list[str]] = {}
-    first: dict[str, int] = {}
+def iter_documents(path: Path) -> Iterator[tuple[int, str, str]]:
+    """``(line number, doc id, text)`` of every line of a CLIRMatrix documents file, validated."""
     for lineno, line in _lines(path):
         cols = line.split("\t")
         if len(cols) != 2:
@@ -171,11 +169,19 @@ def _read_docs(path: Path, needed: set[str]) -> dict[str, list[str]]:
         did = cols[0].strip()
         if not did:
             raise DataFormatError("empty doc_id", path, lineno)
+        yield lineno, did, cols[1]
+
+
+def _read_docs(path: Path, needed: set[str]) -> dict[str, list[str]]:
+    """Tokens of the ``needed`` documents (one streaming pass over the documents file)."""
+    out: dict[str, list[str]] = {}
+    first: dict[str, int] = {}
+    for lineno, did, text in iter_documents(path):
         if did in needed:
             if did in first:
                 raise DataFormatError(f"duplicate document id {did!r} (first on line {first[did]})", path, lineno)
             first[did] = lineno
-            out[did] = tokenize(cols[1])
+            out[did] = tokenize(text)
     return out
 
 

@@ -28,6 +28,7 @@ import dataclasses
 import functools
 from pathlib import Path
 
+from .. import env
 from ..profiles import SIZES
 from . import irds
 from .dataset import RankingDataset
@@ -61,14 +62,16 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
     key = str(data) if str(data) in SIZES or is_irds(data) else str(Path(data).expanduser().resolve())
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
+    home = str(env.ir_datasets_home()) if is_irds(data) else None  # the same id in another cache is other data
     ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
-                 max_doc_tokens, strict)
+                 max_doc_tokens, strict, home)
     return dataclasses.replace(ds, info=copy.deepcopy(ds.info))
 
 
 @functools.lru_cache(maxsize=8)
 def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
-            embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool) -> RankingDataset:
+            embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool,
+            irds_home: str | None = None) -> RankingDataset:
     if data in SIZES:
         if lang not in LANGS:
             raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")

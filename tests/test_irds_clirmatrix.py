@@ -1,0 +1,233 @@
+"""``--data irds:clirmatrix/...``: CLIRMatrix from ir_datasets' local cache, offline.
+
+The fixture (``tests/fixtures/clirmatrix``, written by its ``make_fixture.py``) is ir_datasets'
+cache layout: ``clirmatrix/clirmatrix_downloads.json.gz`` (CLIRMatrix's download table) and
+the gzipped files its ``cache_path`` entries name. Each test copies it into a temporary
+``IR_DATASETS_HOME``, with sockets and ir_datasets' downloader made to raise.
+
+The fixture by hand (English queries -> French documents, levels 0-6):
+train 101: 1001@6 1002@3 1003@0 1004@0 1005@0 | 102: 1006@6 1007@5 1008@1 1009@0 1010@0 1011@0
+      103: 1012@4 1013@0 (no level 6)         | 104: 1014@6 1015@0 1016@0 1017@0
+      105: 1018@6 1019@2 1001@0 1020@0        | 106: 1026@6 1002@0 1003@0
+dev   201: 1021@6 1022@0 1023@0 1024@0        test1 301: 1025@6 1026@5 1027@0 1028@0 1029@0
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clirlib.data import DataFormatError, DataSkipWarning, MissingDataError, clear_cache, clirmatrix, irds, load_dataset
+
+FIXTURE = Path(__file__).parent / "fixtures" / "clirmatrix" / "ir_datasets_home"
+DATA = "irds:clirmatrix/fr/multi8/en"
+# query 103 (no level 6) is passed over with a warning on every load; test_official_splits checks it
+pytestmark = pytest.mark.filterwarnings("ignore::clirlib.data.DataSkipWarning")
+
+
+def _no_network(monkeypatch):
+    import ir_datasets.util.download as dl
+
+    def refuse(*a, **k):
+        raise AssertionError("a test tried to download or open a network connection")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    for cls in (dl.RequestsDownload, dl.Download):
+        monkeypatch.setattr(cls, "stream", refuse)
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    dst = tmp_path / "irds"
+    shutil.copytree(FIXTURE, dst)
+    clear_cache()  # load_dataset caches in-process; tests rewrite files under one cache path
+    monkeypatch.setenv("IR_DATASETS_HOME", str(dst))
+    _no_network(monkeypatch)
+    return dst / "clirmatrix"
+
+
+def _pairs(ds, split):
+    s = ds.splits[split]
+    return [(ds.query_ids[q], ds.doc_ids[d], int(lab)) for q, d, lab in zip(s.qidx, s.didx, s.labels)]
+
+
+def test_ids_are_ir_datasets_own():
+    assert irds.clirmatrix_ids(DATA) == ("clirmatrix/fr/multi8/en", "fr", "en")
+    assert irds.clirmatrix_ids("irds:clirmatrix/sw/bi139-base/en/test1", "sw") == \
+        ("clirmatrix/sw/bi139-base/en/test1", "sw", "en")
+    for bad, why in [("irds:clirmatrix/fr/multi8/en/test", "knows no dataset"),  # the splits are test1 / test2
+                     ("irds:clirmatrix/sw/multi8/en", "knows no dataset"),  # MULTI-8 has no Swahili
+                     ("irds:clirmatrix/fr/bi139/en", "knows no dataset"),
+                     ("irds:clirmatrix/fr", "expected irds:clirmatrix/<doc lang>"),
+                     ("irds:msmarco-passage", "clirlib reads")]:
+        with pytest.raises(DataFormatError, match=why):
+            irds.dataset_id(bad)
+    with pytest.raises(ValueError, match="documents in 'fr' but lang is 'it'"):
+        irds.clirmatrix_ids(DATA, "it")
+
+
+def test_official_splits_and_the_label_rule(home):
+    with pytest.warns(DataSkipWarning, match="1 queries without a level-6 document in en.fr.train.jl.gz"):
+        ds = load_dataset(DATA, "fr", n_nr=2, seed=0, embeddings="none")
+    assert ds.info["source"] == "clirmatrix" and ds.info["ir_datasets_id"] == "clirmatrix/fr/multi8/en"
+    # query 103 has no level-6 document: passed over and counted, not silently
+    assert ds.query_ids == ["101", "102", "104", "105", "106", "201", "301"]
+    assert ds.info["skipped"] == {"queries without a level-6 document in en.fr.train.jl.gz": 1}
+    assert ds.info["split_sizes"] == {"train": 5, "dev": 1, "test": 1}  # the files' own splits
+    # label rule 6 -> MR (2), 1-5 -> SR (1): every positive judgement is kept with its label
+    positives = {(q, d, lab) for split in ("train", "dev", "test") for q, d, lab in _pairs(ds, split) if lab > 0}
+    assert positives == {("101", "1001", 2), ("101", "1002", 1), ("102", "1006", 2), ("102", "1007", 1),
+                         ("102", "1008", 1), ("104", "1014", 2), ("105", "1018", 2), ("105", "1019", 1),
+                         ("106", "1026", 2), ("201", "1021", 2), ("301", "1025", 2), ("301", "1026", 1)}
+    # NR: 2 per query, drawn from that query's level-0 judgements only
+    zero = {"101": {"1003", "1004", "1005"}, "102": {"1009", "1010", "1011"}, "104": {"1015", "1016", "1017"},
+            "105": {"1001", "1020"}, "106": {"1002", "1003"}, "201": {"1022", "1023", "1024"},
+            "301": {"1027", "1028", "1029"}}
+    nr = {}
+    for split in ("train", "dev", "test"):
+        for q, d, lab in _pairs(ds, split):
+            if lab == 0:
+                nr.setdefault(q, set()).add(d)
+    assert all(len(nr[q]) == 2 and nr[q] <= zero[q] for q in zero)
+    assert nr["105"] == {"1001", "1020"} and nr["106"] == {"1002", "1003"}  # exactly 2 level-0: both kept
+    # 7 MR + 5 SR + 7 x 2 NR = 26 pairs; 19 level-0 judgements, 14 sampled, 5 not
+    assert sum(len(s) for s in ds.splits.values()) == 26
+    assert ds.info["levels"] == {"judged": {"0": 19, "1": 1, "2": 1, "3": 1, "4": 0, "5": 2, "6": 7},
+                                 "used": {"MR": 7, "SR": 5, "NR": 14}, "level0_not_sampled": 5,
+                                 "dropped_empty_text": 0}
+    assert ds.info["candidates_per_query"] == pytest.approx(26 / 7)
+    # seeded: the same seed gives the same pools; the draw depends on the seed
+    assert _pairs(load_dataset(DATA, "fr", n_nr=2, seed=0, embeddings="none"), "train") == _pairs(ds, "train")
+    draws = {frozenset(d for q, d, lab in _pairs(load_dataset(DATA, "fr", n_nr=1, seed=s, embeddings="none"), "train")
+                       if lab == 0 and q == "101") for s in range(8)}
+    assert len(draws) > 1
+
+
+def test_one_split_file_is_split_3_1_1(home):
+    ds = load_dataset(DATA + "/train", "fr", n_queries=5, n_nr=1, seed=3, embeddings="none")
+    assert sorted(ds.query_ids) == ["101", "102", "104", "105", "106"]
+    assert ds.info["split_sizes"] == {"train": 3, "dev": 1, "test": 1} and ds.info["split_rule"] == "3:1:1"
+    with pytest.raises(DataFormatError, match="a 3:1:1 split needs at least 5"):
+        load_dataset(DATA + "/test1", "fr", n_nr=1, embeddings="none")
+
+
+def test_matches_ir_datasets_own_parser(home):
+    """Cross-check: ir_datasets itself (in a fresh process, so that it reads this
+    IR_DATASETS_HOME; downloads made to raise) parses the same files into the same pairs."""
+    code = """
+import json, socket, sys
+import ir_datasets.util.download as dl
+def refuse(*a, **k): raise AssertionError('download attempted')
+socket.create_connection = refuse; dl.RequestsDownload.stream = refuse
+import ir_datasets
+out = {}
+for split in ('train', 'dev', 'test1'):
+    ds = ir_datasets.load('clirmatrix/fr/multi8/en/' + split)
+    out[split] = {'queries': [[q.query_id, q.text] for q in ds.queries_iter()],
+                  'qrels': [[r.query_id, r.doc_id, r.relevance] for r in ds.qrels_iter()]}
+out['docs'] = [[d.doc_id, d.text] for d in ir_datasets.load('clirmatrix/fr').docs_iter()]
+print(json.dumps(out))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={"IR_DATASETS_HOME": str(home.parent), "PATH": "/usr/bin:/bin", "HOME": str(home.parent)})
+    assert p.returncode == 0, p.stderr
+    theirs = json.loads(p.stdout)
+    ds = load_dataset(DATA, "fr", n_nr=2, seed=0, embeddings="none")
+    for ours, split in (("train", "train"), ("dev", "dev"), ("test", "test1")):
+        levels = {(q, d): lv for q, d, lv in theirs[split]["qrels"]}
+        for q, d, lab in _pairs(ds, ours):
+            assert clirmatrix.LEVEL_TO_LABEL[levels[(q, d)]] == lab
+        # every level-1..6 judgement of a kept query is in our pairs
+        kept = set(ds.query_ids)
+        assert {(q, d) for (q, d), lv in levels.items() if lv > 0 and q in kept} == \
+            {(q, d) for q, d, lab in _pairs(ds, ours) if lab > 0}
+    texts = dict(map(tuple, theirs["docs"]))
+    assert len(texts) == 30
+    from clirlib.data import tokenize
+
+    for i, did in enumerate(ds.doc_ids):  # document text = ir_datasets' text, tokenised
+        assert ds.docs[i].tolist() == ds.d_vocab.encode(tokenize(texts[did]))
+
+
+def test_no_cache_says_what_to_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "empty"))
+    _no_network(monkeypatch)
+    with pytest.raises(MissingDataError) as err:
+        load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert "http://www.cs.jhu.edu/~shuosun/clirmatrix/data/downloads.json.gz" in msg  # ir_datasets' address
+    assert str(tmp_path / "empty" / "clirmatrix" / "clirmatrix_downloads.json.gz") in msg
+    assert not (tmp_path / "empty").exists()  # nothing written, nothing fetched
+
+
+def test_a_missing_file_is_named_with_its_address(home):
+    (home / "multi8" / "en" / "en.fr.dev.jl.gz").unlink()
+    with pytest.raises(MissingDataError) as err:
+        load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    msg = str(err.value)
+    assert "\n" not in msg and "MULTI-8/en/en.fr.dev.jl.gz" in msg and str(home / "multi8/en/en.fr.dev.jl.gz") in msg
+
+
+def _rewrite(path: Path, lines: list[str]) -> None:
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0))
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", 7]]}', "level 7 outside CLIRMatrix's 0-6"),
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", 6], ["1025", 0]]}', "judges document '1025' twice"),
+    ('{"src_id": "301", "tgt_results": []}', "missing field 'src_query'"),
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", 6]]', "not a JSON object"),
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", "six"]]}', "is not an integer"),
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["9999", 6]]}', "judged document '9999' is not in"),
+])
+def test_bad_queries_lines_name_file_and_line(home, line, problem):
+    path = home / "multi8" / "en" / "en.fr.test1.jl.gz"
+    _rewrite(path, ['{"src_id": "300", "src_query": "Film", "tgt_results": [["1025", 6], ["1027", 0]]}', "", line])
+    with pytest.raises(DataFormatError) as err:
+        load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    assert err.value.path == str(path) and err.value.line == 3 and problem in err.value.problem  # line 2 is blank
+
+
+def test_bad_documents_line_names_file_and_line(home):
+    path = home / "docs" / "fr.tsv.gz"
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    lines[4] = lines[4].replace("\t", "\ttitle\t")
+    _rewrite(path, lines)
+    with pytest.raises(DataFormatError) as err:
+        load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    assert (err.value.path, err.value.line) == (str(path), 5)
+    assert "expected 2 tab-separated columns (doc_id, text), found 3" in err.value.problem
+
+
+def test_cli_trains_on_clirmatrix(home, tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--data", DATA, "--lang", "fr", "--n-nr", "2",
+                        "--epochs", "1", "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                       env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", "IR_DATASETS_HOME": str(home.parent)})
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(out.read_text())
+    assert rec["data_info"]["label_rule"] == clirmatrix.LABEL_RULE
+    assert rec["data_info"]["split_sizes"] == {"train": 5, "dev": 1, "test": 1}
+    assert "chance P_mr@1 = 1/3.7 = 0.269" in p.stdout  # 26 pairs / 7 queries
+    assert np.isfinite(rec["test"]["NDCG@5"])
+
+
+def test_whole_collection_reads_the_documents_file(home):
+    from clirlib import retrieval
+
+    ds = load_dataset(DATA, "fr", n_nr=2, seed=0, embeddings="none")
+    coll = retrieval.collection_dataset(ds)
+    assert coll.doc_ids == [str(d) for d in range(1001, 1031)]  # the fixture's 30 documents, file order
+    assert coll.info["collection"] == {"n_docs": 30, "skipped_empty": 0, "file": str(home / "docs" / "fr.tsv.gz")}
+    for name, split in ds.splits.items():  # the same judged pairs, pointing into the collection
+        assert [coll.doc_ids[d] for d in coll.splits[name].didx] == [ds.doc_ids[d] for d in split.didx]
