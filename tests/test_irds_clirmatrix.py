@@ -209,12 +209,18 @@ def test_bad_documents_line_names_file_and_line(home):
     assert "expected 2 tab-separated columns (doc_id, text), found 3" in err.value.problem
 
 
-def test_cli_trains_on_clirmatrix(home, tmp_path):
+@pytest.mark.parametrize("system", ["sosl", "mdl", "hike"])
+def test_cli_trains_on_clirmatrix(home, tmp_path, system):
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--data", DATA, "--lang", "fr", "--n-nr", "2",
-                        "--epochs", "1", "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=300,
-                       env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", "IR_DATASETS_HOME": str(home.parent)})
+    p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", system, "--data", DATA, "--lang", "fr",
+                        "--n-nr", "2", "--epochs", "1", "--quiet", "--out", str(out)], capture_output=True, text=True,
+                       timeout=300, env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin",
+                                         "IR_DATASETS_HOME": str(home.parent)})
     assert p.returncode == 0, p.stderr
+    if system == "hike":  # no --kg on real data
+        assert "HIKE runs as the vanilla cross-encoder" in p.stdout
+    if system == "mdl":
+        assert "whole collection (30 documents)" in p.stdout
     rec = json.loads(out.read_text())
     assert rec["data_info"]["label_rule"] == clirmatrix.LABEL_RULE
     assert rec["data_info"]["split_sizes"] == {"train": 5, "dev": 1, "test": 1}
