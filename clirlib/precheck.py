@@ -4,7 +4,8 @@ A papermill run that fails inside a notebook prints a long kernel traceback; eve
 that can be checked up front is checked here instead, each failure a one-line
 :class:`~clirlib.validate.ConfigError` naming the option and the path: ``--data`` (a
 WikiCLIR root holding at least one of the paper's document languages, each with
-non-empty queries, documents and qrels files), ``--kernel`` (an installed Jupyter
+non-empty queries, documents and qrels files, or an ``irds:`` id whose files ir_datasets'
+cache holds for one of them), ``--kernel`` (an installed Jupyter
 kernel), ``--notebooks`` (each prefix matches a notebook) and the output folders
 (``results/`` writable).
 """
@@ -43,8 +44,20 @@ def precheck(notebooks: Iterable[Path], *, data: str | None, kernel: str,
 def _check_data(data: str) -> None:
     from .data import DataFormatError, available_languages
     from .data.languages import wikiclir_files
+    from .data import irds
     from .reported import LANGS
 
+    if irds.is_irds(data):  # ir_datasets' cache: the reader checks the files it names
+        try:
+            if irds.collection(data) == irds.CLIRMATRIX and irds.clirmatrix_ids(data)[1] not in LANGS:
+                have = []  # the language is wrong whatever the cache holds
+            else:
+                have = [lang for lang in irds.cached_languages(data) if lang in LANGS]
+        except ValueError as e:  # DataFormatError / MissingDataError: what to download and where
+            raise ConfigError("data", str(e)) from None
+        if not have:
+            raise ConfigError("data", f"{data} has none of the paper's document languages ({', '.join(LANGS)})")
+        return
     try:
         have = [lang for lang in available_languages(data) if lang in LANGS]
     except DataFormatError as e:

@@ -238,3 +238,17 @@ def test_whole_collection_reads_the_documents_file(home):
     assert coll.info["collection"] == {"n_docs": 30, "skipped_empty": 0, "file": str(home / "docs" / "fr.tsv.gz")}
     for name, split in ds.splits.items():  # the same judged pairs, pointing into the collection
         assert [coll.doc_ids[d] for d in coll.splits[name].didx] == [ds.doc_ids[d] for d in split.didx]
+
+
+def test_reproduce_prechecks_the_cache(home, tmp_path, monkeypatch):
+    from clirlib import precheck
+    from clirlib.validate import ConfigError
+
+    precheck._check_data(DATA)  # French documents: one of the paper's languages
+    with pytest.raises(ConfigError, match="none of the paper's document languages"):
+        precheck._check_data("irds:clirmatrix/en/multi8/fr")  # English documents (the fixture lacks them anyway)
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="download http://www.cs.jhu.edu/~shuosun/clirmatrix/data/downloads.json.gz"):
+        precheck._check_data(DATA)
+    with pytest.raises(ConfigError, match="wiki-clir.tar.gz"):  # the WikiCLIR path of issue 15 too
+        precheck._check_data("irds:wikiclir")
