@@ -252,3 +252,24 @@ def test_reproduce_prechecks_the_cache(home, tmp_path, monkeypatch):
         precheck._check_data(DATA)
     with pytest.raises(ConfigError, match="wiki-clir.tar.gz"):  # the WikiCLIR path of issue 15 too
         precheck._check_data("irds:wikiclir")
+
+
+def test_reader_errors_on_the_files_themselves(tmp_path):
+    """load_clirmatrix on files given by path: a missing file, a file that is not gzip."""
+    docs = tmp_path / "fr.tsv.gz"
+    docs.write_bytes(gzip.compress(b"1\tle fleuve\n2\tla ville\n", mtime=0))
+    with pytest.raises(MissingDataError, match="file not found"):
+        clirmatrix.load_clirmatrix(tmp_path / "absent.jl.gz", docs, "fr")
+    broken = tmp_path / "q.jl.gz"
+    for data in (gzip.compress(b"x" * 100, mtime=0)[:-12],  # a stream cut short (EOFError)
+                 gzip.compress(b"", mtime=0)[:10] + b"not deflate data"):  # a corrupt stream (zlib.error)
+        broken.write_bytes(data)
+        with pytest.raises(DataFormatError, match="cannot be read as gzip") as err:
+            clirmatrix.load_clirmatrix(broken, docs, "fr")
+        assert err.value.path == str(broken) and err.value.line == 1
+    # plain (not gzipped) files are read too: 5 queries, one MR document each, split 3:1:1
+    plain = tmp_path / "q.jl"
+    plain.write_text("".join(json.dumps({"src_id": str(q), "src_query": f"river {q}",
+                                         "tgt_results": [["1", 6], ["2", 0]]}) + "\n" for q in range(5)))
+    ds = clirmatrix.load_clirmatrix(plain, docs, "fr", n_nr=1)
+    assert ds.info["split_sizes"] == {"train": 3, "dev": 1, "test": 1} and len(ds.doc_ids) == 2

@@ -46,6 +46,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,15 +87,16 @@ def _open_text(path: Path) -> io.TextIOBase:
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of the non-blank lines; a bad byte or bad gzip names the line."""
     lineno = 0
+    f = _open_text(path)  # outside the try: a missing file is a MissingDataError, not a bad gzip
     try:
-        with _open_text(path) as f:
+        with f:
             for lineno, line in enumerate(f, 1):
                 line = line.rstrip("\r\n")
                 if line and not line.isspace():
                     yield lineno, line
     except UnicodeDecodeError as e:
         raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, lineno + 1) from None
-    except (OSError, EOFError) as e:  # a truncated or corrupt gzip stream
+    except (OSError, EOFError, zlib.error) as e:  # a truncated or corrupt gzip stream
         raise DataFormatError(f"cannot be read as gzip ({e})", path, lineno + 1) from None
 
 
