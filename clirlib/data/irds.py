@@ -187,7 +187,12 @@ def clirmatrix_ids(data: str, lang: str | None = None) -> tuple[str, str, str]:
     if len(parts) not in (4, 5):
         raise DataFormatError(f"{data!r}: expected {PREFIX}{CLIRMATRIX}/<doc lang>/<variant>/<query lang>[/<split>], "
                               f"e.g. {PREFIX}{CLIRMATRIX}/fr/multi8/en")
+    # the registry's own id patterns (a private list of ir_datasets 0.6, pinned in requirements.txt);
+    # ``registry[id]`` would run the initializer, which downloads the table when it is missing
     patterns = [p for p, _ in ir_datasets.registry._patterns if p.pattern.startswith(f"^{CLIRMATRIX}/")]
+    if not patterns:
+        raise RuntimeError(f"ir_datasets {ir_datasets.__version__} registers no CLIRMatrix id patterns "
+                           f"(clirlib is tested with the version in requirements.txt)")
     full = [name] if len(parts) == 5 else [f"{name}/{s}" for s in CLIRMATRIX_SPLITS.values()]
     for ident in full:
         if not any(p.match(ident) for p in patterns):
