@@ -273,3 +273,18 @@ def test_reader_errors_on_the_files_themselves(tmp_path):
                                          "tgt_results": [["1", 6], ["2", 0]]}) + "\n" for q in range(5)))
     ds = clirmatrix.load_clirmatrix(plain, docs, "fr", n_nr=1)
     assert ds.info["split_sizes"] == {"train": 3, "dev": 1, "test": 1} and len(ds.doc_ids) == 2
+
+
+def test_fixture_files_are_what_make_fixture_writes(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_fixture", FIXTURE.parent / "make_fixture.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod, "HERE", tmp_path / "clirmatrix")
+    mod.main()
+    ours = sorted(p.relative_to(tmp_path / "clirmatrix") for p in (tmp_path / "clirmatrix").rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(FIXTURE / "clirmatrix") for p in (FIXTURE / "clirmatrix").rglob("*") if p.is_file())
+    assert ours == committed and len(ours) == 5
+    for rel in ours:  # gzip with mtime 0: the same bytes
+        assert (tmp_path / "clirmatrix" / rel).read_bytes() == (FIXTURE / "clirmatrix" / rel).read_bytes(), rel
