@@ -2,6 +2,7 @@
 
 - ``load_dataset``: the one entry point (profile name or WikiCLIR folder -> RankingDataset)
 - ``load_wikiclir``: the streaming WikiCLIR reader, ``load_polyglot``: Polyglot pickles
+- ``irds`` / ``clirmatrix``: WikiCLIR and CLIRMatrix from ir_datasets' local cache (``irds:...``)
 - ``generate_benchmark``: the embedded benchmark (``synthetic``; its sizes ``PROFILES`` are ``clirlib.profiles.SIZES``)
 - ``tokenize`` / ``build_vocab``: text handling, ``table1``: Table 1 for loaded data
 """
