@@ -340,5 +340,6 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     }
     skips.warn(f"CLIRMatrix {query_lang}->{lang}")
     return RankingDataset(lang=lang, query_ids=[q.qid for q in selected], doc_ids=doc_ids, queries=queries_r,
-                          docs=docs_r, q_vocab=q_vocab, d_vocab=d_vocab, splits=splits, info=info)
+                          docs=docs_r, q_vocab=q_vocab, d_vocab=d_vocab, splits=splits, info=info,
+                          query_words=[list(q.tokens) for q in selected])
 

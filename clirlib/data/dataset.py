@@ -128,6 +128,17 @@ class RankingDataset:
     q_vectors: np.ndarray | None = None  # (len(q_vocab), p) float32 initial embeddings
     d_vectors: np.ndarray | None = None  # (len(d_vocab), p) float32
     info: dict[str, Any] = field(default_factory=dict)  # source, stats, skips, coverage
+    # (n_queries,) each query's words before the vocabulary (None: not kept). What reads text
+    # rather than a model's ids uses them: entity linking must see words that only test
+    # queries contain, which the training-split vocabulary maps to <UNK>.
+    query_words: list[list[str]] | None = None
+
+    def words_of_query(self, i: int) -> list[str]:
+        """Query ``i``'s words: as read when kept, else its vocabulary tokens (``<UNK>`` for unseen words)."""
+        if self.query_words is not None:
+            return self.query_words[i]
+        itos = self.q_vocab.itos
+        return [itos[t] for t in self.queries[i]]
 
     @property
     def embedding_dim(self) -> int:

@@ -543,6 +543,7 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     return RankingDataset(
         lang=files.lang, query_ids=q_ids, doc_ids=doc_ids, queries=queries, docs=documents,
         q_vocab=q_vocab, d_vocab=d_vocab, splits=splits, info=info,
+        query_words=[list(t) for t in sel.q_tokens],
     )
 
 

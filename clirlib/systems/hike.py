@@ -251,11 +251,11 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
     emb = train_transe(len(kg), kg.heads, kg.rels, kg.tails, epochs=cfg.transe_epochs, seed=cfg.data_seed)
     nbrs = top_neighbours(indptr, indices, emb, cfg.k_neighbours)  # (n, k)
     en = kg.labels.get("en", [""] * len(kg))
-    index = label_index(en, dataset.q_vocab.stoi, np.diff(indptr))
+    index = label_index(en, np.diff(indptr))
     links = np.full((len(dataset.query_ids), cfg.max_entities), -1, dtype=np.int64)
     predicted: dict[str, list[str]] = {}
     for i in range(len(dataset.query_ids)):
-        found = link(dataset.queries[i], index)
+        found = link(dataset.words_of_query(i), index)
         predicted[dataset.query_ids[i]] = [kg.ids[e] for e in found]
         if cfg.kg == "gold":
             found = [kg.index[e] for e in (gold or {}).get(dataset.query_ids[i], []) if e in kg.index]
