@@ -68,3 +68,12 @@ def test_sides_runs_both_and_checks_workers():
 
     with pytest.raises(RuntimeError, match="query side failed"):
         mdl.sides(boom, lambda: 2, workers=2)
+
+
+def test_inference_in_a_forked_process_gives_the_same_vectors(monkeypatch):
+    texts = [[f"w{(i * 5 + j) % 17}" for j in range(3 + i % 7)] for i in range(40)]
+    model = doc2vec.train_doc2vec(texts, dim=8, epochs=3, seed=0)
+    monkeypatch.setattr(doc2vec, "FORK_MIN_TEXTS", 10)  # 40 texts: the child infers 20 of them
+    forked = np.stack(doc2vec.infer_all(model, texts, 5, workers=2))
+    alone = np.stack([doc2vec.infer(model, w, 5) for w in texts])
+    assert forked.shape == (40, 8) and np.array_equal(forked, alone)

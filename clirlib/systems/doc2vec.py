@@ -13,7 +13,8 @@
   doc2vec settings. A vector depends on nothing else, so MDL.1, MDL.6, the label controls
   and every cell of the m x C sweep of one (language, seed) share one doc2vec training and
   one inference per text instead of repeating them (on ``default`` these were about half
-  of a fit: measured 5.5 s training and 6.3 s inference of 17.7 s, French, seed 0).
+  of a fit: measured 5.5 s training and 6.3 s inference of 24.2 s, French, seed 0).
+- :func:`infer_all`: many texts, half of them in a forked process (``workers=2``).
 """
 
 from __future__ import annotations
@@ -103,16 +104,54 @@ class Representations:
             self.models[side] = train_doc2vec(self.texts[side], dim=self.dim, epochs=self.epochs, seed=self.seed)
         return self.models[side]
 
-    def of(self, side: str, texts: list[list[str]]) -> np.ndarray:  # (n, dim)
-        """Vectors of ``texts`` on ``side``, inferring (once) those not seen before."""
+    def of(self, side: str, texts: list[list[str]], workers: int = 1) -> np.ndarray:  # (n, dim)
+        """Vectors of ``texts`` on ``side``, inferring (once) those not seen before; with
+        ``workers=2`` a forked process infers half of a large batch (:func:`infer_all`)."""
         model, cache = self.model(side), self.vectors[side]
+        new = {}
+        for words in texts:
+            new.setdefault(" ".join(words), words)
+        new = {k: w for k, w in new.items() if k not in cache}
+        cache.update(zip(new, infer_all(model, list(new.values()), self.seed, workers)))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, words in enumerate(texts):
-            key = " ".join(words)
-            if key not in cache:
-                cache[key] = infer(model, words, self.seed)
-            out[i] = cache[key]
+            out[i] = cache[" ".join(words)]
         return out
+
+
+#: Below this many texts a second process costs more than it saves.
+FORK_MIN_TEXTS = 1000
+_FORKED: tuple = ()  # (model, texts, seed) the forked child reads
+
+
+def _infer_block(lo: int, hi: int) -> np.ndarray:  # (hi - lo, dim)
+    model, texts, seed = _FORKED
+    return np.stack([infer(model, w, seed) for w in texts[lo:hi]])
+
+
+def infer_all(model, texts: list[list[str]], seed: int, workers: int = 1) -> list[np.ndarray]:
+    """``infer(model, words, seed)`` of every text. ``workers=2``: a forked child process
+    infers the second half while this one infers the first (gensim's inference holds the
+    GIL too much for two threads to help). Each vector depends only on its text, so the
+    result is the same bits as ``workers=1``; the child shares the model by fork, so this
+    runs only from the main thread of a platform with ``fork`` and for batches of at least
+    ``FORK_MIN_TEXTS`` texts, else in this process."""
+    import multiprocessing
+    import threading
+
+    global _FORKED
+    if (workers == 1 or len(texts) < FORK_MIN_TEXTS or threading.current_thread() is not threading.main_thread()
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        return [infer(model, w, seed) for w in texts]
+    half = len(texts) // 2
+    _FORKED = (model, texts, seed)
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            second = pool.apply_async(_infer_block, (half, len(texts)))
+            first = [infer(model, w, seed) for w in texts[:half]]
+            return first + list(second.get())
+    finally:
+        _FORKED = ()
 
 
 def clear_memo() -> None:

@@ -55,7 +55,10 @@ Speed (issue 13's budget: the 12 default fits within 4 minutes on 2 cores). Prof
 training 5.5 s (the documents' model), LDA 0.9 s. Nothing of the model changes: the query
 side (its doc2vec, then LDA) and the document side (its doc2vec), then the two
 autoencoders, run at once on two cores (:func:`sides`, bitwise the same as one after the
-other), and doc2vec runs once per (training texts, seed) (``doc2vec.Representations``).
+other); a forked process infers half of every large batch of texts (``doc2vec.infer_all``;
+two threads do not help there, gensim's inference holds the GIL); and doc2vec runs once
+per (training texts, seed) (``doc2vec.Representations``). ``MDL(config, workers=1,
+memo=False)`` is the plain path the tests compare against.
 """
 
 from __future__ import annotations
@@ -324,7 +327,7 @@ class MDL(System):
 
     def _vectors(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, p)
         vocab, texts = (dataset.q_vocab, dataset.queries) if side == "q" else (dataset.d_vocab, dataset.docs)
-        return self.reps.of(side, token_texts(vocab, texts, np.asarray(rows, dtype=np.int64)))
+        return self.reps.of(side, token_texts(vocab, texts, np.asarray(rows, dtype=np.int64)), self.workers)
 
     @torch.no_grad()
     def _encode(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, code)
