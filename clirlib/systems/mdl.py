@@ -296,8 +296,9 @@ class MDL(System):
 
         with determinism.one_thread():  # every kernel on one torch thread, in either worker
             (xq, y), xd = sides(query_side, lambda: self._vectors(dataset, "d", drows), self.workers)  # (n, p), (n, C), (n, p)
-            self.n_topics = y.shape[1]
-            self.H = orthogonal_h(self.n_topics, cfg.code, seed)
+        self.n_topics = y.shape[1]
+        self.H = orthogonal_h(self.n_topics, cfg.code, seed)  # on the process's threads, as before the speed-up
+        with determinism.one_thread():
             (enc_q, lq), (enc_d, ld) = sides(lambda: train_autoencoder(xq, y, self.H, cfg, seed, "q"),
                                              lambda: train_autoencoder(xd, y, self.H, cfg, seed, "d"), self.workers)
         self.enc = {"q": enc_q, "d": enc_d}
