@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import zlib
 from collections import OrderedDict
 from typing import Any
@@ -134,14 +135,16 @@ def infer_all(model, texts: list[list[str]], seed: int, workers: int = 1) -> lis
     infers the second half while this one infers the first (gensim's inference holds the
     GIL too much for two threads to help). Each vector depends only on its text, so the
     result is the same bits as ``workers=1``; the child shares the model by fork, so this
-    runs only from the main thread of a platform with ``fork`` and for batches of at least
-    ``FORK_MIN_TEXTS`` texts, else in this process."""
+    runs only from the main thread of a platform with ``fork``, outside Ray, and for
+    batches of at least ``FORK_MIN_TEXTS`` texts, else in this process."""
     import multiprocessing
     import threading
 
     global _FORKED
+    ray = sys.modules.get("ray")
     if (workers == 1 or len(texts) < FORK_MIN_TEXTS or threading.current_thread() is not threading.main_thread()
-            or "fork" not in multiprocessing.get_all_start_methods()):
+            or "fork" not in multiprocessing.get_all_start_methods()
+            or (ray is not None and ray.is_initialized())):  # a Ray task keeps to its own CPU and process
         return [infer(model, w, seed) for w in texts]
     half = len(texts) // 2
     _FORKED = (model, texts, seed)
