@@ -295,7 +295,8 @@ class MDL(System):
             return xq, self._labels(dataset, qrows, drows, seed)
 
         with determinism.one_thread():  # every kernel on one torch thread, in either worker
-            (xq, y), xd = sides(query_side, lambda: self._vectors(dataset, "d", drows), self.workers)  # (n, p), (n, C), (n, p)
+            # (n, p), (n, C) and (n, p)
+            (xq, y), xd = sides(query_side, lambda: self._vectors(dataset, "d", drows), self.workers)
         self.n_topics = y.shape[1]
         self.H = orthogonal_h(self.n_topics, cfg.code, seed)  # on the process's threads, as before the speed-up
         with determinism.one_thread():
