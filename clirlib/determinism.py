@@ -46,6 +46,18 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(n)
 
 
+@contextlib.contextmanager
+def pinned_threads(n: int) -> Iterator[None]:
+    """Run on exactly ``n`` torch threads, then restore the count: code whose floating-point
+    results could follow the thread count (large matrix products) pins it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy's legacy global state and torch (CPU and GPU)."""
     random.seed(seed)

@@ -9,10 +9,13 @@ encodings (Eq. 1 of the paper; eps = 0 is cosine, MDL's measure), which is the d
 product of q / (||q|| + eps) and d / (||d|| + eps), so one chunk of queries against all
 documents is one matrix product; other systems through ``score_matrix`` (BM25).
 
-Exact top-k (k = 1000, or every document of a smaller collection) per chunk of queries:
-``torch.topk`` of k + 1 gives the k-th score tau; where the (k+1)-th equals it, every
-document tied at tau is a candidate, and the candidates are ordered by (score descending, label ascending, document row), which is
-``clirlib.metrics``' pessimistic tie rule: a tie never helps the system. A relevant
+Exact top-k (k = 1000, or every document of a smaller collection) per chunk of queries,
+on a pinned number of torch threads: the k + 1 largest scores (:func:`top_values`, a
+grouped threshold in front of ``torch.topk``) give the k-th score tau; where the (k+1)-th
+equals it, every document tied at tau is a candidate, and the candidates are ordered by
+(score descending, label ascending, document row), which is ``clirlib.metrics``'
+pessimistic tie rule: a tie never helps the system (:func:`rank_vectors_reference` sorts
+every document that way; the tests compare the two). A relevant
 document outside the top k counts as not retrieved (as in a TREC run of depth k).
 
 Metrics, per query, then averaged (R = the query's number of relevant documents, MR or
@@ -38,6 +41,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from . import determinism
 from .data.dataset import RankingDataset, Ragged, Split
 
 COLLECTION_METRICS = ("MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10")
@@ -109,18 +113,57 @@ def _labels_of(keys_sorted: np.ndarray, labels_sorted: np.ndarray, keys: np.ndar
     return np.where(hit, labels_sorted[pos] if len(keys_sorted) else 0, 0)
 
 
+def top_values(scores: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k largest scores of each row of ``scores`` (b, n) and their columns, in no
+    particular order: the values of ``torch.topk(scores, k)``; which of several equal scores
+    at the k-th place is returned is arbitrary, and the caller breaks such ties.
+
+    Speed: a full ``topk`` over 120,000 documents was half of whole-collection scoring.
+    Split the columns into g groups of s (group j: columns j, j + g, j + 2g, ..., so the
+    group maxima are one vectorised ``amax``), with s = sqrt(n / k) balancing the two
+    ``topk`` below. Take the k groups with the largest maxima, t the smallest of those
+    maxima: those k groups hold k scores >= t, so the k-th largest score is >= t, and every
+    score > t lies in one of them (any other group's maximum is <= t). The top k of their
+    k * s scores (and the < s columns left over) therefore has the row's top-k values; a
+    score equal to t outside them only matters when it ties at the k-th place, which the
+    caller detects from the values (``top_k_chunk``). ``tests/test_retrieval.py`` checks
+    it against the plain ``topk``."""
+    b, n = scores.shape
+    s = max(2, int(round((n / max(k, 1)) ** 0.5)))
+    g = n // s
+    if g <= k:  # too few groups to leave any out: the plain path
+        vals, idx = torch.topk(scores, k, dim=1, sorted=False)
+        return vals.numpy(), idx.numpy()
+    scores = scores.contiguous()
+    grid = scores.as_strided((b, s, g), (n, g, 1))  # (b, s, g) view: grid[:, i, j] is column j + i g
+    groups = torch.topk(grid.amax(dim=1), k, dim=1, sorted=False).indices  # (b, k)
+    cand = grid.gather(2, groups[:, None, :].expand(b, s, k)).reshape(b, s * k)  # (b, s k)
+    cand = torch.cat([cand, scores[:, g * s:]], dim=1)  # the < s columns after the last full group
+    vals, j = torch.topk(cand, k, dim=1, sorted=False)  # (b, k)
+    # back to columns in numpy: small index arithmetic is cheaper there than on torch's thread pool
+    j, groups = j.numpy(), groups.numpy()
+    i, place = np.divmod(j, k)  # candidate j is member i of the group at ``place``
+    col = np.take_along_axis(groups, np.minimum(place, k - 1), axis=1) + g * i
+    return vals.numpy(), np.where(j < s * k, col, j - s * k + g * s)
+
+
 def top_k_chunk(scores: torch.Tensor, k: int, q_codes: np.ndarray, rel_keys: np.ndarray,
                 rel_labels: np.ndarray, n_docs: int) -> np.ndarray:
     """Labels (b, k) of the top-k documents of each row of ``scores`` (b, n_docs) under the
     pessimistic tie rule. ``q_codes`` (b,) are the rows' query codes; a relevant document is
     ``q_code * n_docs + doc`` in the sorted ``rel_keys`` with label ``rel_labels``."""
-    n = scores.shape[1]
+    b, n = scores.shape
     # One more than k: a tie crosses the boundary only where the (k+1)-th score equals the k-th.
-    vals, idx = torch.topk(scores, min(k + 1, n), dim=1)  # (b, k + 1), (b, k + 1)
-    vals, idx = vals.numpy(), idx.numpy().astype(np.int64)
-    crossing = vals[:, k] == vals[:, k - 1] if n > k else np.zeros(len(vals), dtype=bool)  # (b,)
-    vals, idx = vals[:, :k], idx[:, :k]
-    tau = vals[:, -1:]  # (b, 1)
+    vals, idx = top_values(scores, min(k + 1, n))  # (b, k + 1), (b, k + 1) unordered
+    idx = idx.astype(np.int64)
+    crossing = np.zeros(b, dtype=bool)  # (b,)
+    if n > k:  # the (k+1)-th is the smallest of the k + 1; a tie crosses where another equals it
+        last = vals.argmin(axis=1)  # (b,)
+        crossing = (vals == vals[np.arange(b), last][:, None]).sum(axis=1) >= 2
+        keep = np.ones(vals.shape, dtype=bool)
+        keep[np.arange(b), last] = False
+        vals, idx = vals[keep].reshape(b, k), idx[keep].reshape(b, k)
+    tau = vals.min(axis=1, keepdims=True)  # (b, 1) the k-th score
     lab = _labels_of(rel_keys, rel_labels, q_codes[:, None] * n_docs + idx)  # (b, k)
     order = np.lexsort((idx, lab, -vals), axis=-1)
     lab = np.take_along_axis(lab, order, axis=1)
@@ -132,22 +175,48 @@ def top_k_chunk(scores: torch.Tensor, k: int, q_codes: np.ndarray, rel_keys: np.
     return lab
 
 
-def rank_vectors(q: np.ndarray, d: np.ndarray, eps: float, q_codes: np.ndarray, rel_keys: np.ndarray,
-                 rel_labels: np.ndarray, k: int = DEPTH, chunk: int = 256) -> np.ndarray:
-    """Labels (n_q, k) of each query's top-k documents by r_eps of ``q`` (n_q, p) and
-    ``d`` (n_docs, p): chunks of ``chunk`` queries against all documents, float32."""
-    def unit(x):  # x / (||x|| + eps); cosine clamps the norm like similarity.MIN_NORM
-        x = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-        n = torch.linalg.vector_norm(x, dim=1, keepdim=True)
-        return x / (n.clamp_min(1e-8) if eps == 0 else n + eps)
+def _unit(x: np.ndarray, eps: float) -> torch.Tensor:  # (n, p) -> (n, p)
+    """x / (||x|| + eps) in float32; cosine (eps = 0) clamps the norm like similarity.MIN_NORM."""
+    x = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    n = torch.linalg.vector_norm(x, dim=1, keepdim=True)  # (n, 1)
+    return x / (n.clamp_min(1e-8) if eps == 0 else n + eps)
 
-    qn, dn = unit(q), unit(d)  # (n_q, p), (n_docs, p)
-    k = min(k, len(dn))
-    out = np.zeros((len(qn), k), dtype=np.int64)
-    with torch.no_grad():
-        for s in range(0, len(qn), chunk):
-            sc = qn[s:s + chunk] @ dn.T  # (b, n_docs)
-            out[s:s + chunk] = top_k_chunk(sc, k, q_codes[s:s + chunk], rel_keys, rel_labels, len(dn))
+
+def _score_chunks(q: np.ndarray, d: np.ndarray, eps: float, chunk: int):
+    """(start, scores (b, n_docs)) of ``chunk`` queries at a time: one matrix product each."""
+    qn, dn = _unit(q, eps), _unit(d, eps)  # (n_q, p), (n_docs, p)
+    for s in range(0, len(qn), chunk):
+        yield s, qn[s:s + chunk] @ dn.T  # (b, n_docs)
+
+
+def rank_vectors(q: np.ndarray, d: np.ndarray, eps: float, q_codes: np.ndarray, rel_keys: np.ndarray,
+                 rel_labels: np.ndarray, k: int = DEPTH, chunk: int = 256,
+                 threads: int = determinism.DEFAULT_THREADS) -> np.ndarray:
+    """Labels (n_q, k) of each query's top-k documents by r_eps of ``q`` (n_q, p) and
+    ``d`` (n_docs, p): chunks of ``chunk`` queries against all documents, float32, on
+    ``threads`` torch threads (pinned, so the scores' bits do not follow the machine),
+    top k by :func:`top_values`; :func:`rank_vectors_reference` is the plain path."""
+    k = min(k, len(d))
+    out = np.zeros((len(q), k), dtype=np.int64)
+    with torch.no_grad(), determinism.pinned_threads(threads):
+        for s, sc in _score_chunks(q, d, eps, chunk):
+            out[s:s + len(sc)] = top_k_chunk(sc, k, q_codes[s:s + len(sc)], rel_keys, rel_labels, len(d))
+    return out
+
+
+def rank_vectors_reference(q: np.ndarray, d: np.ndarray, eps: float, q_codes: np.ndarray, rel_keys: np.ndarray,
+                           rel_labels: np.ndarray, k: int = DEPTH, chunk: int = 256,
+                           threads: int = determinism.DEFAULT_THREADS) -> np.ndarray:
+    """:func:`rank_vectors` the plain way (tests compare the two): the same scores, every
+    document of every query sorted by (score descending, label ascending, row)."""
+    n = len(d)
+    k = min(k, n)
+    out = np.zeros((len(q), k), dtype=np.int64)
+    with torch.no_grad(), determinism.pinned_threads(threads):
+        for s, sc in _score_chunks(q, d, eps, chunk):
+            for r, row in enumerate(sc.numpy()):
+                lab = _labels_of(rel_keys, rel_labels, q_codes[s + r] * n + np.arange(n))  # (n,)
+                out[s + r] = lab[np.lexsort((np.arange(n), lab, -row))[:k]]
     return out
 
 

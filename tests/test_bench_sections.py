@@ -30,8 +30,10 @@ def test_new_sections_in_topics_with_the_interface():
 
 def _mdl_res(fit_seconds, scale, dim64, dim512, query_scale=1.0):
     return {"profile": "default", "load_average": 1.0, "queries": 5000 / query_scale, "docs": 120_000,
-            "fits": [{"lang": "fr", "seed": 0, "seconds": fit_seconds, "peak_rss_mb": 800.0}],
+            "fits": [{"lang": "fr", "seed": 0, "seconds": fit_seconds, "fit_seconds": fit_seconds - 4.0,
+                      "encode_seconds": 4.0, "docs": 8000, "peak_rss_mb": 800.0}],
             "mdl_total_seconds": fit_seconds, "mdl_peak_rss_mb": 800.0, "fit_scale": scale, "query_scale": query_scale,
+            "mdl_encode_seconds_per_doc": 4.0 / 8000,
             "collection_seconds_dim64": dim64, "collection_seconds_dim512": dim512}
 
 
@@ -45,6 +47,9 @@ def test_mdl_summary_projects_quick_runs_to_the_budgets():
     assert rows["collection_scoring_seconds"]["met"] == "yes"
     assert rows["collection_scoring_seconds_dim512"]["number"] == pytest.approx(12.5)
     assert rows["collection_scoring_seconds_dim512"]["met"] == "**no**"
+    # 4 s for 8,000 documents: 0.5 ms each, 60 s for the 120,000 of the collection (reported, no target)
+    enc = next(r for r in mdl_bench.summary(_mdl_res(20.0, 12.0, 1.0, 2.5)) if r["label"].startswith("MDL encoding"))
+    assert enc["number"] == pytest.approx(60.0) and enc["met"] == "n/a" and "key" not in enc
     assert any("## MDL" in line for line in mdl_bench.markdown(_mdl_res(20.0, 12.0, 1.0, 2.5), {}))
 
 

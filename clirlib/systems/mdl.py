@@ -11,7 +11,8 @@ module is our reading of it, on clirlib's splits:
    ``vector_size=100`` (gensim's default), 20 epochs, 5 negative samples, ``min_count=1``
    (the loader's vocabulary is already pruned), one worker. Every text, training or not,
    is represented by its inferred vector (:func:`infer`), so a document's vector never
-   depends on which split it is in.
+   depends on which split it is in (``systems.doc2vec``; models and vectors are shared by
+   every fit of the same training texts and seed: MDL.1, MDL.6, the controls, the sweep).
 2. **Multilabels** (Sec. 3.3): LDA with C topics (scikit-learn, batch variational Bayes)
    on the criterion language's texts of the training pairs (an English query and its MR
    document); each pair gets the multi-hot vector of its top-m topics (:func:`top_m`).
@@ -47,12 +48,25 @@ Determinism: gensim's own initial vectors for inference are seeded with Python's
 ``hash``, so :func:`infer` re-implements ``Doc2Vec.infer_vector`` (PV-DBOW) with a stable
 seed per text; training passes a stable ``hashfxn`` and ``workers=1``. The same config
 gives the same vectors in any process (``tests/test_mdl.py`` checks this).
+
+Speed (issue 13's budget: the 12 default fits within 4 minutes on 2 cores). Profiled on
+``default`` (French, seed 0, fit + test scoring 24.2 s, load about 1): the two autoencoders
+10.8 s, doc2vec inference 6.3 s (of which 5.8 s scoring the test candidates), doc2vec
+training 5.5 s (the documents' model), LDA 0.9 s. Nothing of the model changes: the query
+side (its doc2vec, then LDA) and the document side (its doc2vec), then the two
+autoencoders, run at once on two cores (:func:`sides`, bitwise the same as one after the
+other); a forked process infers half of every large batch of texts (``doc2vec.infer_all``;
+two threads do not help there, gensim's inference holds the GIL); and doc2vec runs once
+per (training texts, seed) (``doc2vec.Representations``). ``MDL(config, workers=1,
+memo=False)`` is the plain path the tests compare against.
 """
 
 from __future__ import annotations
 
-import zlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -60,16 +74,14 @@ from torch import nn
 
 from .. import determinism
 from . import System, SystemConfig, register, token_texts
+from .doc2vec import Representations, _stable_hash, infer, train_doc2vec  # noqa: F401 (re-exported)
 
 #: Training concepts per LDA topic in the MDL paper: 18,903 training concepts, C = 1000.
 PAIRS_PER_TOPIC = 18.903
 MIN_TOPICS = 10
 LABELS = ("lda", "random", "true")
 CRITERIA = ("en", "doc")
-
-
-def _stable_hash(s: str) -> int:
-    return zlib.crc32(s.encode("utf-8"))
+_INIT_LOCK = threading.Lock()
 
 
 def scaled_topics(n_train_pairs: int) -> int:
@@ -107,39 +119,6 @@ class MDLConfig(SystemConfig):
         if min(self.epochs, self.batch_size, self.hidden, self.code, self.d2v_dim, self.d2v_epochs, self.lda_iter) < 1:
             raise ValueError("epochs, batch_size, hidden, code, d2v_dim, d2v_epochs and lda_iter must be positive")
         return self
-
-
-# --------------------------------------------------------------------------- doc2vec
-def train_doc2vec(texts: list[list[str]], *, dim: int, epochs: int, seed: int):
-    """PV-DBOW doc2vec on ``texts`` (one worker, stable hash: deterministic)."""
-    from gensim.models.doc2vec import Doc2Vec, TaggedDocument
-
-    corpus = [TaggedDocument(t, [i]) for i, t in enumerate(texts)]
-    return Doc2Vec(corpus, dm=0, vector_size=dim, epochs=epochs, negative=5, min_count=1, workers=1,
-                   seed=seed, hashfxn=_stable_hash)
-
-
-def infer(model, words: list[str], seed: int) -> np.ndarray:  # (dim,)
-    """``Doc2Vec.infer_vector`` for PV-DBOW with a stable start: the initial vector and the
-    negative-sampling stream depend only on ``seed`` and the words, not on the process or
-    on which texts were inferred before."""
-    from gensim.models.doc2vec_inner import train_document_dbow
-
-    dim = model.dv.vector_size
-    key = _stable_hash(" ".join(words))
-    g = np.random.default_rng([seed, key])
-    vec = ((g.random(dim) - 0.5) / dim).astype(np.float32).reshape(1, dim)  # gensim's weak start
-    model.random = np.random.RandomState([seed % (2**32), key])  # gensim draws sampling from here
-    locks = np.ones(1, dtype=np.float32)
-    work = np.zeros(model.layer1_size, dtype=np.float32)
-    alpha, min_alpha, epochs = model.alpha, model.min_alpha, model.epochs
-    delta = (alpha - min_alpha) / max(epochs - 1, 1)
-    words = [w for w in words if w in model.wv.key_to_index]
-    for _ in range(epochs if words else 0):
-        train_document_dbow(model, words, [0], alpha, work, learn_words=False, learn_hidden=False,
-                            doctag_vectors=vec, doctags_lockf=locks)
-        alpha -= delta
-    return vec[0].copy()
 
 
 # --------------------------------------------------------------------------- labels
@@ -236,8 +215,9 @@ def train_autoencoder(x: np.ndarray, y: np.ndarray, H: torch.Tensor, cfg: MDLCon
 
 
 def _train_autoencoder(x, y, H, cfg, seed, side):
-    torch.manual_seed(determinism.rng(seed, "mdl-init", side).integers(2**31))
-    model = AutoEncoder(x.shape[1], cfg.hidden, cfg.code)
+    with _INIT_LOCK:  # torch's default generator is global: the other side must not draw from it meanwhile
+        torch.manual_seed(determinism.rng(seed, "mdl-init", side).integers(2**31))
+        model = AutoEncoder(x.shape[1], cfg.hidden, cfg.code)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     xt, yt = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y.astype(np.float32))
     losses = []
@@ -257,6 +237,30 @@ def _train_autoencoder(x, y, H, cfg, seed, side):
     return model, losses
 
 
+def sides(query_side: Callable[[], Any], doc_side: Callable[[], Any], workers: int = 2) -> tuple[Any, Any]:
+    """(query_side(), doc_side()), at once in two threads when ``workers`` is 2.
+
+    The MDL paper trains each language separately ("reduces time costs due to the parallel
+    training", Sec. 3.4); the English side and the document side of a fit share nothing
+    but read-only inputs, and each runs its kernels on one torch thread (set in its own
+    thread: MKL's and OpenMP's thread counts are per thread), so each computes the same
+    bits as alone and ``workers=1`` (one after the other, the reference path) gives the
+    same result. gensim and torch release the GIL in their kernels, so two threads use
+    two cores."""
+    if workers == 1:
+        return query_side(), doc_side()
+    if workers != 2:
+        raise ValueError(f"workers must be 1 or 2 (one per side), got {workers}")
+
+    def alone(fn):
+        with determinism.one_thread():
+            return fn()
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="mdl-side") as pool:
+        fq, fd = pool.submit(alone, query_side), pool.submit(alone, doc_side)
+        return fq.result(), fd.result()
+
+
 # --------------------------------------------------------------------------- the system
 @register
 class MDL(System):
@@ -267,9 +271,14 @@ class MDL(System):
     Config = MDLConfig
     eps = 0.0
 
-    def __init__(self, config: MDLConfig | None = None):
+    def __init__(self, config: MDLConfig | None = None, *, workers: int = 2, memo: bool = True):
         super().__init__(config)
-        self._vec_cache: dict[tuple[str, str], np.ndarray] = {}
+        #: 2: the query side and the document side at once on two cores (:func:`sides`);
+        #: 1: one after the other (the reference path). Both give the same bits.
+        self.workers = workers
+        #: share doc2vec models and vectors with other fits of the same texts and seed
+        #: (``doc2vec.Representations``); False: this fit's own (the reference path).
+        self.memo = memo
 
     def fit(self, dataset, seed: int) -> "MDL":
         cfg = self.config.resolved()
@@ -277,18 +286,23 @@ class MDL(System):
         tr = dataset.splits["train"]
         pairs = np.flatnonzero(tr.labels == 2)  # (n,) comparable pairs: query and its MR document
         qrows, drows = tr.qidx[pairs], tr.didx[pairs]
-        q_texts = token_texts(dataset.q_vocab, dataset.queries, np.unique(tr.qidx))
-        d_texts = token_texts(dataset.d_vocab, dataset.docs, np.unique(tr.didx))
-        self.d2v = {"q": train_doc2vec(q_texts, dim=cfg.d2v_dim, epochs=cfg.d2v_epochs, seed=seed),
-                    "d": train_doc2vec(d_texts, dim=cfg.d2v_dim, epochs=cfg.d2v_epochs, seed=seed)}
-        y = self._labels(dataset, qrows, drows, seed)
+        texts = {"q": token_texts(dataset.q_vocab, dataset.queries, np.unique(tr.qidx)),
+                 "d": token_texts(dataset.d_vocab, dataset.docs, np.unique(tr.didx))}
+        self.reps = Representations.get(texts, dim=cfg.d2v_dim, epochs=cfg.d2v_epochs, seed=seed, memo=self.memo)
+
+        def query_side():  # doc2vec of the queries, then the labels (LDA) while the documents' trains
+            xq = self._vectors(dataset, "q", qrows)  # (n, p)
+            return xq, self._labels(dataset, qrows, drows, seed)
+
+        with determinism.one_thread():  # every kernel on one torch thread, in either worker
+            # (n, p), (n, C) and (n, p)
+            (xq, y), xd = sides(query_side, lambda: self._vectors(dataset, "d", drows), self.workers)
         self.n_topics = y.shape[1]
-        self.H = orthogonal_h(self.n_topics, cfg.code, seed)
-        xq = self._vectors(dataset, "q", qrows)  # (n, p)
-        xd = self._vectors(dataset, "d", drows)  # (n, p)
-        self.enc = {}
-        self.enc["q"], lq = train_autoencoder(xq, y, self.H, cfg, seed, "q")
-        self.enc["d"], ld = train_autoencoder(xd, y, self.H, cfg, seed, "d")
+        self.H = orthogonal_h(self.n_topics, cfg.code, seed)  # on the process's threads, as before the speed-up
+        with determinism.one_thread():
+            (enc_q, lq), (enc_d, ld) = sides(lambda: train_autoencoder(xq, y, self.H, cfg, seed, "q"),
+                                             lambda: train_autoencoder(xd, y, self.H, cfg, seed, "d"), self.workers)
+        self.enc = {"q": enc_q, "d": enc_d}
         self.history = [{"epoch": e + 1, "train_loss_q": a, "train_loss_d": b} for e, (a, b) in enumerate(zip(lq, ld))]
         self.best_epoch = cfg.epochs
         return self
@@ -314,16 +328,8 @@ class MDL(System):
         return lda_labels(texts, C, cfg.m, seed, cfg.lda_iter)
 
     def _vectors(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, p)
-        vocab, texts, ids = ((dataset.q_vocab, dataset.queries, dataset.query_ids) if side == "q"
-                             else (dataset.d_vocab, dataset.docs, dataset.doc_ids))
-        out = np.zeros((len(rows), self.config.d2v_dim), dtype=np.float32)
-        need = [i for i, r in enumerate(rows) if (side, ids[r]) not in self._vec_cache]
-        words = token_texts(vocab, texts, np.asarray(rows)[need]) if need else []
-        for i, w in zip(need, words):
-            self._vec_cache[(side, ids[rows[i]])] = infer(self.d2v[side], w, self.seed)
-        for i, r in enumerate(rows):
-            out[i] = self._vec_cache[(side, ids[r])]
-        return out
+        vocab, texts = (dataset.q_vocab, dataset.queries) if side == "q" else (dataset.d_vocab, dataset.docs)
+        return self.reps.of(side, token_texts(vocab, texts, np.asarray(rows, dtype=np.int64)), self.workers)
 
     @torch.no_grad()
     def _encode(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, code)
