@@ -238,7 +238,6 @@ def metrics_from_labels(top: np.ndarray, n_rel: np.ndarray, n_mr: np.ndarray) ->
     out["R@100"] = np.where(R > 0, cum[:, min(100, k) - 1] / safe, 0.0)
     first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)
     out["MRR"] = np.divide(1.0, first, out=np.zeros(len(first)), where=first > 0)
-    n_sr = R - np.asarray(n_mr, dtype=np.float64)
     for c in (1, 10):
         disc = 1.0 / np.log2(np.arange(2, c + 2))  # (c,)
         cum_disc = np.concatenate(([0.0], np.cumsum(disc)))
