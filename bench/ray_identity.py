@@ -14,7 +14,7 @@ budget; this is the full check a maintainer runs (``make ray-check``; a section 
    compared byte for byte: the differing files are listed, or "all N tables and M figures
    identical", with the two wall times.
 
-    python bench/ray_identity.py [--cpus 2 2] [--keep] [--record]
+    python bench/ray_identity.py [--cpus 2 2] [--keep] [--record] [--notebooks 04 05]
 
 Each node must declare at least ``CLIRLIB_THREADS`` CPUs (2 by default): every task asks
 for that many, the serial run's thread count. ``--record`` writes ``bench/ray_identity.json``
@@ -148,7 +148,7 @@ def git_commit() -> str:
     return sha + (" (with uncommitted changes to clirlib/ or notebooks/)" if dirty else "")
 
 
-def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib") -> dict:
+def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib", notebooks: list[str] | None = None) -> dict:
     from clirlib import determinism
     from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
 
@@ -160,27 +160,33 @@ def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib") -> dic
     work = Path(tempfile.mkdtemp(prefix="clirlib-ray-identity-"))
     rec: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "commit": git_commit(),
                  "profile": PROFILE, "cpus": cpus, "threads": threads, "cores": os.cpu_count(),
-                 "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+                 "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "notebooks": notebooks or "all"}
+    only = ["--notebooks", *notebooks] if notebooks else []
     try:
         serial_home, ray_home = make_home(work / "serial", data), make_home(work / "ray", data)
-        rec["serial_seconds"], rec["serial_load"] = reproduce(serial_home, [], {}, kernel)
+        rec["serial_seconds"], rec["serial_load"] = reproduce(serial_home, only, {}, kernel)
         log(f"serial reproduce: {rec['serial_seconds'] / 60:.1f} min")
         # The nodes' processes (and so Ray's workers) inherit this environment: the same
         # home, hash seed and quiet bars as the driver, loopback-only Ray.
         saved = dict(os.environ)
         os.environ.update({**MAKE_ENV, **LOOPBACK_ENV, "CLIRLIB_HOME": str(ray_home)})
         try:
+            # Ray's unix sockets live under the cluster's temp dir and their paths may not
+            # exceed 107 bytes: a short folder of its own, not one below ``work``.
+            ray_tmp = Path(tempfile.mkdtemp(prefix="cri-"))
             t0 = time.perf_counter()
-            with LocalCluster(work / "cluster", cpus, timeout=600) as cluster:
+            with LocalCluster(ray_tmp, cpus, timeout=600) as cluster:
                 rec["cluster_start_seconds"] = time.perf_counter() - t0
                 log(f"two-node cluster at {cluster.address} ({' + '.join(map(str, cpus))} CPUs, process groups "
                     f"{cluster.groups}) up in {rec['cluster_start_seconds']:.0f} s")
                 rec["ray_seconds"], rec["ray_load"] = reproduce(
-                    ray_home, ["--executor", "ray", "--address", cluster.address], LOOPBACK_ENV, kernel)
+                    ray_home, [*only, "--executor", "ray", "--address", cluster.address], LOOPBACK_ENV, kernel)
                 rec["nodes_alive"] = _nodes_alive(cluster.address)
         finally:
             os.environ.clear()
             os.environ.update(saved)
+            if "ray_tmp" in locals() and "ray_seconds" in rec:  # kept (Ray's logs) when the run failed
+                shutil.rmtree(ray_tmp, ignore_errors=True)
         log(f"ray reproduce: {rec['ray_seconds'] / 60:.1f} min")
         a, b = outputs(serial_home), outputs(ray_home)
         rec["tables"] = sum(1 for k in a if k.startswith("tables/"))
@@ -236,9 +242,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="CPUs the two nodes declare (each at least CLIRLIB_THREADS)")
     p.add_argument("--kernel", default="clirlib")
     p.add_argument("--keep", action="store_true", help="keep the two CLIRLIB_HOME folders")
+    p.add_argument("--notebooks", nargs="+", metavar="PREFIX", help="only these notebooks (a quicker partial check)")
     p.add_argument("--record", action="store_true", help=f"write {RECORD_JSON.name} and {RECORD_MD.name}")
     args = p.parse_args(argv)
-    rec = measure(args.cpus, keep=args.keep, kernel=args.kernel)
+    if args.record and args.notebooks:
+        p.error("--record is for the whole reproduce: drop --notebooks")
+    rec = measure(args.cpus, keep=args.keep, kernel=args.kernel, notebooks=args.notebooks)
     print(f"ray identity ({PROFILE} profile, commit {rec['commit']}): {verdict(rec)}; {times(rec)}", flush=True)
     if args.record:
         write_record(rec)
