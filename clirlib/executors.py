@@ -226,6 +226,13 @@ class RayExecutor:
         if not grid.todo:
             return grid.result()
         ray = self.connect()
+        # A task asking for more CPUs than any node has waits forever in Ray (for an
+        # autoscaler that may not exist): say so before submitting anything.
+        largest = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"]), default=0)
+        if largest < self.threads:
+            raise ValueError(f"no node of the Ray cluster has the {self.threads} CPUs a task asks for "
+                             f"(CLIRLIB_THREADS; the largest has {largest:g}): start the nodes with "
+                             f"--num-cpus={self.threads} or more")
         has_gpu = ray.cluster_resources().get("GPU", 0) > 0
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_train_task)
         datasets: dict[tuple, Any] = {}  # dataset key -> object ref (one put per dataset)
