@@ -196,6 +196,9 @@ def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib", notebo
         rec["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
         if not rec["identical"]:
             keep = True
+    except BaseException:
+        keep = True  # a failed run: its executed notebooks say why
+        raise
     finally:
         if keep:
             rec["kept"] = str(work)
@@ -206,8 +209,8 @@ def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib", notebo
 
 
 def _nodes_alive(address: str) -> int:
-    """Nodes of the cluster alive at the end (2 expected), asked in a separate process so
-    this one never imports ray."""
+    """Nodes of the cluster alive at the end (2 expected), asked by a driver of its own
+    (this process, which started the cluster, stays no Ray driver)."""
     code = ("import ray; ray.init(address=%r, log_to_driver=False); "
             "print(sum(n['Alive'] for n in ray.nodes()))" % address)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
