@@ -235,6 +235,7 @@ def times(rec: dict) -> str:
 
 
 def write_record(rec: dict) -> None:
+    """``ray_identity.json`` (the record; a hand-written ``note`` is rendered too) and ``ray_identity.md``."""
     RECORD_JSON.write_text(json.dumps(rec, indent=1) + "\n")
     RECORD_MD.write_text("\n".join(markdown(rec, {}, level="#")) + "\n")
 
@@ -303,7 +304,12 @@ def markdown(res: dict, report: dict, level: str = "##") -> list[str]:
           f"nodes alive at the end, torn down by process group): {res['ray_seconds'] / 60:.1f} min, mean load "
           f"{res['ray_load']['mean']:.1f}.",
           f"3. Every file under `results/ci/tables` and `results/ci/figures` compared byte for byte: "
-          f"**{verdict(res)}**.", ""]
+          f"**{verdict(res)}**.", "",
+          "The two wall times are not a speed comparison: the load differed between the two phases, and both "
+          "loopback nodes share this machine's cores (two tasks of 2 threads each at once, beside the notebook "
+          "kernel). The check is the byte identity; time a cluster with `bench/cluster_plan.py`.", ""]
+    if res.get("note"):
+        L += [res["note"], ""]
     return L
 
 
