@@ -20,7 +20,8 @@ encoders when the cluster has GPUs. The driver loads each dataset once and puts 
 Ray's object store; Ray copies it once to every node that needs it, and each worker process
 there reads it once and keeps it for its next tasks (:func:`worker_dataset`): the benchmark
 is built or read once, not once per task, and no shared file system is needed. A task whose worker dies (killed, node lost) is retried
-``max_retries`` times by Ray.
+``max_retries`` times by Ray. A grid whose tasks ask for more CPUs than any node has is
+refused before anything is submitted (Ray would keep them pending forever).
 
 The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
 :func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
