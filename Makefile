@@ -29,7 +29,7 @@ export MPLBACKEND     := Agg
 CLIRLIB_PROGRESS ?= 0
 export CLIRLIB_PROGRESS
 
-.PHONY: help venv reproduce test test-fast bench notebooks-refresh clean-results clean
+.PHONY: help venv reproduce test test-fast bench ray-check notebooks-refresh clean-results clean
 
 help: ## List the targets (default goal)
 	@echo "clirlib make targets:"
@@ -60,6 +60,9 @@ test-fast: $(STAMP) ## Run pytest only (no notebooks)
 
 bench: $(STAMP) ## Run the speed and memory benchmarks; writes bench/results.md
 	$(PY) bench/run_all.py
+
+ray-check: $(STAMP) ## Reproduce ci serially and on a two-node loopback Ray cluster; compare tables/figures byte for byte (two ci runs: long)
+	$(PY) bench/ray_identity.py --record
 
 notebooks-refresh: $(STAMP) ## Re-execute the committed notebooks in place with their fast defaults (updates stored outputs)
 	$(PY) -m clirlib refresh-notebooks --kernel $(KERNEL)

@@ -25,6 +25,10 @@ docstring gives the method):
   issue 15);
 - per-task data overhead of the Ray executor on a two-node loopback cluster
   (``ray_overhead``, issue 15; the driver's environment is restored afterwards);
+- a whole ci reproduce on a two-node loopback Ray cluster against the serial one, every
+  table and figure compared byte for byte: run with ``BENCH_RAY_IDENTITY=1`` (two ci
+  reproduces), otherwise the last outcome ``make ray-check`` recorded in
+  ``bench/ray_identity.json`` (``ray_identity``, issue 15);
 - ``make reproduce`` on the default profile from an empty cache: run with ``--reproduce``
   (or ``BENCH_REPRODUCE=1 make bench``); otherwise the last recorded time is read from
   ``bench/reproduce_timing.json`` if present (``reproduce_bench``).
@@ -62,7 +66,7 @@ from common import BENCH_DIR, ROOT, copy_bandwidth, log, machine, other_running,
 #: The sections, in the order they run and appear in the report.
 #: Sections that measure a child's peak RSS come first, while this process is small.
 TOPICS = ("paper_bench", "stream_bench", "mdl_bench", "train_bench", "metrics_bench", "encoders_bench",
-          "cluster_plan", "ray_overhead", "reproduce_bench")
+          "cluster_plan", "ray_overhead", "ray_identity", "reproduce_bench")
 
 RESULTS_MD = BENCH_DIR / "results.md"
 RESULTS_JSON = BENCH_DIR / "results.json"

@@ -20,7 +20,8 @@ encoders when the cluster has GPUs. The driver loads each dataset once and puts 
 Ray's object store; Ray copies it once to every node that needs it, and each worker process
 there reads it once and keeps it for its next tasks (:func:`worker_dataset`): the benchmark
 is built or read once, not once per task, and no shared file system is needed. A task whose worker dies (killed, node lost) is retried
-``max_retries`` times by Ray.
+``max_retries`` times by Ray. A grid whose tasks ask for more CPUs than any node has is
+refused before anything is submitted (Ray would keep them pending forever).
 
 The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
 :func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
@@ -226,6 +227,13 @@ class RayExecutor:
         if not grid.todo:
             return grid.result()
         ray = self.connect()
+        # A task asking for more CPUs than any node has waits forever in Ray (for an
+        # autoscaler that may not exist): say so before submitting anything.
+        largest = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"]), default=0)
+        if largest < self.threads:
+            raise ValueError(f"no node of the Ray cluster has the {self.threads} CPUs a task asks for "
+                             f"(CLIRLIB_THREADS; the largest has {largest:g}): start the nodes with "
+                             f"--num-cpus={self.threads} or more")
         has_gpu = ray.cluster_resources().get("GPU", 0) > 0
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_train_task)
         datasets: dict[tuple, Any] = {}  # dataset key -> object ref (one put per dataset)

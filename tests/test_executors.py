@@ -157,6 +157,13 @@ def test_failing_config_is_reported_with_traceback(results_dir, cluster):
     assert stored["config"]["loss"] == good.loss  # the good run of the grid was stored
 
 
+def test_tasks_larger_than_every_node_are_refused(results_dir, cluster):
+    """Both nodes declare 1 CPU; a task asking for 2 would wait forever in Ray."""
+    c, _ = cluster
+    with pytest.raises(ValueError, match="no node of the Ray cluster has the 2 CPUs a task asks for"):
+        executors.RayExecutor(c.address, threads=2).run(_grid()[:1], desc="too-big")
+
+
 def test_executor_is_chosen_in_one_place(monkeypatch):
     monkeypatch.delenv("CLIRLIB_EXECUTOR", raising=False)
     assert isinstance(executors.get_executor(), executors.SerialExecutor)  # serial by default
