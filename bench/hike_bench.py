@@ -74,7 +74,7 @@ def main() -> int:
     ds = load_dataset("default", "fr")
     t0 = time.perf_counter()
     h = Hike(HikeConfig(data="default", lang="fr"))
-    h._build(ds, 0)
+    h.build(ds, 0)
     out["build_seconds"] = time.perf_counter() - t0
     test = ds.splits["test"]
     n = min(args.pairs, len(test))

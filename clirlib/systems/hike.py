@@ -317,7 +317,9 @@ class Hike(System):
             raise ValueError(f"kg='gold' needs {folder / 'gold_links.tsv'} (only the embedded benchmark has one)")
         return read_kg(folder), gold
 
-    def _build(self, dataset, seed: int) -> None:
+    def build(self, dataset, seed: int) -> None:
+        """The untrained model for ``dataset``: encoder, linked entities, neighbours and their
+        vectors (what ``fit`` starts from; benchmarks time scoring on it)."""
         cfg = self.config
         if cfg.encoder == "bert":
             if cfg.bert_path is None:
@@ -365,9 +367,10 @@ class Hike(System):
         rows = torch.from_numpy(np.concatenate([ent[..., None], kn.neighbours[ent]], axis=-1))  # (B, M, 1+k)
         return {"mask": torch.from_numpy(links >= 0), "s": self._ent["s"][rows], "t": self._ent["t"][rows]}
 
-    def _scores(self, dataset, qidx: np.ndarray, didx: np.ndarray) -> torch.Tensor:  # (B,)
+    def _scores(self, dataset, qidx: np.ndarray, didx: np.ndarray, reference: bool = False) -> torch.Tensor:  # (B,)
         enc = self.model.encoder
-        v_qd = enc.encode([dataset.queries[i] for i in qidx.tolist()], "q", [dataset.docs[j] for j in didx.tolist()], "d")
+        encode = enc.encode_reference if reference and hasattr(enc, "encode_reference") else enc.encode
+        v_qd = encode([dataset.queries[i] for i in qidx.tolist()], "q", [dataset.docs[j] for j in didx.tolist()], "d")
         return self.model.score(v_qd, self._know(qidx))
 
     # ---- System interface
@@ -376,7 +379,7 @@ class Hike(System):
         self.config = cfg
         determinism.configure()
         determinism.seed_everything(cfg.seed)
-        self._build(dataset, cfg.seed)
+        self.build(dataset, cfg.seed)
         m = self.model
         opt = torch.optim.Adam([{"params": m.encoder_parameters(), "lr": cfg.lr_encoder},
                                 {"params": m.other_parameters(), "lr": cfg.lr}])
@@ -442,12 +445,14 @@ class Hike(System):
 
     @torch.no_grad()
     def score_pairs_reference(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
-        """The plain path of :meth:`score_pairs`: every pair's knowledge and fusion on its own."""
+        """The plain path of :meth:`score_pairs`: every pair's knowledge and fusion on its own,
+        the encoder's every layer on every row (``SmallEncoder.encode_reference``)."""
         self.model.eval()
         qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
         out = np.empty(len(qidx), dtype=np.float64)
         for s in range(0, len(qidx), chunk):
-            out[s:s + chunk] = self._scores(dataset, qidx[s:s + chunk], didx[s:s + chunk]).double().cpu().numpy()
+            out[s:s + chunk] = self._scores(dataset, qidx[s:s + chunk], didx[s:s + chunk],
+                                            reference=True).double().cpu().numpy()
         return out
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
