@@ -253,6 +253,11 @@ def test_fast_scoring_equals_the_per_pair_reference(ci_fr):
     fast = h.score_pairs(ci_fr, sp.qidx[rows], sp.didx[rows], chunk=64)
     ref = h.score_pairs_reference(ci_fr, sp.qidx[rows], sp.didx[rows], chunk=300)
     assert np.allclose(fast, ref, atol=1e-5)
+    # training's path: a batch of 64 pairs packed in train_buckets = 4 length groups, then put
+    # back in the batch's order (eval mode, so no dropout draw differs)
+    with torch.no_grad():
+        grouped = h._scores(ci_fr, sp.qidx[:64], sp.didx[:64]).double().numpy()  # (64,)
+    assert h.config.train_buckets == 4 and np.allclose(grouped, ref[:64], atol=1e-5)
     # and the per-pair reference agrees with KnowledgeFusion.forward (Eq. 4-6 on the stacked rows)
     know = h._know(sp.qidx[:4])
     with torch.no_grad():

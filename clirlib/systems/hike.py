@@ -31,6 +31,10 @@ Choices where the paper is silent or does not fit a scalar ranker:
   encoder, which starts untrained; 1e-3 for the rest), at most 15 epochs, the epoch with
   the best dev NDCG@5 kept, stop after ``patience`` = 5 epochs without a gain (the
   project's rule for every system).
+- Speed without changing the model (issue 14): the encoder's last layer runs for the
+  [CLS] row only (``cross_encoder.cls_layer``), a training batch is packed in
+  ``train_buckets`` = 4 length groups, scoring sorts pairs by length and projects the
+  entity rows once per query; ``score_pairs_reference`` is the plain path tests compare.
 
 Controls (``HikeConfig.kg``): ``full`` (linker + graph), ``none`` (v_qd alone: f = w^T
 v_qd + b, exactly a plain cross-encoder, the paper's "vanilla BERT"), ``shuffled`` (every
@@ -90,6 +94,10 @@ class HikeConfig(SystemConfig):
     patience: int | None = 5
     select_metric: str = "NDCG@5"
     transe_epochs: int = 50
+    # A training batch is packed in this many groups of similar length (``Hike._scores``):
+    # less padding, the same model; a config field because the dropout draws, so the trained
+    # weights, depend on it (cache key). 1: one pack.
+    train_buckets: int = 4
 
     def resolved(self) -> "HikeConfig":
         if self.system != "hike":
@@ -101,7 +109,8 @@ class HikeConfig(SystemConfig):
             raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
         if self.select_metric not in ALL_METRICS:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(ALL_METRICS)}")
-        for name in ("epochs", "pairs_per_epoch", "batch_size", "k_neighbours", "max_entities", "fusion_heads"):
+        for name in ("epochs", "pairs_per_epoch", "batch_size", "k_neighbours", "max_entities", "fusion_heads",
+                     "train_buckets"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         lr_enc = self.lr_encoder if self.lr_encoder is not None else (1e-5 if self.encoder == "bert" else 1e-3)
@@ -369,8 +378,20 @@ class Hike(System):
 
     def _scores(self, dataset, qidx: np.ndarray, didx: np.ndarray, reference: bool = False) -> torch.Tensor:  # (B,)
         enc = self.model.encoder
-        encode = enc.encode_reference if reference and hasattr(enc, "encode_reference") else enc.encode
-        v_qd = encode([dataset.queries[i] for i in qidx.tolist()], "q", [dataset.docs[j] for j in didx.tolist()], "d")
+        buckets = self.config.train_buckets
+        if reference or buckets == 1 or len(qidx) < 2 * buckets:
+            encode = enc.encode_reference if reference and hasattr(enc, "encode_reference") else enc.encode
+            v_qd = encode([dataset.queries[i] for i in qidx.tolist()], "q", [dataset.docs[j] for j in didx.tolist()], "d")
+        else:
+            # A training batch's pairs in ``train_buckets`` groups of similar length, each packed on its
+            # own: far less padding than one pack as wide as the longest pair (same model; the
+            # padding is masked either way).
+            order = np.argsort(dataset.docs.lengths[didx] + dataset.queries.lengths[qidx], kind="stable")
+            parts = [enc.encode([dataset.queries[i] for i in qidx[g].tolist()], "q",
+                                [dataset.docs[j] for j in didx[g].tolist()], "d")
+                     for g in np.array_split(order, buckets)]  # each (b_i, d)
+            v_qd = torch.empty(len(qidx), enc.dim, dtype=parts[0].dtype).index_put(
+                (torch.from_numpy(order),), torch.cat(parts))  # (B, d) back in the batch's order
         return self.model.score(v_qd, self._know(qidx))
 
     # ---- System interface
