@@ -14,7 +14,8 @@ of ``run_all.py`` (``make bench``); standalone:
   multiply-add, what the fast path runs: encoder layers but the last 8 L d^2 (Q, K, V, O) +
   4 L d f (feed-forward) + 4 L^2 d (scores, weighted sum); the last layer, for the [CLS] row
   only, 4 L d^2 (K, V) + 4 d^2 (Q, O) + 4 L d + 4 d f; the fusion per language: 6 m d^2 (v_qd's
-  Q, K, V for m full-width heads), and per entity slot (M of them, rows R = 2 + k) 4 m R^2 d
+  Q, K, V for m full-width heads), and per entity slot a pair uses
+  (its linked entities, at least 1: empty slots are skipped; rows R = 2 + k) 4 m R^2 d
   (attention) + 2 R m d^2 (W_H) + 2 R d^2 (W_K); the entity rows' projections 6 (1+k) m d^2
   per slot and language, once per query, divided by the pairs per query; then W_L (6 d^2)
   and W_S (4 d). Padding inside a batch is not counted.
@@ -61,9 +62,10 @@ def packed_lengths(ds, qidx, didx) -> np.ndarray:
     return lq + ld + 3
 
 
-def flops_per_pair(L: np.ndarray, d: int, ff: int, layers: int, k: int, m: int, slots: int, use_kg: bool,
-                   pairs_per_query: float = 1.0) -> float:
-    """Mean FLOPs per pair of the fast scoring path (the module docstring gives each term)."""
+def flops_per_pair(L: np.ndarray, d: int, ff: int, layers: int, k: int, m: int, slots: float, use_kg: bool,
+                   pairs_per_query: float = 1.0, query_slots: int | None = None) -> float:
+    """Mean FLOPs per pair of the fast scoring path (the module docstring gives each term);
+    ``slots`` fused per pair (mean), ``query_slots`` (default ``slots``) projected per query."""
     full = (layers - 1) * (8 * L * d * d + 4 * L * d * ff + 4 * L * L * d)  # (N,)
     last = 4 * L * d * d + 4 * d * d + 4 * L * d + 4 * d * ff  # (N,) [CLS] row only
     enc = full + last
@@ -71,7 +73,7 @@ def flops_per_pair(L: np.ndarray, d: int, ff: int, layers: int, k: int, m: int, 
         return float(np.mean(enc + 2 * d))
     r = 2 + k
     per_lang = 6 * m * d * d + slots * (4 * m * r * r * d + 2 * r * m * d * d + 2 * r * d * d)
-    per_query = 2 * slots * 6 * (1 + k) * m * d * d  # entity rows' projections, both languages
+    per_query = 2 * (query_slots or slots) * 6 * (1 + k) * m * d * d  # entity rows' projections, both languages
     return float(np.mean(enc + 2 * per_lang + per_query / pairs_per_query + 6 * d * d + 4 * d))
 
 
@@ -96,11 +98,13 @@ def measure(n_pairs: int = 20000, epoch: bool = True) -> dict:
         best = max(best, n / (time.perf_counter() - t0))
     enc, cfg = h.model.encoder, h.config
     L = packed_lengths(ds, q, d)
+    used_slots = float(np.maximum((h.knowledge.links[q] >= 0).sum(1), 1).mean())  # fused slots per pair
     fl = flops_per_pair(L, enc.dim, enc.layers.layers[0].linear1.out_features, len(enc.layers.layers),
-                        cfg.k_neighbours, cfg.fusion_heads, cfg.max_entities, True, n / len(np.unique(q)))
+                        cfg.k_neighbours, cfg.fusion_heads, used_slots, True, n / len(np.unique(q)),
+                        cfg.max_entities)
     peak = matmul_gflops()
     out.update({"pairs": n, "pairs_per_second": best, "target_pairs_per_second": 3000, "max_len": MAX_LEN,
-                "max_query": MAX_QUERY, "mean_packed_length": float(L.mean()), "flops_per_pair": fl,
+                "max_query": MAX_QUERY, "mean_packed_length": float(L.mean()), "mean_fused_slots": used_slots, "flops_per_pair": fl,
                 "achieved_gflops": best * fl / 1e9, "matmul_gflops": peak,
                 "fraction_of_matmul_rate": best * fl / 1e9 / peak})
     if epoch:

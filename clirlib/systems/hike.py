@@ -205,19 +205,19 @@ class HikeModel(nn.Module):
             out[f"qkv_{r}"] = self.fuse[r].qkv(ents)  # (Q, M, 1+k, 3md)
         return out
 
-    def score(self, v_qd: torch.Tensor, know: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+    def score(self, v_qd: torch.Tensor, know: dict[str, torch.Tensor] | None = None,
+              reference: bool = False) -> torch.Tensor:
         """Scores (B,) from v_qd (B, d) and, with the KG, ``know`` of each pair's query as
-        :meth:`knowledge_rows` reads it (per pair: Q = B)."""
+        :meth:`knowledge_rows` reads it (per pair: Q = B); ``reference``: every slot fused
+        (:meth:`score_rows_reference`)."""
         if not self.use_kg:
             return self.w_s(v_qd).squeeze(-1)
-        return self.score_rows(v_qd, self.knowledge_rows(know))
+        rows = self.knowledge_rows(know)
+        return self.score_rows_reference(v_qd, rows) if reference else self.score_rows(v_qd, rows)
 
-    def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
-                   pos: torch.Tensor | None = None) -> torch.Tensor:
-        """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
-        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b)."""
-        if pos is not None:
-            rows = {key: val[pos] for key, val in rows.items()}  # (B, ...)
+    def score_rows_reference(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The plain path of :meth:`score_rows` (Q = B): all M slots of every pair fused, then
+        e^r_kg = sum_m use_m per_m / sum_m use_m (Eq. 4-8 as written)."""
         use = rows["use"]  # (B, M)
         e_kg = {}
         for r in ("s", "t"):
@@ -225,6 +225,26 @@ class HikeModel(nn.Module):
             first = self.fuse[r].qkv(v_qd)[:, None, None, :].expand(-1, ent.shape[1], 1, -1)  # (B, M, 1, 3md)
             per = self.fuse[r].attend(torch.cat([first, ent], dim=2))  # (B, M, d)
             e_kg[r] = (per * use[..., None]).sum(1) / use.sum(1, keepdim=True)  # (B, d)
+        lang = language_fusion(v_qd, e_kg["s"], e_kg["t"], self.w_l)  # (B, d)
+        return self.w_s(torch.cat([v_qd, lang], dim=-1)).squeeze(-1)  # (B,)
+
+    def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
+                   pos: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
+        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b).
+
+        Only the entity slots a pair uses are fused (an empty slot's weight in the average is
+        0, so skipping it changes nothing): U (pair, slot) rows instead of B x M."""
+        qrow = torch.arange(len(v_qd)) if pos is None else pos  # (B,) each pair's query row
+        use = rows["use"][qrow]  # (B, M)
+        b_idx, m_idx = torch.nonzero(use > 0, as_tuple=True)  # (U,) used (pair, slot)
+        w = use[b_idx, m_idx] / use.sum(1)[b_idx]  # (U,) averaging weights
+        e_kg = {}
+        for r in ("s", "t"):
+            ent = rows[f"qkv_{r}"][qrow[b_idx], m_idx]  # (U, 1+k, 3md)
+            first = self.fuse[r].qkv(v_qd)[b_idx, None, :]  # (U, 1, 3md)
+            per = self.fuse[r].attend(torch.cat([first, ent], dim=1))  # (U, d)
+            e_kg[r] = torch.zeros_like(v_qd).index_add(0, b_idx, per * w[:, None])  # (B, d)
         lang = language_fusion(v_qd, e_kg["s"], e_kg["t"], self.w_l)  # (B, d)
         return self.w_s(torch.cat([v_qd, lang], dim=-1)).squeeze(-1)  # (B,)
 
@@ -392,7 +412,7 @@ class Hike(System):
                      for g in np.array_split(order, buckets)]  # each (b_i, d)
             v_qd = torch.empty(len(qidx), enc.dim, dtype=parts[0].dtype).index_put(
                 (torch.from_numpy(order),), torch.cat(parts))  # (B, d) back in the batch's order
-        return self.model.score(v_qd, self._know(qidx))
+        return self.model.score(v_qd, self._know(qidx), reference=reference)
 
     # ---- System interface
     def fit(self, dataset, seed: int | None = None) -> "Hike":
