@@ -2,7 +2,7 @@
 machine's limits. Writes ``bench/results.md`` (and ``bench/results.json``) and ends with
 one summary line:
 
-    bench: stream_peak_gib=X.XX mdl_default_seconds=X.XX collection_scoring_seconds=X.XX collection_scoring_seconds_dim512=X.XX train_speedup_100k=X.XX train_speedup_20k=X.XX ceiling_fraction_100k=X.XX metrics_speedup_vs_pytrec_eval=X.XX metrics_speedup_vs_loop=X.XX cnn_matmul_fraction=X.XX paper_grid_days_1_worker=X.XX paper_grid_days_1_worker_gpu=X.XX paper_grid_days_64_workers=X.XX paper_grid_days_64_workers_gpu=X.XX ray_task_overhead_ms=X.XX
+    bench: stream_peak_gib=X.XX mdl_default_seconds=X.XX collection_scoring_seconds=X.XX collection_scoring_seconds_dim512=X.XX hike_scoring_pairs_per_second=X.XX hike_default_seconds=X.XX train_speedup_100k=X.XX train_speedup_20k=X.XX ceiling_fraction_100k=X.XX metrics_speedup_vs_pytrec_eval=X.XX metrics_speedup_vs_loop=X.XX cnn_matmul_fraction=X.XX paper_grid_days_1_worker=X.XX paper_grid_days_1_worker_gpu=X.XX paper_grid_days_64_workers=X.XX paper_grid_days_64_workers_gpu=X.XX ray_task_overhead_ms=X.XX
 
 Sections, one module each (``TOPICS``, run and reported in that order; each module's
 docstring gives the method):
@@ -15,6 +15,8 @@ docstring gives the method):
 - MDL fits for 4 languages x 3 seeds on ``default`` with each fit's peak RSS (children,
   run before this process grows), and whole-collection scoring of 5,000 queries x
   120,000 documents (``mdl_bench``, issue 13);
+- HIKE-small scoring and training pairs/s, FLOPs per pair, fraction of the matmul rate, peak
+  RSS (child process) and the projected default grid of 24 runs (``hike_bench``, issue 14);
 - training throughput, clirlib ``train()`` vs ``reference.py``, and the memory-traffic
   ceiling of a dense-Adam step (``train_bench``);
 - metrics vs pytrec_eval, ranx, ir-measures and a per-query loop (``metrics_bench``);
@@ -65,8 +67,8 @@ from common import BENCH_DIR, ROOT, copy_bandwidth, log, machine, other_running,
 
 #: The sections, in the order they run and appear in the report.
 #: Sections that measure a child's peak RSS come first, while this process is small.
-TOPICS = ("paper_bench", "stream_bench", "mdl_bench", "train_bench", "metrics_bench", "encoders_bench",
-          "cluster_plan", "ray_overhead", "ray_identity", "reproduce_bench")
+TOPICS = ("paper_bench", "stream_bench", "mdl_bench", "hike_bench", "train_bench", "metrics_bench",
+          "encoders_bench", "cluster_plan", "ray_overhead", "ray_identity", "reproduce_bench")
 
 RESULTS_MD = BENCH_DIR / "results.md"
 RESULTS_JSON = BENCH_DIR / "results.json"

@@ -5,6 +5,7 @@ timed in the test suite)."""
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -85,3 +86,24 @@ def test_cluster_plan_rows_and_lpt():
     rows = {r["key"]: r["number"] for r in cluster_plan.summary(res)}
     assert rows == {"paper_grid_days_1_worker": 64.0, "paper_grid_days_1_worker_gpu": 8.0,
                     "paper_grid_days_64_workers": 1.0, "paper_grid_days_64_workers_gpu": 0.125}
+
+
+def test_hike_section_flops_and_summary_rows():
+    import hike_bench
+
+    assert "hike_bench" in run_all.TOPICS and hike_bench.KEY == "hike"
+    assert run_all.TOPICS.index("hike_bench") < run_all.TOPICS.index("train_bench")  # child RSS before growth
+    L = np.array([10])
+    # by hand, d = 2, f = 4, 2 layers, L = 10: layer 1 8*10*4 + 4*10*2*4 + 4*100*2 = 1440; the last
+    # layer for [CLS] only 4*10*4 + 4*4 + 4*10*2 + 4*2*4 = 288; no KG: W_S 2*2 = 4 -> 1732
+    assert hike_bench.flops_per_pair(L, 2, 4, 2, 1, 1, 1, False) == 1732
+    # with the KG (k = 1, m = 1, one slot, R = 3, 2 pairs per query): per language 6*4 = 24 +
+    # 4*9*2 + 2*3*4 + 2*3*4 = 120 -> 144, twice 288; entity rows 2*6*2*4 = 96 per query / 2 = 48;
+    # W_L 6*4 = 24, W_S 4*2 = 8 -> 1728 + 288 + 48 + 24 + 8 = 2096
+    assert hike_bench.flops_per_pair(L, 2, 4, 2, 1, 1, 1, True, pairs_per_query=2.0) == 2096
+    res = {"pairs_per_second": 3000.0, "flops_per_pair": 1e7, "fraction_of_matmul_rate": 0.3, "peak_rss_mb": 900.0,
+           "projected_default_total_seconds": 601.0}
+    rows = hike_bench.summary(res)
+    assert rows[0]["label"].startswith("HIKE scoring pairs/s >= 3,000") and rows[0]["met"] == "yes"
+    assert rows[-1]["key"] == "hike_default_seconds" and rows[-1]["met"] != "yes"  # 601 s > 600 s
+    assert hike_bench.summary({**res, "pairs_per_second": 2999.0})[0]["met"] != "yes"

@@ -29,6 +29,27 @@ def test_pack_truncates_like_bert():
     assert ids[1].tolist() == [1, 8, 2, 13, 2, 0, 0, 0] and valid[1].tolist() == [True] * 5 + [False] * 3
 
 
+def test_cls_only_last_layer_equals_the_full_stack():
+    # encode runs the last layer for the [CLS] row alone; encode_reference runs every layer on
+    # every row (nn.TransformerEncoder) and reads row 0. Same values and, checked by autograd,
+    # the same gradients (eval mode: no dropout draw to differ).
+    rng = np.random.default_rng(0)
+    enc = SmallEncoder(50, 60, seed=1).eval()
+    a = [rng.integers(1, 50, size=int(rng.integers(1, 40))) for _ in range(6)]
+    b = [rng.integers(1, 60, size=int(rng.integers(1, 140))) for _ in range(6)]  # some cut at 128
+    fast, ref = enc.encode(a, "q", b, "d"), enc.encode_reference(a, "q", b, "d")  # (6, 64)
+    assert fast.shape == (6, 64) and torch.allclose(fast, ref, atol=1e-5)
+    g_fast = torch.autograd.grad(fast.pow(2).sum(), list(enc.parameters()), allow_unused=True)
+    g_ref = torch.autograd.grad(ref.pow(2).sum(), list(enc.parameters()), allow_unused=True)
+    for gf, gr in zip(g_fast, g_ref):
+        # the last layer's Q rows of non-[CLS] tokens get no gradient on the fast path: None or 0 there
+        gr = torch.zeros(1) if gr is None else gr
+        gf = torch.zeros_like(gr) if gf is None else gf
+        assert torch.allclose(gf, gr, atol=1e-5)
+    # single-segment texts (entity labels) too
+    assert torch.allclose(enc.encode(a, "q"), enc.encode_reference(a, "q"), atol=1e-5)
+
+
 def reference_fusion(f: KnowledgeFusion, e: torch.Tensor) -> torch.Tensor:
     """Eq. 4-6 written head by head for one matrix E (rows, d): an independent loop."""
     rows, d = e.shape
@@ -101,7 +122,7 @@ def ci_fr():
 
 def test_no_kg_is_a_plain_cross_encoder(ci_fr):
     h = Hike(HikeConfig(kg="none", **TINY))
-    h._build(ci_fr, 0)
+    h.build(ci_fr, 0)
     assert h.knowledge is None and not hasattr(h.model, "fuse")
     # The plain cross-encoder: the same encoder and one linear map of v_qd.
     head = torch.nn.Linear(h.model.encoder.dim, 1)
@@ -212,7 +233,7 @@ def test_collection_metrics_with_a_sosl_first_stage(ci_fr):
 
     first = systems.get("sosl")(systems.config("sosl", data="ci", lang="fr", epochs=1)).fit(ci_fr, 0)
     h = Hike(HikeConfig(kg="none", **TINY))
-    h._build(ci_fr, 0)
+    h.build(ci_fr, 0)
     pq = collection_metrics(h, ci_fr, first, "test", depth=5)
     n_q = len(np.unique(ci_fr.splits["test"].qidx))
     assert pq["stage"].value_counts().to_dict() == {"first stage": n_q, "HIKE": n_q}
@@ -226,12 +247,17 @@ def test_fast_scoring_equals_the_per_pair_reference(ci_fr):
     # score_pairs computes the entity rows' projections once per query and gathers them;
     # the reference runs Eq. 4-8 per pair (KnowledgeFusion.forward on the concatenated rows).
     h = Hike(HikeConfig(**TINY))
-    h._build(ci_fr, 0)
+    h.build(ci_fr, 0)
     sp = ci_fr.splits["dev"]
     rows = np.arange(300)
     fast = h.score_pairs(ci_fr, sp.qidx[rows], sp.didx[rows], chunk=64)
     ref = h.score_pairs_reference(ci_fr, sp.qidx[rows], sp.didx[rows], chunk=300)
     assert np.allclose(fast, ref, atol=1e-5)
+    # training's path: a batch of 64 pairs packed in train_buckets = 4 length groups, then put
+    # back in the batch's order (eval mode, so no dropout draw differs)
+    with torch.no_grad():
+        grouped = h._scores(ci_fr, sp.qidx[:64], sp.didx[:64]).double().numpy()  # (64,)
+    assert h.config.train_buckets == 4 and np.allclose(grouped, ref[:64], atol=1e-5)
     # and the per-pair reference agrees with KnowledgeFusion.forward (Eq. 4-6 on the stacked rows)
     know = h._know(sp.qidx[:4])
     with torch.no_grad():

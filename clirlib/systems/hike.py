@@ -31,6 +31,10 @@ Choices where the paper is silent or does not fit a scalar ranker:
   encoder, which starts untrained; 1e-3 for the rest), at most 15 epochs, the epoch with
   the best dev NDCG@5 kept, stop after ``patience`` = 5 epochs without a gain (the
   project's rule for every system).
+- Speed without changing the model (issue 14): the encoder's last layer runs for the
+  [CLS] row only (``cross_encoder.cls_layer``), a training batch is packed in
+  ``train_buckets`` = 4 length groups, scoring sorts pairs by length and projects the
+  entity rows once per query; ``score_pairs_reference`` is the plain path tests compare.
 
 Controls (``HikeConfig.kg``): ``full`` (linker + graph), ``none`` (v_qd alone: f = w^T
 v_qd + b, exactly a plain cross-encoder, the paper's "vanilla BERT"), ``shuffled`` (every
@@ -90,6 +94,10 @@ class HikeConfig(SystemConfig):
     patience: int | None = 5
     select_metric: str = "NDCG@5"
     transe_epochs: int = 50
+    # A training batch is packed in this many groups of similar length (``Hike._scores``):
+    # less padding, the same model; a config field because the dropout draws, so the trained
+    # weights, depend on it (cache key). 1: one pack.
+    train_buckets: int = 4
 
     def resolved(self) -> "HikeConfig":
         if self.system != "hike":
@@ -101,7 +109,8 @@ class HikeConfig(SystemConfig):
             raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
         if self.select_metric not in ALL_METRICS:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(ALL_METRICS)}")
-        for name in ("epochs", "pairs_per_epoch", "batch_size", "k_neighbours", "max_entities", "fusion_heads"):
+        for name in ("epochs", "pairs_per_epoch", "batch_size", "k_neighbours", "max_entities", "fusion_heads",
+                     "train_buckets"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         lr_enc = self.lr_encoder if self.lr_encoder is not None else (1e-5 if self.encoder == "bert" else 1e-3)
@@ -196,19 +205,19 @@ class HikeModel(nn.Module):
             out[f"qkv_{r}"] = self.fuse[r].qkv(ents)  # (Q, M, 1+k, 3md)
         return out
 
-    def score(self, v_qd: torch.Tensor, know: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+    def score(self, v_qd: torch.Tensor, know: dict[str, torch.Tensor] | None = None,
+              reference: bool = False) -> torch.Tensor:
         """Scores (B,) from v_qd (B, d) and, with the KG, ``know`` of each pair's query as
-        :meth:`knowledge_rows` reads it (per pair: Q = B)."""
+        :meth:`knowledge_rows` reads it (per pair: Q = B); ``reference``: every slot fused
+        (:meth:`score_rows_reference`)."""
         if not self.use_kg:
             return self.w_s(v_qd).squeeze(-1)
-        return self.score_rows(v_qd, self.knowledge_rows(know))
+        rows = self.knowledge_rows(know)
+        return self.score_rows_reference(v_qd, rows) if reference else self.score_rows(v_qd, rows)
 
-    def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
-                   pos: torch.Tensor | None = None) -> torch.Tensor:
-        """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
-        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b)."""
-        if pos is not None:
-            rows = {key: val[pos] for key, val in rows.items()}  # (B, ...)
+    def score_rows_reference(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The plain path of :meth:`score_rows` (Q = B): all M slots of every pair fused, then
+        e^r_kg = sum_m use_m per_m / sum_m use_m (Eq. 4-8 as written)."""
         use = rows["use"]  # (B, M)
         e_kg = {}
         for r in ("s", "t"):
@@ -216,6 +225,26 @@ class HikeModel(nn.Module):
             first = self.fuse[r].qkv(v_qd)[:, None, None, :].expand(-1, ent.shape[1], 1, -1)  # (B, M, 1, 3md)
             per = self.fuse[r].attend(torch.cat([first, ent], dim=2))  # (B, M, d)
             e_kg[r] = (per * use[..., None]).sum(1) / use.sum(1, keepdim=True)  # (B, d)
+        lang = language_fusion(v_qd, e_kg["s"], e_kg["t"], self.w_l)  # (B, d)
+        return self.w_s(torch.cat([v_qd, lang], dim=-1)).squeeze(-1)  # (B,)
+
+    def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
+                   pos: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
+        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b).
+
+        Only the entity slots a pair uses are fused (an empty slot's weight in the average is
+        0, so skipping it changes nothing): U (pair, slot) rows instead of B x M."""
+        qrow = torch.arange(len(v_qd)) if pos is None else pos  # (B,) each pair's query row
+        use = rows["use"][qrow]  # (B, M)
+        b_idx, m_idx = torch.nonzero(use > 0, as_tuple=True)  # (U,) used (pair, slot)
+        w = use[b_idx, m_idx] / use.sum(1)[b_idx]  # (U,) averaging weights
+        e_kg = {}
+        for r in ("s", "t"):
+            ent = rows[f"qkv_{r}"][qrow[b_idx], m_idx]  # (U, 1+k, 3md)
+            first = self.fuse[r].qkv(v_qd)[b_idx, None, :]  # (U, 1, 3md)
+            per = self.fuse[r].attend(torch.cat([first, ent], dim=1))  # (U, d)
+            e_kg[r] = torch.zeros_like(v_qd).index_add(0, b_idx, per * w[:, None])  # (B, d)
         lang = language_fusion(v_qd, e_kg["s"], e_kg["t"], self.w_l)  # (B, d)
         return self.w_s(torch.cat([v_qd, lang], dim=-1)).squeeze(-1)  # (B,)
 
@@ -317,7 +346,9 @@ class Hike(System):
             raise ValueError(f"kg='gold' needs {folder / 'gold_links.tsv'} (only the embedded benchmark has one)")
         return read_kg(folder), gold
 
-    def _build(self, dataset, seed: int) -> None:
+    def build(self, dataset, seed: int) -> None:
+        """The untrained model for ``dataset``: encoder, linked entities, neighbours and their
+        vectors (what ``fit`` starts from; benchmarks time scoring on it)."""
         cfg = self.config
         if cfg.encoder == "bert":
             if cfg.bert_path is None:
@@ -365,10 +396,23 @@ class Hike(System):
         rows = torch.from_numpy(np.concatenate([ent[..., None], kn.neighbours[ent]], axis=-1))  # (B, M, 1+k)
         return {"mask": torch.from_numpy(links >= 0), "s": self._ent["s"][rows], "t": self._ent["t"][rows]}
 
-    def _scores(self, dataset, qidx: np.ndarray, didx: np.ndarray) -> torch.Tensor:  # (B,)
+    def _scores(self, dataset, qidx: np.ndarray, didx: np.ndarray, reference: bool = False) -> torch.Tensor:  # (B,)
         enc = self.model.encoder
-        v_qd = enc.encode([dataset.queries[i] for i in qidx.tolist()], "q", [dataset.docs[j] for j in didx.tolist()], "d")
-        return self.model.score(v_qd, self._know(qidx))
+        buckets = self.config.train_buckets
+        if reference or buckets == 1 or len(qidx) < 2 * buckets:
+            encode = enc.encode_reference if reference and hasattr(enc, "encode_reference") else enc.encode
+            v_qd = encode([dataset.queries[i] for i in qidx.tolist()], "q", [dataset.docs[j] for j in didx.tolist()], "d")
+        else:
+            # A training batch's pairs in ``train_buckets`` groups of similar length, each packed on its
+            # own: far less padding than one pack as wide as the longest pair (same model; the
+            # padding is masked either way).
+            order = np.argsort(dataset.docs.lengths[didx] + dataset.queries.lengths[qidx], kind="stable")
+            parts = [enc.encode([dataset.queries[i] for i in qidx[g].tolist()], "q",
+                                [dataset.docs[j] for j in didx[g].tolist()], "d")
+                     for g in np.array_split(order, buckets)]  # each (b_i, d)
+            v_qd = torch.empty(len(qidx), enc.dim, dtype=parts[0].dtype).index_put(
+                (torch.from_numpy(order),), torch.cat(parts))  # (B, d) back in the batch's order
+        return self.model.score(v_qd, self._know(qidx), reference=reference)
 
     # ---- System interface
     def fit(self, dataset, seed: int | None = None) -> "Hike":
@@ -376,7 +420,7 @@ class Hike(System):
         self.config = cfg
         determinism.configure()
         determinism.seed_everything(cfg.seed)
-        self._build(dataset, cfg.seed)
+        self.build(dataset, cfg.seed)
         m = self.model
         opt = torch.optim.Adam([{"params": m.encoder_parameters(), "lr": cfg.lr_encoder},
                                 {"params": m.other_parameters(), "lr": cfg.lr}])
@@ -442,12 +486,14 @@ class Hike(System):
 
     @torch.no_grad()
     def score_pairs_reference(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
-        """The plain path of :meth:`score_pairs`: every pair's knowledge and fusion on its own."""
+        """The plain path of :meth:`score_pairs`: every pair's knowledge and fusion on its own,
+        the encoder's every layer on every row (``SmallEncoder.encode_reference``)."""
         self.model.eval()
         qidx, didx = np.asarray(qidx, np.int64), np.asarray(didx, np.int64)
         out = np.empty(len(qidx), dtype=np.float64)
         for s in range(0, len(qidx), chunk):
-            out[s:s + chunk] = self._scores(dataset, qidx[s:s + chunk], didx[s:s + chunk]).double().cpu().numpy()
+            out[s:s + chunk] = self._scores(dataset, qidx[s:s + chunk], didx[s:s + chunk],
+                                            reference=True).double().cpu().numpy()
         return out
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
