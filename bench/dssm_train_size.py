@@ -28,17 +28,28 @@ from pathlib import Path
 import numpy as np
 
 
-def build(root: Path, max_train: int, n_docs: int, seed: int = 0) -> Path:
-    """The benchmark: default's generator and difficulty, French sizes scaled up."""
-    from clirlib.data.synthetic.writing import _manifest_ok, _write
-    from clirlib.data.blas import single_threaded_blas
-    from clirlib.profiles import SIZES, Profile
+def profile_for(max_train: int, n_docs: int):
+    """``default`` with only its sizes changed: French (max_train, 120, 120) queries and
+    ``n_docs`` documents, the other languages token sizes (the generator writes all four)."""
     import dataclasses
 
+    from clirlib.profiles import SIZES
+
     base = SIZES["default"]
-    small = {"fr": (max_train, 120, 120), "it": (60, 20, 20), "sw": (60, 20, 20), "tl": (60, 20, 20)}
+    splits = {"fr": (max_train, base.splits["fr"][1], 120), "it": (60, 20, 20), "sw": (60, 20, 20), "tl": (60, 20, 20)}
     docs = {"fr": n_docs, "it": 450, "sw": 450, "tl": 450}
-    p = dataclasses.replace(base, name=f"default-fr{max_train}", splits=small, n_docs=docs)
+    return dataclasses.replace(base, name=f"default-fr{max_train}", splits=splits, n_docs=docs)
+
+
+def build(root: Path, max_train: int, n_docs: int, seed: int = 0) -> Path:
+    """Write the benchmark of :func:`profile_for` into ``root`` (reused when complete).
+
+    ``generate_benchmark`` takes profile names only, so this calls its writer directly
+    (the same code, the same ``DIFFICULTY``, BLAS pinned to one thread)."""
+    from clirlib.data.blas import single_threaded_blas
+    from clirlib.data.synthetic.writing import _manifest_ok, _write
+
+    p = profile_for(max_train, n_docs)
     if _manifest_ok(root, p, seed):
         return root
     if root.exists():
