@@ -96,18 +96,23 @@ learning rate (lr 0.01 without decay, epochs 1-5: 0.0048 ... 0.0046, dev at most
 the embeddings' norm (``init_scale`` 4 or 8: still 0.0045 after 5 epochs, dev 0.008-0.025
 throughout); tanh saturation (at initialisation the tanh of the max-pooled convolution has
 mean absolute value 0.13 / 0.18 for queries / documents, none above 0.95; the LSTM's
-read-out 0.05). DSSM-LSTM was not measured with more queries: one epoch on 5,000 is 4,187
-steps of batch 64, about 3 hours at the load the measurement ran under.
+read-out 0.05).
+
+DSSM-LSTM (batch 64) on 1,500 queries, one epoch (1,257 steps): train loss 0.00466 (floor
+0.00455), dev P_mr@1 0.017, still at chance. At 5,000 queries one epoch is 4,187 steps
+(15 to 45 minutes at the load of the measuring machine) and was not measured, so whether
+the LSTM needs more queries or only more epochs than the CNN is open.
 
 What it would cost: the smallest change that applies to every system alike is more
-training queries per language on ``default`` (never data for the DSSM models alone), at
-least 1,500 (360 x 4.2) by the table. Every run's epochs then take about 4.2 times as long
-(and the collections need about 4 times the documents to keep query concepts a minority):
-the default's training, about 2,200 s of run clocks today (README, "Timings") in a
-``make reproduce`` already over its 20-minute budget, would grow about 4-fold, to 2.5
-hours or more, and the DSSM models would need at least 2 epochs each. So ``default`` keeps 360 / 329 training
-queries and its Table 3 verdicts say "not tested"; ``paper`` (15,000 training queries) is
-where the DSSM models can enter a verdict.
+training queries per language on ``default`` (never data for the DSSM models alone): at
+least 1,500 (360 x 4.2) for DSSM-CNN by the table, more if the LSTM needs more. Every
+run's epochs then take about 4.2 times as long (and the collections need about 4 times
+the documents to keep query concepts a minority): the default's training, about 2,200 s of
+run clocks today (README, "Timings") in a ``make reproduce`` already over its 20-minute
+budget, would grow about 4-fold, to 2.5 hours or more, and the DSSM models would need at
+least 2 epochs each. So ``default`` keeps 360 / 329 training queries and its Table 3
+verdicts say "not tested"; ``paper`` (15,000 training queries) is where the DSSM models
+can enter a verdict.
 """
 
 from __future__ import annotations
