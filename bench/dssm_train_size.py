@@ -47,16 +47,16 @@ def build(root: Path, max_train: int, n_docs: int, seed: int = 0) -> Path:
     ``generate_benchmark`` takes profile names only, so this calls its writer directly
     (the same code, the same ``DIFFICULTY``, BLAS pinned to one thread)."""
     from clirlib.data.blas import single_threaded_blas
-    from clirlib.data.synthetic.writing import _manifest_ok, _write
+    from clirlib.data.synthetic.writing import manifest_ok, write_collection
 
     p = profile_for(max_train, n_docs)
-    if _manifest_ok(root, p, seed):
+    if manifest_ok(root, p, seed):
         return root
     if root.exists():
         raise FileExistsError(f"{root} exists and is not this benchmark")
     t0 = time.perf_counter()
     with single_threaded_blas():
-        _write(p, seed, root)
+        write_collection(p, seed, root)
     print(f"generated {root} in {time.perf_counter() - t0:.1f} s", flush=True)
     return root
 

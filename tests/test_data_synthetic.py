@@ -70,7 +70,7 @@ def test_interrupted_generation_leaves_nothing(tmp_path, monkeypatch):
         (root / "wiki-clir" / "half-written").write_text("x")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(synthetic.writing, "_write", boom)
+    monkeypatch.setattr(synthetic.writing, "write_collection", boom)
     with pytest.raises(KeyboardInterrupt):
         generate_benchmark("ci", out_dir=tmp_path / "ci-seed0")
     assert list(tmp_path.iterdir()) == []  # neither the target nor the temporary folder

@@ -294,7 +294,7 @@ def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple
     """The KG and gold links of every document language of the embedded benchmark.
 
     ``p``, ``d``, ``lex`` and ``universes`` are the generator's profile, difficulty,
-    lexicons and universes (``synthetic._write``). The generator's query streams and id
+    lexicons and universes (``synthetic.writing.write_collection``). The generator's query streams and id
     stream are replayed (same draws, same order) to know which meanings each query holds
     and each query's id; nothing the generator wrote is read or changed.
     """

@@ -40,7 +40,8 @@ def default_dir(profile: str, seed: int = 0) -> Path:
     return paths.DATA_DIR / "synthetic" / f"{profile}-seed{seed}"
 
 
-def _manifest_ok(root: Path, profile: Profile, seed: int) -> bool:
+def manifest_ok(root: Path, profile: Profile, seed: int) -> bool:
+    """Whether ``root`` holds a finished collection of this generator version, sizes and seed."""
     try:
         m = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError):
@@ -74,7 +75,7 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
 
     # Folders of killed writers (their PID gone, or older than cache.STALE_SECONDS), never a live one's.
     clean_stale(root.parent, patterns=(f".tmp-{root.name}-*", f".stale-{root.name}-*"))
-    if not force and _manifest_ok(root, p, seed):
+    if not force and manifest_ok(root, p, seed):
         return root
     if root.exists() and not (root / "manifest.json").exists() and any(root.iterdir()):
         raise FileExistsError(f"{root} exists and is not a generated benchmark; refusing to replace it")
@@ -82,9 +83,9 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     tmp = root.parent / f".tmp-{root.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
         with single_threaded_blas():
-            _write(p, seed, tmp)
+            write_collection(p, seed, tmp)
         if root.exists():
-            if not force and _manifest_ok(root, p, seed):  # another process finished first
+            if not force and manifest_ok(root, p, seed):  # another process finished first
                 shutil.rmtree(tmp)
                 return root
             stale = root.parent / f".stale-{root.name}-{uuid.uuid4().hex[:8]}"
@@ -107,11 +108,13 @@ def write_texts(profile: Profile | str, seed: int, root: str | Path, difficulty:
     p = SIZES[profile] if isinstance(profile, str) else profile
     root = Path(root)
     with single_threaded_blas():
-        _write(p, seed, root, difficulty or DIFFICULTY, embeddings=False)
+        write_collection(p, seed, root, difficulty or DIFFICULTY, embeddings=False)
     return root
 
 
-def _write(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embeddings: bool = True) -> None:
+def write_collection(p: Profile, seed: int, root: Path, d: Difficulty | None = None, embeddings: bool = True) -> None:
+    """Write the benchmark of sizes ``p`` and ``seed`` into the empty folder ``root`` (no
+    manifest; :func:`generate_benchmark` adds it and the atomic rename)."""
     d = d or DIFFICULTY
     lex = lexicons(p.n_meanings, seed, d)
     base = root / "wiki-clir"
