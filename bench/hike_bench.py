@@ -73,7 +73,7 @@ def main() -> int:
     out: dict = {"machine": machine()}
     ds = load_dataset("default", "fr")
     t0 = time.perf_counter()
-    h = Hike(HikeConfig(data="default", lang="fr"))
+    h = Hike(HikeConfig(dataset="default", lang="fr"))
     h._build(ds, 0)
     out["build_seconds"] = time.perf_counter() - t0
     test = ds.splits["test"]
@@ -96,7 +96,7 @@ def main() -> int:
                 "achieved_gflops": best * fl / 1e9, "matmul_gflops": peak,
                 "fraction_of_matmul_rate": best * fl / 1e9 / peak})
     if args.measure_epoch:
-        cfg = HikeConfig(data="default", lang="fr", epochs=1, patience=None)
+        cfg = HikeConfig(dataset="default", lang="fr", epochs=1, patience=None)
         t0 = time.perf_counter()
         s = Hike(cfg).fit(ds)
         one = time.perf_counter() - t0

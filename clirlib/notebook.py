@@ -23,7 +23,7 @@ class Setup(NamedTuple):
     langs: list[str]  # the paper's document languages available in the data
 
 
-def setup(profile: str, data: str | None = "", force: bool = False, *, width: int = 160) -> Setup:
+def setup(profile: str, dataset: str | None = "", force: bool = False, *, width: int = 160) -> Setup:
     """Check the parameters, configure the run and print its settings; see the module docstring.
 
     ``data``: ``""`` or ``None`` for the embedded benchmark, else a WikiCLIR root.
@@ -33,9 +33,9 @@ def setup(profile: str, data: str | None = "", force: bool = False, *, width: in
     determinism.configure()
     pd.set_option("display.precision", 3)
     pd.set_option("display.width", width)
-    figs, tables = paths.output_dirs(profile, data or None)
-    langs = reproduction.languages(data or None)
-    print(f"profile={profile}  data={data or 'embedded benchmark'}  force={force}")
+    figs, tables = paths.output_dirs(profile, dataset or None)
+    langs = reproduction.languages(dataset or None)
+    print(f"profile={profile}  data={dataset or 'embedded benchmark'}  force={force}")
     print(f"languages: {', '.join(langs)} | most epochs: {settings['epochs']} | "
           f"patience: {settings['patience']} | seeds: {settings['seeds']}")
     return Setup(figs, tables, langs)

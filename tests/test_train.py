@@ -145,8 +145,8 @@ def test_reference_engine_gives_the_same_metrics_on_ci(encoder):
 
     ds = load_dataset("ci", "fr")
     epochs = 4 if encoder == "avgpool" else 1
-    fast_res = train(TrainConfig(data="ci", encoder=encoder, epochs=epochs), ds, progress=False)
-    ref_res = train(TrainConfig(data="ci", encoder=encoder, epochs=epochs, engine="reference"), ds, progress=False)
+    fast_res = train(TrainConfig(dataset="ci", encoder=encoder, epochs=epochs), ds, progress=False)
+    ref_res = train(TrainConfig(dataset="ci", encoder=encoder, epochs=epochs, engine="reference"), ds, progress=False)
     assert ref_res.config.engine == "reference" and "engine" not in fast_res.config.to_dict()
     strip = lambda hist: [{k: v for k, v in h.items() if k != "seconds"} for h in hist]  # noqa: E731
     if encoder != "cnn":

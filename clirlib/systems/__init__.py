@@ -44,7 +44,7 @@ class SystemConfig:
     """The fields every system's config has; ``None`` means "the profile's / paper's"."""
 
     system: str = "system"
-    data: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
+    dataset: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
     lang: str = "fr"
     seed: int = 0  # the system's own randomness (initialisation, shuffling, doc2vec, LDA)
     data_seed: int = 0  # benchmark generation, split, NR sampling (as TrainConfig.data_seed)
