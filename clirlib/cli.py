@@ -173,7 +173,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     # A failed cell is reported below in one line; papermill's / nbclient's own error logs
     # (a kernel killed by Ctrl-C, for example) would add more.
     logging.getLogger("papermill").setLevel(logging.CRITICAL)
-    params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
+    params = {"profile": args.profile, "dataset": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
     total = time.perf_counter()
