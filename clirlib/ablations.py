@@ -107,7 +107,7 @@ def overrides(variant: str) -> dict[str, Any]:
 
 
 def study_lang(dataset: str | None) -> str:
-    """French, or the first of the paper's languages present in ``data``."""
+    """French, or the first of the paper's languages present in ``dataset``."""
     return languages(dataset or None)[0]
 
 

@@ -244,7 +244,7 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     Protocol (what a system brings to be cached here; HIKE follows it too):
 
     - ``config`` is a frozen dataclass deriving from ``systems.SystemConfig``: the fields
-      ``system, data, lang, seed, data_seed, n_queries, n_nr`` plus the system's own;
+      ``system, dataset, lang, seed, data_seed, n_queries, n_nr`` plus the system's own;
       ``key()`` (a hash of ``resolved().to_dict()``), ``resolved()`` (checks every field,
       fills defaults) and ``to_dict()`` (JSON-able). ``systems.config(name, **fields)``
       builds one and raises on unknown fields.

@@ -1,6 +1,6 @@
 """The set-up cell every numbered notebook starts with, as one call.
 
-``FIGS, TABLES, LANGS = setup(profile, data, force)`` checks the papermill parameters,
+``FIGS, TABLES, LANGS = setup(profile, dataset, force)`` checks the papermill parameters,
 makes runs deterministic (``clirlib.determinism``), sets pandas' display, picks the output
 folders of the run (``clirlib.paths.output_dirs``: the committed ``figures/`` and
 ``tables/`` only for the default profile on the embedded benchmark) and the paper's
@@ -26,7 +26,7 @@ class Setup(NamedTuple):
 def setup(profile: str, dataset: str | None = "", force: bool = False, *, width: int = 160) -> Setup:
     """Check the parameters, configure the run and print its settings; see the module docstring.
 
-    ``data``: ``""`` or ``None`` for the embedded benchmark, else a WikiCLIR root.
+    ``dataset``: ``""`` or ``None`` for the embedded benchmark, else a WikiCLIR root.
     ``width``: pandas' display width (characters).
     """
     settings = profiles.training(profile)

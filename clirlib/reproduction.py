@@ -32,7 +32,7 @@ EPSILONS = tuple(np.round(np.arange(0, 2.0001, 0.25), 2).tolist())
 NR_COUNTS = tuple(range(20, 101, 10))
 
 def source(profile: str, dataset: str | None) -> dict[str, Any]:
-    """The ``data`` / ``n_queries`` part of a config for a profile or a real directory."""
+    """The ``dataset`` / ``n_queries`` part of a config for a profile or a real directory."""
     profiles.check(profile)
     if dataset:
         return {"dataset": str(dataset), "n_queries": profiles.REAL_QUERIES[profile]}
@@ -40,7 +40,7 @@ def source(profile: str, dataset: str | None) -> dict[str, Any]:
 
 
 def languages(dataset: str | None, langs: Iterable[str] = LANGS) -> list[str]:
-    """The paper's languages available in ``data`` (all four for the embedded benchmark)."""
+    """The paper's languages available in ``dataset`` (all four for the embedded benchmark)."""
     if not dataset:
         return list(langs)
     from .data import available_languages, irds
