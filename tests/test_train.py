@@ -165,7 +165,12 @@ def test_engine_is_out_of_the_key_and_record_at_its_default():
     # the reference engine is asked for; an unknown engine is refused.
     cfg = TrainConfig()
     assert "engine" not in cfg.to_dict() and cfg.key() == TrainConfig(engine="fast").key()
-    assert cfg.key() == "3103a06da29c5c6c"  # TrainConfig().key() at the commit before the engine field
+    # TrainConfig().key() after the field `data` became `dataset` (issue 16.2) ...
+    assert cfg.key() == "37110d0204f04be3"
+    # ... and, spelled the old way, the key at the commit before the engine field
+    import hashlib, json
+    old = {("data" if k == "dataset" else k): v for k, v in cfg.resolved().to_dict().items()}
+    assert hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:16] == "3103a06da29c5c6c"
     ref = TrainConfig(engine="reference")
     assert ref.to_dict()["engine"] == "reference" and ref.key() != cfg.key()
     with pytest.raises(ValueError, match="unknown engine 'gpu'"):
