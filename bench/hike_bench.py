@@ -84,7 +84,7 @@ def measure(n_pairs: int = 20000, epoch: bool = True) -> dict:
     out: dict = {"machine": machine()}
     ds = load_dataset("default", "fr")
     t0 = time.perf_counter()
-    h = Hike(HikeConfig(data="default", lang="fr"))
+    h = Hike(HikeConfig(dataset="default", lang="fr"))
     h.build(ds, 0)
     out["build_seconds"] = time.perf_counter() - t0
     test = ds.splits["test"]
@@ -108,7 +108,7 @@ def measure(n_pairs: int = 20000, epoch: bool = True) -> dict:
                 "achieved_gflops": best * fl / 1e9, "matmul_gflops": peak,
                 "fraction_of_matmul_rate": best * fl / 1e9 / peak})
     if epoch:
-        cfg1 = HikeConfig(data="default", lang="fr", epochs=1, patience=None)
+        cfg1 = HikeConfig(dataset="default", lang="fr", epochs=1, patience=None)
         t0 = time.perf_counter()
         s = Hike(cfg1).fit(ds)
         one = time.perf_counter() - t0

@@ -49,7 +49,7 @@ profile, lang, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 determinism.configure()
 ds = load_dataset(profile, lang)
 t0 = time.perf_counter()
-s = systems.get("mdl")(systems.config("mdl", data=profile, lang=lang, seed=seed)).fit(ds, seed)
+s = systems.get("mdl")(systems.config("mdl", dataset=profile, lang=lang, seed=seed)).fit(ds, seed)
 t1 = time.perf_counter()
 s.encode_documents(ds, range(len(ds.docs)))  # doc2vec inference + encoder of every document
 t2 = time.perf_counter()

@@ -70,7 +70,7 @@ def train_epoch(fraction: float) -> dict:
     ds = load_dataset("paper", "fr")
     load_s = time.perf_counter() - t0
     rss_load = _rss_mb()
-    cfg = TrainConfig(data="paper", lang="fr", loss="sosl", encoder="avgpool", epsilon=1.0, epochs=1,
+    cfg = TrainConfig(dataset="paper", lang="fr", loss="sosl", encoder="avgpool", epsilon=1.0, epochs=1,
                       train_fraction=fraction)
     t0 = time.perf_counter()
     res = train(cfg, ds, progress=False, keep_model=fraction < 1)

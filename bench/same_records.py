@@ -69,7 +69,7 @@ def main() -> int:
     cached = []
     for p in sorted(Path(a.cache).glob("*.json")):
         rec = json.loads(p.read_text())
-        if rec.get("config", {}).get("data") == "ci" and "error" not in rec:
+        if rec.get("config", {}).get("dataset") == "ci" and "error" not in rec:
             cached.append((p, rec))
     home = tempfile.mkdtemp(prefix="clirlib-same-records-")
     os.symlink(ROOT / "data", Path(home) / "data")

@@ -106,43 +106,43 @@ def overrides(variant: str) -> dict[str, Any]:
     raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
-def study_lang(data: str | None) -> str:
-    """French, or the first of the paper's languages present in ``data``."""
-    return languages(data or None)[0]
+def study_lang(dataset: str | None) -> str:
+    """French, or the first of the paper's languages present in ``dataset``."""
+    return languages(dataset or None)[0]
 
 
-def grid(profile: str, data: str | None = None, seeds: Iterable[int] = SEEDS) -> list[dict[str, Any]]:
+def grid(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS) -> list[dict[str, Any]]:
     """One entry per run: ``variant``, ``loss``, ``seed`` and its ``config``: MSE and PO
     with every variant, SOSL (the reference) with the baseline only. The baselines are
     Table 2's configs (``reproduction.base``), so they share the cache with notebooks 04
     and 09 and cost nothing extra in ``make reproduce``. (SOSL under the variants would
     add about a third to the study's training time, beyond its budget.)"""
-    lang = study_lang(data)
+    lang = study_lang(dataset)
     return [{"variant": v, "loss": loss, "seed": seed,
-             "config": base(profile, data or None, lang, loss=loss, seed=seed, **overrides(v))}
+             "config": base(profile, dataset or None, lang, loss=loss, seed=seed, **overrides(v))}
             for v in VARIANTS for loss in LOSS_ORDER for seed in seeds
             if loss in STUDIED or v == "baseline"]
 
 
-def mse_po_configs(profile: str, data: str | None = None, seeds: Iterable[int] = SEEDS):
+def mse_po_configs(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS):
     """The study's ``TrainConfig`` list (MSE and PO x four variants x seeds, SOSL's baselines)."""
-    return [g["config"] for g in grid(profile, data, seeds)]
+    return [g["config"] for g in grid(profile, dataset, seeds)]
 
 
-def mse_po_study(profile: str, data: str | None = None, seeds: Iterable[int] = SEEDS,
+def mse_po_study(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS,
                  force: bool | None = None) -> pd.DataFrame:
     """Run (or read from the cache) every config; one tidy row per run with its ``variant``."""
-    g = grid(profile, data, seeds)
+    g = grid(profile, dataset, seeds)
     runs = run_many([x["config"] for x in g], force=force, desc="MSE/PO ablations")
     runs.insert(0, "variant", [x["variant"] for x in g])
     return runs
 
 
-def per_query(profile: str, data: str | None = None, seeds: Iterable[int] = SEEDS,
+def per_query(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS,
               metric: str = METRIC) -> pd.DataFrame:
     """Per-query test ``metric`` of every run (tidy: variant, loss, seed, query_id, value)."""
     frames = []
-    for x in grid(profile, data, seeds):
+    for x in grid(profile, dataset, seeds):
         pq = pd.DataFrame(run(x["config"])["test_per_query"])
         frames.append(pd.DataFrame({"variant": x["variant"], "loss": x["loss"], "seed": x["seed"],
                                     "lang": x["config"].lang, "query_id": pq["query_id"].astype(str),

@@ -33,7 +33,7 @@ def _train_system(args: argparse.Namespace) -> int:
     from . import systems
     from .experiments import jsonable, system_record
 
-    kw = {"data": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
+    kw = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
           "n_queries": args.n_queries, "n_nr": args.n_nr}
     if args.system == "mdl":
         kw.update(m=args.m, n_topics=args.n_topics, labels=args.labels, criterion=args.criterion)
@@ -50,7 +50,7 @@ def _train_system(args: argparse.Namespace) -> int:
     extra = "".join(f" {k}={getattr(cfg, k)}" for k in ("kg", "encoder") if hasattr(cfg, k))
     if getattr(cfg, "kg_dir", None):
         extra += f" ({cfg.kg_dir})"
-    print(f"system={args.system} data={cfg.data} lang={cfg.lang}{extra} seed={cfg.seed} "
+    print(f"system={args.system} data={cfg.dataset} lang={cfg.lang}{extra} seed={cfg.seed} "
           f"best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s)")
     info = rec["data_info"]
     if "candidates_per_query" in info:
@@ -95,7 +95,7 @@ def _train(args: argparse.Namespace) -> int:
     from .train import TrainConfig, train
 
     cfg = TrainConfig(
-        data=args.data, lang=args.lang, loss=args.loss, encoder=args.encoder, epsilon=args.epsilon,
+        dataset=args.data, lang=args.lang, loss=args.loss, encoder=args.encoder, epsilon=args.epsilon,
         thresholds=tuple(args.thresholds) if args.thresholds else None, epochs=args.epochs,
         batch_size=args.batch_size, lr=args.lr, clip=None if args.clip == 0 else args.clip,
         seed=args.seed, data_seed=args.data_seed, n_queries=args.n_queries, n_nr=args.n_nr,
@@ -109,7 +109,7 @@ def _train(args: argparse.Namespace) -> int:
     res = train(cfg, progress=None if not args.quiet else False)
     width = max(len(m) for m in METRIC_NAMES)
     info = res.data_info
-    print(f"data={cfg.data} lang={cfg.lang} loss={cfg.loss} encoder={cfg.encoder} epsilon={cfg.epsilon} "
+    print(f"data={cfg.dataset} lang={cfg.lang} loss={cfg.loss} encoder={cfg.encoder} epsilon={cfg.epsilon} "
           f"thresholds={res.config.thresholds} epochs={res.config.epochs} seed={cfg.seed} "
           f"best_epoch={res.best_epoch} ({res.seconds:.1f}s)")
     if "candidates_per_query" in info:
@@ -166,14 +166,14 @@ def _reproduce(args: argparse.Namespace) -> int:
     from .precheck import precheck
 
     # Every input checked before the first notebook starts (one line on failure, exit 2).
-    notebooks = precheck(_notebooks(), data=args.data, kernel=args.kernel, only=args.notebooks)
+    notebooks = precheck(_notebooks(), dataset=args.data, kernel=args.kernel, only=args.notebooks)
     import papermill as pm
 
     env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
     # A failed cell is reported below in one line; papermill's / nbclient's own error logs
     # (a kernel killed by Ctrl-C, for example) would add more.
     logging.getLogger("papermill").setLevel(logging.CRITICAL)
-    params = {"profile": args.profile, "data": args.data or "", "force": bool(args.force)}
+    params = {"profile": args.profile, "dataset": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
     total = time.perf_counter()

@@ -64,7 +64,7 @@ class Failure:
     def summary(self) -> str:
         last = self.error.strip().splitlines()[-1] if self.error.strip() else "?"
         c = self.config
-        return f"{experiments.cache_key(c)} ({c.data}/{c.lang}/{c.loss}/{c.encoder}, seed {c.seed}): {last}"
+        return f"{experiments.cache_key(c)} ({c.dataset}/{c.lang}/{c.loss}/{c.encoder}, seed {c.seed}): {last}"
 
 
 class GridError(RuntimeError):
@@ -148,14 +148,14 @@ def dataset_key(config: TrainConfig) -> tuple:
     """The arguments ``train.train`` loads a config's dataset with (runs sharing them share
     the dataset)."""
     c = config.resolved()
-    return (c.data, c.lang, c.n_queries, c.n_nr, c.data_seed)
+    return (c.dataset, c.lang, c.n_queries, c.n_nr, c.data_seed)
 
 
 def _load(key: tuple):
     from .data import load_dataset
 
-    data, lang, n_queries, n_nr, seed = key
-    return load_dataset(data, lang, n_queries=n_queries, n_nr=n_nr, seed=seed)
+    dataset, lang, n_queries, n_nr, seed = key
+    return load_dataset(dataset, lang, n_queries=n_queries, n_nr=n_nr, seed=seed)
 
 
 #: Datasets a worker process has read from the object store, by object id (a worker runs

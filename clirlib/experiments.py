@@ -35,7 +35,7 @@ from .metrics import METRIC_NAMES
 from .train import KEY_DEFAULTS, NonFiniteError, TrainConfig, train
 
 #: Bump when a change of the code changes results, so old cache entries are not reused.
-CACHE_VERSION = 4
+CACHE_VERSION = 5  # 5: the run field `data` became `dataset` (old entries are misses)
 #: Scores kept per class for the density plots (Figure 3).
 SCORE_SAMPLE = 3000
 
@@ -161,12 +161,19 @@ def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc:
     return pd.DataFrame([summary_row(r) for r in records])
 
 
+#: Config fields whose table column has another name.
+TABLE_COLUMNS = {"dataset": "data"}
+
+
 def summary_row(record: dict[str, Any]) -> dict[str, Any]:
     # Config columns in TrainConfig's field order: a record read back from the cache (JSON
     # with sorted keys) and one just trained then give the same table, byte for byte.
     order = [f.name for f in dataclasses.fields(TrainConfig)]
     cfg = {k: record["config"][k] for k in sorted(record["config"], key=lambda k: (k not in order, order.index(k) if k in order else 0, k))}
     cfg["thresholds"] = tuple(cfg["thresholds"])
+    # The tables keep their column name `data` for the run's source (byte-identical tables
+    # across the rename of the config field to `dataset`, issue 16).
+    cfg = {TABLE_COLUMNS.get(k, k): v for k, v in cfg.items()}
     row = {**cfg, "best_epoch": record["best_epoch"], "epochs_run": record["epochs_run"],
            "dev_chance": record["dev_chance"], "seconds": record["seconds"]}
     row.update({m: record["test"][m] for m in METRIC_NAMES})
@@ -237,7 +244,7 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     Protocol (what a system brings to be cached here; HIKE follows it too):
 
     - ``config`` is a frozen dataclass deriving from ``systems.SystemConfig``: the fields
-      ``system, data, lang, seed, data_seed, n_queries, n_nr`` plus the system's own;
+      ``system, dataset, lang, seed, data_seed, n_queries, n_nr`` plus the system's own;
       ``key()`` (a hash of ``resolved().to_dict()``), ``resolved()`` (checks every field,
       fills defaults) and ``to_dict()`` (JSON-able). ``systems.config(name, **fields)``
       builds one and raises on unknown fields.

@@ -76,10 +76,10 @@ HYPOTHESES: tuple[verdicts.Hypothesis, ...] = (
 )
 
 
-def _source(profile: str, data: str | None) -> dict[str, Any]:
+def _source(profile: str, dataset: str | None) -> dict[str, Any]:
     from .reproduction import source
 
-    return source(profile, data)
+    return source(profile, dataset)
 
 
 def _fields(system: str, profile: str) -> dict[str, Any]:
@@ -94,41 +94,41 @@ def _fields(system: str, profile: str) -> dict[str, Any]:
     return {}
 
 
-def _labelled(table: dict[str, tuple[str, dict[str, Any]]], profile: str, data: str | None,
+def _labelled(table: dict[str, tuple[str, dict[str, Any]]], profile: str, dataset: str | None,
               langs: Iterable[str], seeds: Iterable[int]) -> list[tuple[str, Any]]:
     out = []
     for seed in seeds:
         for lang in langs:
             for label, (system, kw) in table.items():
-                if kw.get("labels") == "true" and data:
+                if kw.get("labels") == "true" and dataset:
                     continue  # true topics exist only for the embedded benchmark
-                if system == "hike" and (data or lang not in profiles.HIKE[profile]["langs"]):
+                if system == "hike" and (dataset or lang not in profiles.HIKE[profile]["langs"]):
                     continue  # the KG is the embedded benchmark's; HIKE's languages are the profile's
-                cfg = systems.config(system, lang=lang, seed=seed, **_source(profile, data), **_fields(system, profile), **kw)
+                cfg = systems.config(system, lang=lang, seed=seed, **_source(profile, dataset), **_fields(system, profile), **kw)
                 out.append((label, cfg))
     return out
 
 
-def languages(profile: str, data: str | None = None) -> list[str]:
+def languages(profile: str, dataset: str | None = None) -> list[str]:
     """The notebook's languages: the profile's (``profiles.FAMILIES``; ``ci``: French), on real
     data every language of the directory (``reproduction.languages``)."""
     from .reproduction import languages as all_languages
 
-    chosen = None if data else profiles.FAMILIES[profiles.check(profile)]["langs"]
-    return list(chosen) if chosen else all_languages(data)
+    chosen = None if dataset else profiles.FAMILIES[profiles.check(profile)]["langs"]
+    return list(chosen) if chosen else all_languages(dataset)
 
 
-def configs(profile: str, data: str | None = None, langs: Iterable[str] | None = None,
+def configs(profile: str, dataset: str | None = None, langs: Iterable[str] | None = None,
             seeds: Iterable[int] | None = None, controls: bool = True) -> list[tuple[str, Any]]:
     """(label, config) of the five systems (and MDL's controls) x languages x seeds."""
 
-    langs = list(langs) if langs is not None else languages(profile, data)
+    langs = list(langs) if langs is not None else languages(profile, dataset)
     seeds = tuple(seeds) if seeds is not None else experiments.settings(profile)["seeds"]
     table = {**FAMILIES, **(CONTROLS if controls else {})}
-    return _labelled(table, profile, data, langs, seeds)
+    return _labelled(table, profile, dataset, langs, seeds)
 
 
-def sweep_configs(profile: str, n_train_pairs: int, data: str | None = None, lang: str = "fr",
+def sweep_configs(profile: str, n_train_pairs: int, dataset: str | None = None, lang: str = "fr",
                   seed: int | None = None) -> list[tuple[str, Any]]:
     """(label, config) of the m x C sweep of MDL (one language, one seed)."""
     from .systems.mdl import scaled_topics
@@ -138,7 +138,7 @@ def sweep_configs(profile: str, n_train_pairs: int, data: str | None = None, lan
     grid = profiles.FAMILIES[profiles.check(profile)]
     # n_topics None at factor 1 (the scaled C itself): MDL.1 and MDL.6 of the grid, from the cache
     return [(f"MDL.{m} C={f * c0}", systems.config("mdl", lang=lang, seed=seed, m=m, n_topics=None if f == 1 else f * c0,
-                                                    **_source(profile, data), **_fields("mdl", profile)))
+                                                    **_source(profile, dataset), **_fields("mdl", profile)))
             for f in grid["sweep_c_factors"] for m in grid["sweep_m"]]
 
 

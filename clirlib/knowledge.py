@@ -26,13 +26,13 @@ KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuff
 
 
 # --------------------------------------------------------------------------- runs
-def profile_configs(profile: str, data: str | None = None, control_lang: str = "fr",
+def profile_configs(profile: str, dataset: str | None = None, control_lang: str = "fr",
                     kg_modes: tuple[str, ...] = KG_MODES) -> list[HikeConfig]:
     """HIKE (full KG) per language of the profile and, on ``control_lang``, the other
     ``kg_modes`` (the controls), per seed; real data without a KG: the vanilla cross-encoder."""
     s = profiles.HIKE[profiles.check(profile)]
-    base = dict(data=data or profile, epochs=s["epochs"], pairs_per_epoch=s["pairs_per_epoch"])
-    if data:  # real data: no generated KG, so only the vanilla cross-encoder unless a KG is given
+    base = dict(dataset=dataset or profile, epochs=s["epochs"], pairs_per_epoch=s["pairs_per_epoch"])
+    if dataset:  # real data: no generated KG, so only the vanilla cross-encoder unless a KG is given
         return [HikeConfig(**base, lang=control_lang, seed=seed, kg="none") for seed in s["seeds"]]
     out = [HikeConfig(**base, lang=l, seed=seed, kg="full") for l in s["langs"] for seed in s["seeds"]]
     out += [HikeConfig(**base, lang=control_lang, seed=seed, kg=k) for k in kg_modes if k != "full"
@@ -40,11 +40,11 @@ def profile_configs(profile: str, data: str | None = None, control_lang: str = "
     return out
 
 
-def records_for_profile(profile: str, data: str | None = None, force: bool | None = None,
+def records_for_profile(profile: str, dataset: str | None = None, force: bool | None = None,
                         kg_modes: tuple[str, ...] = KG_MODES) -> list[dict[str, Any]]:
     """HIKE's records for a profile: :func:`profile_configs`, each run or read from the cache
     by ``experiments.run_system`` (the path every system's runs take)."""
-    return experiments.system_runs(profile_configs(profile, data, kg_modes=kg_modes), force=force, desc="hike runs")
+    return experiments.system_runs(profile_configs(profile, dataset, kg_modes=kg_modes), force=force, desc="hike runs")
 
 
 # --------------------------------------------------------------------------- verdicts and tables

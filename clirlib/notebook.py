@@ -1,6 +1,6 @@
 """The set-up cell every numbered notebook starts with, as one call.
 
-``FIGS, TABLES, LANGS = setup(profile, data, force)`` checks the papermill parameters,
+``FIGS, TABLES, LANGS = setup(profile, dataset, force)`` checks the papermill parameters,
 makes runs deterministic (``clirlib.determinism``), sets pandas' display, picks the output
 folders of the run (``clirlib.paths.output_dirs``: the committed ``figures/`` and
 ``tables/`` only for the default profile on the embedded benchmark) and the paper's
@@ -23,19 +23,19 @@ class Setup(NamedTuple):
     langs: list[str]  # the paper's document languages available in the data
 
 
-def setup(profile: str, data: str | None = "", force: bool = False, *, width: int = 160) -> Setup:
+def setup(profile: str, dataset: str | None = "", force: bool = False, *, width: int = 160) -> Setup:
     """Check the parameters, configure the run and print its settings; see the module docstring.
 
-    ``data``: ``""`` or ``None`` for the embedded benchmark, else a WikiCLIR root.
+    ``dataset``: ``""`` or ``None`` for the embedded benchmark, else a WikiCLIR root.
     ``width``: pandas' display width (characters).
     """
     settings = profiles.training(profile)
     determinism.configure()
     pd.set_option("display.precision", 3)
     pd.set_option("display.width", width)
-    figs, tables = paths.output_dirs(profile, data or None)
-    langs = reproduction.languages(data or None)
-    print(f"profile={profile}  data={data or 'embedded benchmark'}  force={force}")
+    figs, tables = paths.output_dirs(profile, dataset or None)
+    langs = reproduction.languages(dataset or None)
+    print(f"profile={profile}  data={dataset or 'embedded benchmark'}  force={force}")
     print(f"languages: {', '.join(langs)} | most epochs: {settings['epochs']} | "
           f"patience: {settings['patience']} | seeds: {settings['seeds']}")
     return Setup(figs, tables, langs)

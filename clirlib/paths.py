@@ -26,7 +26,7 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 REPORTED_DIR = PACKAGE_DIR / "reported"
 
 
-def output_dirs(profile: str, data: str | None = None) -> tuple[Path, Path]:
+def output_dirs(profile: str, dataset: str | None = None) -> tuple[Path, Path]:
     """(figures, tables) folders for a run.
 
     Only the ``default`` profile on the embedded benchmark writes to the committed
@@ -34,10 +34,10 @@ def output_dirs(profile: str, data: str | None = None) -> tuple[Path, Path]:
     executes, the ``paper`` profile, real data) writes below ``results/`` so it never
     overwrites the published outputs.
     """
-    if profile == "default" and not data:
+    if profile == "default" and not dataset:
         figs, tabs = FIGURES_DIR, TABLES_DIR
     else:
-        tag = profile if not data else f"wikiclir-{profile}"
+        tag = profile if not dataset else f"wikiclir-{profile}"
         figs, tabs = RESULTS_DIR / tag / "figures", RESULTS_DIR / tag / "tables"
     figs.mkdir(parents=True, exist_ok=True)
     tabs.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from typing import Iterable
 from .validate import ConfigError, check_output
 
 
-def precheck(notebooks: Iterable[Path], *, data: str | None, kernel: str,
+def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
              only: Iterable[str] | None = None) -> list[Path]:
     """The notebooks to run, after checking every input (``ConfigError`` on the first problem)."""
     from . import paths
@@ -34,39 +34,39 @@ def precheck(notebooks: Iterable[Path], *, data: str | None, kernel: str,
                 raise ConfigError("notebooks", f"no notebook in {paths.NOTEBOOKS_DIR} starts with {prefix!r}")
             chosen += [nb for nb in hits if nb not in chosen]
         notebooks = sorted(chosen)
-    if data:
-        _check_data(data)
+    if dataset:
+        _check_data(dataset)
     _check_kernel(kernel)
     check_output(paths.RESULTS_DIR / "executed" / "probe", option="results")  # nothing is written
     return notebooks
 
 
-def _check_data(data: str) -> None:
+def _check_data(dataset: str) -> None:
     from .data import DataFormatError, available_languages
     from .data.languages import wikiclir_files
     from .data import irds
     from .reported import LANGS
 
-    if irds.is_irds(data):  # ir_datasets' cache: the reader checks the files it names
+    if irds.is_irds(dataset):  # ir_datasets' cache: the reader checks the files it names
         try:
-            if irds.collection(data) == irds.CLIRMATRIX and irds.clirmatrix_ids(data)[1] not in LANGS:
+            if irds.collection(dataset) == irds.CLIRMATRIX and irds.clirmatrix_ids(dataset)[1] not in LANGS:
                 have = []  # the language is wrong whatever the cache holds
             else:
-                have = [lang for lang in irds.cached_languages(data) if lang in LANGS]
+                have = [lang for lang in irds.cached_languages(dataset) if lang in LANGS]
         except ValueError as e:  # DataFormatError / MissingDataError: what to download and where
             raise ConfigError("data", str(e)) from None
         if not have:
-            raise ConfigError("data", f"{data} has none of the paper's document languages ({', '.join(LANGS)})")
+            raise ConfigError("data", f"{dataset} has none of the paper's document languages ({', '.join(LANGS)})")
         return
     try:
-        have = [lang for lang in available_languages(data) if lang in LANGS]
+        have = [lang for lang in available_languages(dataset) if lang in LANGS]
     except DataFormatError as e:
         raise ConfigError("data", str(e)) from None
     if not have:
-        raise ConfigError("data", f"{data} has none of the paper's document languages ({', '.join(LANGS)}): "
+        raise ConfigError("data", f"{dataset} has none of the paper's document languages ({', '.join(LANGS)}): "
                                   f"expected wiki-clir/<language>/wiki_<lang>.documents and en2<lang>.rel")
     for lang in have:
-        files = wikiclir_files(data, lang)
+        files = wikiclir_files(dataset, lang)
         for p in (files.queries, files.documents, files.qrels):
             if p.stat().st_size == 0:
                 raise ConfigError("data", f"{p}: empty file")

@@ -31,29 +31,29 @@ ENCODER_ORDER = ("avgpool", "cnn", "lstm")
 EPSILONS = tuple(np.round(np.arange(0, 2.0001, 0.25), 2).tolist())
 NR_COUNTS = tuple(range(20, 101, 10))
 
-def source(profile: str, data: str | None) -> dict[str, Any]:
-    """The ``data`` / ``n_queries`` part of a config for a profile or a real directory."""
+def source(profile: str, dataset: str | None) -> dict[str, Any]:
+    """The ``dataset`` / ``n_queries`` part of a config for a profile or a real directory."""
     profiles.check(profile)
-    if data:
-        return {"data": str(data), "n_queries": profiles.REAL_QUERIES[profile]}
-    return {"data": profile, "n_queries": None}
+    if dataset:
+        return {"dataset": str(dataset), "n_queries": profiles.REAL_QUERIES[profile]}
+    return {"dataset": profile, "n_queries": None}
 
 
-def languages(data: str | None, langs: Iterable[str] = LANGS) -> list[str]:
-    """The paper's languages available in ``data`` (all four for the embedded benchmark)."""
-    if not data:
+def languages(dataset: str | None, langs: Iterable[str] = LANGS) -> list[str]:
+    """The paper's languages available in ``dataset`` (all four for the embedded benchmark)."""
+    if not dataset:
         return list(langs)
     from .data import available_languages, irds
 
-    have = set(irds.cached_languages(data) if irds.is_irds(data) else available_languages(data))
+    have = set(irds.cached_languages(dataset) if irds.is_irds(dataset) else available_languages(dataset))
     return [lang for lang in langs if lang in have]
 
 
-def base(profile: str, data: str | None, lang: str, encoder: str = "avgpool", **kw: Any):
+def base(profile: str, dataset: str | None, lang: str, encoder: str = "avgpool", **kw: Any):
     """The config every study starts from: the profile's epochs and patience, eps = 1, SOSL."""
     s = settings(profile)
     cfg = {"lang": lang, "encoder": encoder, "loss": "sosl", "epsilon": 1.0,
-           "epochs": s["epochs"][encoder], "patience": s["patience"], "score_train": True, **source(profile, data)}
+           "epochs": s["epochs"][encoder], "patience": s["patience"], "score_train": True, **source(profile, dataset)}
     cfg.update(kw)
     return config(**cfg)
 
@@ -62,33 +62,33 @@ def _seeds(profile: str, seeds: Iterable[int] | None) -> tuple[int, ...]:
     return tuple(settings(profile)["seeds"] if seeds is None else seeds)
 
 
-def table2_configs(profile: str, data: str | None = None, seeds: Iterable[int] | None = None):
+def table2_configs(profile: str, dataset: str | None = None, seeds: Iterable[int] | None = None):
     """Table 2: the four losses x languages x the profile's seeds (average pooling, eps = 1)."""
-    return [base(profile, data, lang, loss=loss, seed=seed)
-            for seed in _seeds(profile, seeds) for lang in languages(data) for loss in LOSS_ORDER]
+    return [base(profile, dataset, lang, loss=loss, seed=seed)
+            for seed in _seeds(profile, seeds) for lang in languages(dataset) for loss in LOSS_ORDER]
 
 
-def table3_configs(profile: str, data: str | None = None, seeds: Iterable[int] | None = None):
+def table3_configs(profile: str, dataset: str | None = None, seeds: Iterable[int] | None = None):
     """Table 3: the three encoders x languages x the profile's seeds (SOSL, eps = 1)."""
-    return [base(profile, data, lang, encoder=enc, seed=seed)
-            for seed in _seeds(profile, seeds) for lang in languages(data) for enc in ENCODER_ORDER]
+    return [base(profile, dataset, lang, encoder=enc, seed=seed)
+            for seed in _seeds(profile, seeds) for lang in languages(dataset) for enc in ENCODER_ORDER]
 
 
-def lstm_readout_configs(profile: str, data: str | None = None):
+def lstm_readout_configs(profile: str, dataset: str | None = None):
     """DSSM-LSTM with each read-out (``final``, Table 3's, and the paper's literal words),
     first language, seed 0: shown once beside each other in notebook 05."""
-    lang = languages(data)[0]
-    return [base(profile, data, lang, encoder="lstm", lstm_readout=r) for r in ("final", "paper")]
+    lang = languages(dataset)[0]
+    return [base(profile, dataset, lang, encoder="lstm", lstm_readout=r) for r in ("final", "paper")]
 
 
-def table2(profile: str, data: str | None = None, seeds: Iterable[int] | None = None,
+def table2(profile: str, dataset: str | None = None, seeds: Iterable[int] | None = None,
            force: bool | None = None) -> pd.DataFrame:
-    return run_many(table2_configs(profile, data, seeds), force=force, desc="Table 2")
+    return run_many(table2_configs(profile, dataset, seeds), force=force, desc="Table 2")
 
 
-def table3(profile: str, data: str | None = None, seeds: Iterable[int] | None = None,
+def table3(profile: str, dataset: str | None = None, seeds: Iterable[int] | None = None,
            force: bool | None = None) -> pd.DataFrame:
-    return run_many(table3_configs(profile, data, seeds), force=force, desc="Table 3")
+    return run_many(table3_configs(profile, dataset, seeds), force=force, desc="Table 3")
 
 
 def records(configs) -> list[dict[str, Any]]:
@@ -96,11 +96,11 @@ def records(configs) -> list[dict[str, Any]]:
     return [run(c) for c in configs]
 
 
-def figure4(profile: str, data: str | None = None, lang: str = "fr", force: bool | None = None,
+def figure4(profile: str, dataset: str | None = None, lang: str = "fr", force: bool | None = None,
             select_metric: str = "NDCG@5") -> tuple[pd.DataFrame, pd.DataFrame]:
     """All (eps, thresholds) runs, and per eps the run whose dev ``select_metric`` is best."""
     grid = settings(profile)["threshold_grid"]
-    configs = [base(profile, data, lang, epsilon=eps, thresholds=t) for eps in EPSILONS for t in grid]
+    configs = [base(profile, dataset, lang, epsilon=eps, thresholds=t) for eps in EPSILONS for t in grid]
     allruns = run_many(configs, force=force, desc="Figure 4")
     allruns["thresholds"] = allruns["thresholds"].map(tuple)
     return allruns, best_per_epsilon(allruns, select_metric)
@@ -113,23 +113,23 @@ def best_per_epsilon(allruns: pd.DataFrame, select_metric: str = "NDCG@5") -> pd
             .groupby("epsilon", as_index=False).head(1).reset_index(drop=True))
 
 
-def figure4_seed_configs(profile: str, best: pd.DataFrame, data: str | None = None, lang: str = "fr"):
+def figure4_seed_configs(profile: str, best: pd.DataFrame, dataset: str | None = None, lang: str = "fr"):
     """Every eps at the thresholds seed 0 chose on dev (``figure4``'s ``best``), for each of
     the profile's seeds: the runs the smoothing verdict compares."""
-    return [base(profile, data, lang, epsilon=float(r.epsilon), thresholds=tuple(r.thresholds), seed=seed)
+    return [base(profile, dataset, lang, epsilon=float(r.epsilon), thresholds=tuple(r.thresholds), seed=seed)
             for r in best.itertuples() for seed in settings(profile)["seeds"]]
 
 
-def figure5_configs(profile: str, data: str | None = None, lang: str = "fr"):
+def figure5_configs(profile: str, dataset: str | None = None, lang: str = "fr"):
     """Seed 0 at every NR count (the figure), plus the other seeds at the two ends (the verdicts)."""
     ends = (min(NR_COUNTS), max(NR_COUNTS))
-    return ([base(profile, data, lang, n_nr=k) for k in NR_COUNTS]
-            + [base(profile, data, lang, n_nr=k, seed=s) for s in settings(profile)["seeds"] if s != 0 for k in ends])
+    return ([base(profile, dataset, lang, n_nr=k) for k in NR_COUNTS]
+            + [base(profile, dataset, lang, n_nr=k, seed=s) for s in settings(profile)["seeds"] if s != 0 for k in ends])
 
 
-def figure5(profile: str, data: str | None = None, lang: str = "fr", force: bool | None = None) -> pd.DataFrame:
+def figure5(profile: str, dataset: str | None = None, lang: str = "fr", force: bool | None = None) -> pd.DataFrame:
     """Runs every config of :func:`figure5_configs`; returns the figure's curve (seed 0)."""
-    configs = figure5_configs(profile, data, lang)
+    configs = figure5_configs(profile, dataset, lang)
     df = run_many(configs, force=force, desc="Figure 5")
     df["sr_per_query"] = [run(c)["data_info"].get("sr_per_query", np.nan) for c in configs]
     return df[df["seed"] == 0].reset_index(drop=True)
@@ -138,34 +138,34 @@ def figure5(profile: str, data: str | None = None, lang: str = "fr", force: bool
 GRIDS = ("table2", "table3", "figure4", "figure5")
 
 
-def verdict_records(profile: str, data: str | None = None,
+def verdict_records(profile: str, dataset: str | None = None,
                     grids: Iterable[str] = GRIDS) -> dict[str, list[dict[str, Any]]]:
     """The cached records behind the claims of ``clirlib.verdicts``, by grid (trains only
     what the cache lacks; ``force`` belongs to the notebooks that run the grids)."""
-    langs, out = languages(data), {}
+    langs, out = languages(dataset), {}
     for grid in grids:
         if grid == "table2":
-            out[grid] = records(table2_configs(profile, data))
+            out[grid] = records(table2_configs(profile, dataset))
         elif grid == "table3":
-            out[grid] = records(table3_configs(profile, data))
+            out[grid] = records(table3_configs(profile, dataset))
         elif grid == "figure4":
-            _, best = figure4(profile, data, lang=langs[0], force=False)
-            out[grid] = records(figure4_seed_configs(profile, best, data, langs[0]))
+            _, best = figure4(profile, dataset, lang=langs[0], force=False)
+            out[grid] = records(figure4_seed_configs(profile, best, dataset, langs[0]))
         elif grid == "figure5":
             ends = (min(NR_COUNTS), max(NR_COUNTS))
-            out[grid] = [r for r in records(figure5_configs(profile, data, langs[0])) if r["config"]["n_nr"] in ends]
+            out[grid] = [r for r in records(figure5_configs(profile, dataset, langs[0])) if r["config"]["n_nr"] in ends]
         else:
             raise ValueError(f"unknown grid {grid!r}; choose from {', '.join(GRIDS)}")
     return out
 
 
-def claim_verdicts(profile: str, data: str | None = None, grids: Iterable[str] = GRIDS):
+def claim_verdicts(profile: str, dataset: str | None = None, grids: Iterable[str] = GRIDS):
     """(summary, comparisons) of ``clirlib.verdicts`` for the claims resting on ``grids``."""
     from . import verdicts
 
     grids = tuple(grids)
     hyps = [h for h in verdicts.HYPOTHESES if h.grid in grids]
-    return verdicts.evaluate(verdict_records(profile, data, grids), hyps)
+    return verdicts.evaluate(verdict_records(profile, dataset, grids), hyps)
 
 
 #: Wall-clock columns: they change on every run, so saved tables leave them out.

@@ -114,7 +114,7 @@ def clip_tag(clip: float | None) -> str:
     return "none" if clip is None else f"{clip:g}"
 
 
-def run_grid(profile: str, data: str | None, lang: str, regimes: Mapping[str, Mapping[str, Any]],
+def run_grid(profile: str, dataset: str | None, lang: str, regimes: Mapping[str, Mapping[str, Any]],
              epsilons: Iterable[float], clips: Iterable[float | None],
              force: bool | None = None) -> dict[tuple[str, float, str], tuple[dict[str, Any], bool]]:
     """Notebook 10's runs: SOSL with average pooling on ``lang`` at the profile's scale,
@@ -136,7 +136,7 @@ def run_grid(profile: str, data: str | None, lang: str, regimes: Mapping[str, Ma
                 if clip is None and clipped is not None and clipping_inactive(clipped[0]):
                     out[key] = (clipped[0], False)  # clipping never fired: the same run
                     continue
-                cfg = reproduction.base(profile, data, lang, epsilon=eps, clip=clip, record_steps=True, **fields)
+                cfg = reproduction.base(profile, dataset, lang, epsilon=eps, clip=clip, record_steps=True, **fields)
                 out[key] = (experiments.run(cfg, force=force, allow_nonfinite=True), True)
     return out
 

@@ -336,7 +336,7 @@ THEOREM3_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
 THEOREM3_OPTIMIZERS = {"sgd": (SGD_C, None), "adam": (0.01, 5.0)}
 
 
-def theorem3_configs(profile: str, data: str | None, lang: str, seeds, epsilon: float = 1.0) -> dict:
+def theorem3_configs(profile: str, dataset: str | None, lang: str, seeds, epsilon: float = 1.0) -> dict:
     """The runs of notebook 12, keyed ``(optimizer, design, train_fraction, seed)``.
 
     One design, ``"fixed steps"``, Theorem 3's own setting: every run takes the T steps of
@@ -353,7 +353,7 @@ def theorem3_configs(profile: str, data: str | None, lang: str, seeds, epsilon: 
     for opt, (lr, clip) in THEOREM3_OPTIMIZERS.items():
         for f in THEOREM3_FRACTIONS:
             for s in seeds:
-                out[opt, "fixed steps", f, s] = base(profile, data, lang, epochs=int(round(epochs / f)), epsilon=epsilon,
+                out[opt, "fixed steps", f, s] = base(profile, dataset, lang, epochs=int(round(epochs / f)), epsilon=epsilon,
                                                      train_fraction=f, seed=s, optimizer=opt, lr=lr, clip=clip,
                                                      patience=None)
     return out

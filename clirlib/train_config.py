@@ -54,7 +54,7 @@ IMPLEMENTATION_DEFAULTS: dict[str, Any] = {"engine": "fast"}
 class TrainConfig:
     """Everything that determines a training run. ``None`` means "the paper's setting"."""
 
-    data: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
+    dataset: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
     lang: str = "fr"
     loss: str = "sosl"
     encoder: str = "avgpool"

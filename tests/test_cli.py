@@ -41,7 +41,7 @@ def test_train_options_reach_the_trainer(tmp_path):
     cfg = rec["config"]
     assert (cfg["lang"], cfg["epsilon"], cfg["thresholds"], cfg["seed"], cfg["n_nr"], cfg["clip"], cfg["lr"]) == \
         ("sw", 0.5, [0.1, 0.5], 1, 20, None, 0.02)
-    ref = train(TrainConfig(data="ci", lang="sw", epsilon=0.5, thresholds=(0.1, 0.5), epochs=2, seed=1, n_nr=20,
+    ref = train(TrainConfig(dataset="ci", lang="sw", epsilon=0.5, thresholds=(0.1, 0.5), epochs=2, seed=1, n_nr=20,
                             clip=None, lr=0.02), progress=False)
     assert rec["test"] == ref.test_metrics  # deterministic: the same numbers, bit for bit
     # the chance line: 1 / candidates per query, with 20 NR documents (+ 1 MR + Swahili's few SR)

@@ -131,3 +131,27 @@ def test_every_grid_of_the_notebooks_builds_its_configs():
     assert len(reproduction.table3_configs("ci")) == 3 * 4 * 3  # encoders x languages x seeds
     assert len(reproduction.figure5_configs("ci")) == 9 + 2 * 2  # NR counts 20..100, other seeds at the ends
     assert theory.theorem3_configs("ci", None, "fr", (0,)) and ablations.grid("ci")
+
+
+def test_old_entry_with_data_field_is_a_miss(results_dir):
+    # Issue 16.2: the run field `data` became `dataset`; an entry written before (its config
+    # names `data`) is recomputed, never read and never a crash.
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=1, batch_size=32)
+    experiments.run(cfg, dataset=ds)
+    path = results_dir / "runs" / f"{experiments.cache_key(cfg)}.json"
+    old = json.loads(path.read_text())
+    old["config"]["data"] = old["config"].pop("dataset")  # the pre-rename spelling
+    path.write_text(json.dumps(old, sort_keys=True))
+    from clirlib.cache import CacheEntryWarning
+    with pytest.warns(CacheEntryWarning, match="damaged"):  # moved aside, then recomputed
+        assert experiments.cached_record(cfg) is None
+    assert experiments.CACHE_VERSION == 5  # 4 -> 5 with the rename: old keys are never looked up
+    assert experiments.cache_key(cfg).startswith("v5-")
+
+
+def test_config_rejects_the_old_data_key():
+    from clirlib.validate import ConfigError
+    assert experiments.config(dataset="ci").dataset == "ci"
+    with pytest.raises(ConfigError, match="data"):
+        experiments.config(data="ci")  # the old name of the field is an unknown setting now

@@ -15,7 +15,7 @@ from clirlib.experiments import run_system
 from clirlib.systems.hike import (ALL_METRICS, Hike, HikeConfig, HikeModel, KnowledgeFusion, hinge_loss,
                                   language_fusion)
 
-TINY = dict(data="ci", lang="fr", epochs=1, pairs_per_epoch=64, batch_size=32, transe_epochs=5)
+TINY = dict(dataset="ci", lang="fr", epochs=1, pairs_per_epoch=64, batch_size=32, transe_epochs=5)
 
 
 def test_pack_truncates_like_bert():
@@ -231,7 +231,7 @@ def test_collection_metrics_with_a_sosl_first_stage(ci_fr):
     from clirlib import systems
     from clirlib.knowledge import collection_metrics
 
-    first = systems.get("sosl")(systems.config("sosl", data="ci", lang="fr", epochs=1)).fit(ci_fr, 0)
+    first = systems.get("sosl")(systems.config("sosl", dataset="ci", lang="fr", epochs=1)).fit(ci_fr, 0)
     h = Hike(HikeConfig(kg="none", **TINY))
     h.build(ci_fr, 0)
     pq = collection_metrics(h, ci_fr, first, "test", depth=5)

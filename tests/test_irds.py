@@ -98,4 +98,4 @@ def test_grids_find_the_cached_languages(irds_home):
     # the fixture caches French only: of the paper's fr, it, sw, tl the grids get fr
     assert reproduction.languages("irds:wikiclir") == ["fr"]
     assert reproduction.languages("irds:wikiclir/fr") == ["fr"]
-    assert reproduction.source("ci", "irds:wikiclir/fr") == {"data": "irds:wikiclir/fr", "n_queries": 150}
+    assert reproduction.source("ci", "irds:wikiclir/fr") == {"dataset": "irds:wikiclir/fr", "n_queries": 150}

@@ -115,7 +115,7 @@ def test_random_label_control_near_chance_on_ci():
     from clirlib import experiments, systems
     from clirlib.verdicts import CONVERGENCE_FACTOR
 
-    rec = experiments.run_system(systems.config("mdl", data="ci", lang="sw", labels="random", m=5), collection=False)
+    rec = experiments.run_system(systems.config("mdl", dataset="ci", lang="sw", labels="random", m=5), collection=False)
     # near chance: below the verdict procedure's convergence bar (3 x chance) on dev and test
     assert rec["dev"]["P_mr@1"] < CONVERGENCE_FACTOR * rec["dev_chance"]
     assert rec["test"]["P_mr@1"] < CONVERGENCE_FACTOR * rec["dev_chance"]
@@ -127,7 +127,7 @@ def test_same_config_same_scores():
     from clirlib.data import load_dataset
 
     ds = load_dataset("ci", "tl")
-    cfg = systems.config("mdl", data="ci", lang="tl", epochs=2, d2v_epochs=3)
+    cfg = systems.config("mdl", dataset="ci", lang="tl", epochs=2, d2v_epochs=3)
     a = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
     b = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
     assert np.array_equal(a, b)

@@ -16,7 +16,7 @@ _FAST = {"epochs": 2, "d2v_epochs": 3, "lda_iter": 3}
 
 
 def _fit(ds, workers: int, memo: bool, **kw):
-    cfg = systems.config("mdl", data="ci", lang="tl", **_FAST, **kw)
+    cfg = systems.config("mdl", dataset="ci", lang="tl", **_FAST, **kw)
     s = systems.get("mdl")(cfg, workers=workers, memo=memo).fit(ds, 0)
     return s, s.score(ds, "test")
 

@@ -27,8 +27,8 @@ def test_split_sizes_follow_3_1_1():
 def test_readers_share_the_one_definition():
     assert PROFILES is profiles.SIZES  # clirlib.data re-exports, it does not copy
     assert experiments.settings("default") is profiles.TRAINING["default"]
-    assert reproduction.source("ci", "/some/wikiclir") == {"data": "/some/wikiclir", "n_queries": 150}
-    assert reproduction.source("ci", None) == {"data": "ci", "n_queries": None}
+    assert reproduction.source("ci", "/some/wikiclir") == {"dataset": "/some/wikiclir", "n_queries": 150}
+    assert reproduction.source("ci", None) == {"dataset": "ci", "n_queries": None}
     parser = cli.build_parser()
     args = parser.parse_args(["reproduce", "--profile", "paper"])
     assert args.profile == "paper"

@@ -82,7 +82,7 @@ def test_run_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
     from clirlib import experiments, paths, verdicts
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    cfg = systems.config("bm25", data="ci", lang="sw")
+    cfg = systems.config("bm25", dataset="ci", lang="sw")
     rec = experiments.run_system(cfg)
     for k in ("key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history", "seconds",
               "data_info", "test_per_query", "created", "collection"):

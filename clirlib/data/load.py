@@ -44,7 +44,7 @@ EMBEDDINGS = ("polyglot", "none")
 def load_for(config) -> RankingDataset:
     """The dataset a run's config names: its ``data, lang, n_queries, n_nr, data_seed`` fields
     (a ``TrainConfig`` or a ``systems.SystemConfig``)."""
-    return load_dataset(config.data, config.lang, n_queries=config.n_queries, n_nr=config.n_nr, seed=config.data_seed)
+    return load_dataset(config.dataset, config.lang, n_queries=config.n_queries, n_nr=config.n_nr, seed=config.data_seed)
 
 
 def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: int | None = None, n_nr: int = 40,

@@ -19,7 +19,7 @@ module of this package. Every system follows :class:`System`:
 
 A system is built from its config: ``cls(config)`` with ``config`` an instance of
 ``cls.Config``, a frozen dataclass deriving from :class:`SystemConfig` (the common fields
-``system, data, lang, seed, data_seed, n_queries, n_nr`` plus the system's own; unknown
+``system, dataset, lang, seed, data_seed, n_queries, n_nr`` plus the system's own; unknown
 fields raise). ``experiments.run_system(config)`` caches runs of any registered system.
 
 ``SYSTEMS`` maps a system's CLI name to its class; a module registers itself with
@@ -44,7 +44,7 @@ class SystemConfig:
     """The fields every system's config has; ``None`` means "the profile's / paper's"."""
 
     system: str = "system"
-    data: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
+    dataset: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
     lang: str = "fr"
     seed: int = 0  # the system's own randomness (initialisation, shuffling, doc2vec, LDA)
     data_seed: int = 0  # benchmark generation, split, NR sampling (as TrainConfig.data_seed)

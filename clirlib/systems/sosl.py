@@ -30,7 +30,7 @@ class SOSLConfig(SystemConfig):
         """The ``train.TrainConfig`` this run trains."""
         from ..train import TrainConfig
 
-        return TrainConfig(data=self.data, lang=self.lang, loss=self.loss, encoder=self.encoder, epsilon=self.epsilon,
+        return TrainConfig(dataset=self.dataset, lang=self.lang, loss=self.loss, encoder=self.encoder, epsilon=self.epsilon,
                            epochs=self.epochs, seed=self.seed, data_seed=self.data_seed, n_queries=self.n_queries,
                            n_nr=self.n_nr, patience=self.patience, pretrained=self.pretrained)
 
