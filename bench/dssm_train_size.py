@@ -99,7 +99,7 @@ def main() -> None:
           flush=True)
     for enc in args.encoders:
         for size in args.sizes:
-            cfg = TrainConfig(data=str(root), lang="fr", encoder=enc, epochs=args.epochs, seed=args.seed,
+            cfg = TrainConfig(dataset=str(root), lang="fr", encoder=enc, epochs=args.epochs, seed=args.seed,
                               train_fraction=min(1.0, size / n_train), lr=args.lr,
                               lr_decay=args.lr_decay)
             tr = subsample_train(ds.splits["train"], cfg.train_fraction, cfg.seed)
