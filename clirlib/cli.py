@@ -243,10 +243,13 @@ def _executor_env(args: argparse.Namespace):
 
 
 def _refresh(args: argparse.Namespace) -> int:
+    from .precheck import precheck
+
+    notebooks = precheck(_notebooks(), dataset=None, kernel=args.kernel, only=args.notebooks)
     import papermill as pm
 
     env.quiet_children()
-    for nb in _notebooks():
+    for nb in notebooks:
         print(f"[refresh] {nb.name}", flush=True)
         pm.execute_notebook(str(nb), str(nb), kernel_name=args.kernel, cwd=str(nb.parent),
                             progress_bar=False, log_output=False)
@@ -333,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("refresh-notebooks", help="re-execute committed notebooks in place (fast defaults)")
     f.add_argument("--kernel", default="clirlib")
+    f.add_argument("--notebooks", nargs="+", metavar="PREFIX",
+                   help="refresh only the notebooks whose names start with these prefixes (e.g. 01 13)")
     f.set_defaults(func=_refresh)
 
     g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")

@@ -123,3 +123,10 @@ def test_train_mdl_on_the_embedded_benchmark(tmp_path):
 def test_unknown_mdl_labels_is_one_line():
     p = cli("train", "--system", "mdl", "--labels", "gold")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_refresh_notebooks_checks_its_prefixes_first():
+    # Nothing is executed: the unknown prefix is refused before papermill starts.
+    p = cli("refresh-notebooks", "--notebooks", "01", "99")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "starts with '99'" in p.stderr, p.stderr
