@@ -56,7 +56,7 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
     words outside the training vocabulary become ``<UNK>``) and the splits' ``didx``
     pointing into it. Documents without any word are left out and counted in
     ``info["collection"]["skipped_empty"]`` (the loader skips the same ones)."""
-    from .data.wikiclir import _tsv, read_lines
+    from .data.wikiclir import tsv_fields, read_lines
     from .data.languages import wikiclir_files
     from .data.text import tokenize
 
@@ -73,7 +73,7 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
         lines = ((did, text) for _, did, text in iter_documents(documents))
     else:
         documents = wikiclir_files(root, dataset.lang).documents
-        lines = (_tsv(documents, lineno, line, ("doc_id", "title", "text"))[::2]
+        lines = (tsv_fields(documents, lineno, line, ("doc_id", "title", "text"))[::2]
                  for lineno, line in read_lines(documents))
     stoi = dataset.d_vocab.stoi
     ids: list[str] = []

@@ -185,3 +185,16 @@ def test_every_imported_name_exists():
                     importlib.import_module(f"{target}.{a.name}")  # a submodule
                 except ModuleNotFoundError:
                     pytest.fail(f"clirlib.{name} line {node.lineno} imports {a.name} from {target}, which has no such name")
+
+
+def test_no_private_name_crosses_a_module():
+    # Issue 16.5: a name another module needs is public. ``from x import _y`` in the package
+    # or the bench scripts is a private name used across modules.
+    bench = sorted((PACKAGE.parent / "bench").glob("*.py"))
+    bad = []
+    for path in MODULES + bench:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("clirlib")):
+                bad += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, bad

@@ -198,7 +198,7 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     first ``n_queries`` usable queries, split 3:1:1 at random). ``documents``: the language's
     documents file. Labels and NR sampling: see the module docstring.
     """
-    from .wikiclir import _intern, _ragged, _vocab_for
+    from .wikiclir import intern_tokens, to_ragged, vocab_for
 
     if n_nr < 0:
         raise ValueError(f"n_nr must be >= 0, got {n_nr}")
@@ -289,9 +289,9 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     doc_ids = sorted(needed - empty)
     row = {d: i for i, d in enumerate(doc_ids)}
     d_intern: dict[str, int] = {}
-    d_raw = [_intern(texts[d][:max_doc_tokens] if max_doc_tokens is not None else texts[d], d_intern) for d in doc_ids]
+    d_raw = [intern_tokens(texts[d][:max_doc_tokens] if max_doc_tokens is not None else texts[d], d_intern) for d in doc_ids]
     q_intern: dict[str, int] = {}
-    q_raw = [_intern(q.tokens, q_intern) for q in selected]
+    q_raw = [intern_tokens(q.tokens, q_intern) for q in selected]
     splits: dict[str, Split] = {}
     for name in SPLITS:
         qi, di, lab = [], [], []
@@ -302,9 +302,9 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
                 lab += [label] * len(docs)
         splits[name] = Split(np.array(qi, np.int64), np.array(di, np.int64), np.array(lab, np.int64))
     train = splits["train"]
-    q_vocab, q_map = _vocab_for([q_raw[i] for i in np.unique(train.qidx)], q_intern, min_count, max_vocab)
-    d_vocab, d_map = _vocab_for([d_raw[i] for i in np.unique(train.didx)], d_intern, min_count, max_vocab)
-    queries_r, docs_r = _ragged(q_raw, q_map), _ragged(d_raw, d_map)
+    q_vocab, q_map = vocab_for([q_raw[i] for i in np.unique(train.qidx)], q_intern, min_count, max_vocab)
+    d_vocab, d_map = vocab_for([d_raw[i] for i in np.unique(train.didx)], d_intern, min_count, max_vocab)
+    queries_r, docs_r = to_ragged(q_raw, q_map), to_ragged(d_raw, d_map)
 
     n_cand = np.array([len(q_mr[i]) + len(q_sr[i]) + len(q_nr[i]) for i in range(n)])
     used = {"MR": int(sum(map(len, q_mr))), "SR": int(sum(map(len, q_sr))), "NR": int(sum(map(len, q_nr)))}

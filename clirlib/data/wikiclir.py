@@ -145,7 +145,8 @@ def _line_at(path: Path, lineno: int) -> str:
     return ""
 
 
-def _tsv(path: Path, lineno: int, line: str, names: tuple[str, str, str]) -> list[str]:
+def tsv_fields(path: Path, lineno: int, line: str, names: tuple[str, str, str]) -> list[str]:
+    """The three tab-separated fields ``names`` of one line (``DataFormatError`` naming the file and line otherwise)."""
     cols = line.split("\t")
     if len(cols) != 3:
         raise DataFormatError(
@@ -180,7 +181,7 @@ class _DocIndex:
             cols = line.split("\t")
             did = cols[0].strip()
             if len(cols) != 3 or not did:  # the slow path raises the right error
-                _tsv(path, lineno, line, ("doc_id", "title", "text"))
+                tsv_fields(path, lineno, line, ("doc_id", "title", "text"))
             # id_key, inlined for the common numeric ids (this loop sees every document)
             keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() else id_key(did))
             lines.append(lineno)
@@ -268,7 +269,7 @@ def _select_queries(files, mr: _MRIndex, docs: _DocIndex, n_queries: int | None,
     read = without_mr = several_mr = 0
     lines = read_lines(files.queries, skips)
     for lineno, line in lines:
-        qid, _, first_sent = _tsv(files.queries, lineno, line, ("query_id", "title", "first_sent"))
+        qid, _, first_sent = tsv_fields(files.queries, lineno, line, ("query_id", "title", "first_sent"))
         key = id_key(qid)
         if key in seen:
             raise DataFormatError(f"duplicate query id {qid!r} (first on line {seen[key]})", files.queries, lineno)
@@ -394,13 +395,13 @@ def _read_texts(files, docs: _DocIndex, needed: np.ndarray, max_doc_tokens: int 
             break
         if row != needed[ptr]:
             continue
-        did, _, text = _tsv(files.documents, lineno, line, ("doc_id", "title", "text"))
+        did, _, text = tsv_fields(files.documents, lineno, line, ("doc_id", "title", "text"))
         if row >= len(docs) or id_key(did) != docs.keys[row]:
             raise DataFormatError("the documents file changed while it was being read", files.documents, lineno)
         toks = tokenize(text)
         if max_doc_tokens is not None:
             toks = toks[:max_doc_tokens]
-        d_ids_raw.append(_intern(toks, d_intern))
+        d_ids_raw.append(intern_tokens(toks, d_intern))
         doc_ids.append(did)
         ptr += 1
     if ptr != len(needed):
@@ -493,15 +494,15 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     d_ids_raw, doc_ids, d_intern = _read_texts(files, docs, needed, max_doc_tokens)
 
     q_intern: dict[str, int] = {}
-    q_ids_raw = [_intern(t, q_intern) for t in sel.q_tokens]
+    q_ids_raw = [intern_tokens(t, q_intern) for t in sel.q_tokens]
     splits_q, splits = _build_splits(n, seed, split_sizes, needed, q_mr, q_sr, q_nr)
 
     # Vocabularies from the training split only.
     train = splits["train"]
-    q_vocab, q_map = _vocab_for([q_ids_raw[i] for i in np.unique(train.qidx)], q_intern, min_count, max_vocab)
-    d_vocab, d_map = _vocab_for([d_ids_raw[i] for i in np.unique(train.didx)], d_intern, min_count, max_vocab)
-    queries = _ragged(q_ids_raw, q_map)
-    documents = _ragged(d_ids_raw, d_map)
+    q_vocab, q_map = vocab_for([q_ids_raw[i] for i in np.unique(train.qidx)], q_intern, min_count, max_vocab)
+    d_vocab, d_map = vocab_for([d_ids_raw[i] for i in np.unique(train.didx)], d_intern, min_count, max_vocab)
+    queries = to_ragged(q_ids_raw, q_map)
+    documents = to_ragged(d_ids_raw, d_map)
 
     n_sr = np.array([len(s) for s in q_sr])
     n_cand = np.array([len(q_mr[i]) + len(q_sr[i]) + len(q_nr[i]) for i in range(n)])
@@ -547,13 +548,13 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     )
 
 
-def _intern(tokens: list[str], table: dict[str, int]) -> np.ndarray:
+def intern_tokens(tokens: list[str], table: dict[str, int]) -> np.ndarray:
     """Ids of ``tokens`` in ``table``, adding new tokens (id = order of first sight)."""
     # len(table) is evaluated before setdefault inserts, so a new token gets the next id.
     return np.array([table.setdefault(t, len(table)) for t in tokens], dtype=np.int64)
 
 
-def _vocab_for(texts: list[np.ndarray], table: dict[str, int], min_count: int, max_vocab: int):
+def vocab_for(texts: list[np.ndarray], table: dict[str, int], min_count: int, max_vocab: int):
     """Vocabulary of ``texts`` (interned ids) and the interned-id -> vocabulary-id map."""
     counts = np.bincount(np.concatenate(texts) if texts else np.zeros(0, np.int64), minlength=len(table))
     words = list(table)  # interned id order
@@ -567,7 +568,8 @@ def _vocab_for(texts: list[np.ndarray], table: dict[str, int], min_count: int, m
     return vocab, mapping
 
 
-def _ragged(texts: list[np.ndarray], mapping: np.ndarray) -> Ragged:
+def to_ragged(texts: list[np.ndarray], mapping: np.ndarray) -> Ragged:
+    """Interned texts as vocabulary ids (``mapping``: interned id -> vocabulary id), ragged."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])

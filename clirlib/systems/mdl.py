@@ -74,7 +74,7 @@ from torch import nn
 
 from .. import determinism
 from . import System, SystemConfig, register, token_texts
-from .doc2vec import Representations, _stable_hash, infer, train_doc2vec  # noqa: F401 (re-exported)
+from .doc2vec import Representations, infer, train_doc2vec  # noqa: F401 (re-exported)
 
 #: Training concepts per LDA topic in the MDL paper: 18,903 training concepts, C = 1000.
 PAIRS_PER_TOPIC = 18.903
