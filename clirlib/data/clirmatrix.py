@@ -198,7 +198,7 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     first ``n_queries`` usable queries, split 3:1:1 at random). ``documents``: the language's
     documents file. Labels and NR sampling: see the module docstring.
     """
-    from .wikiclir import intern_tokens, to_ragged, vocab_for
+    from .wikiclir import intern_tokens, text_info, to_ragged, vocab_for
 
     if n_nr < 0:
         raise ValueError(f"n_nr must be >= 0, got {n_nr}")
@@ -327,14 +327,7 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
         "sr_per_query": float(np.mean([len(s) for s in q_sr])),
         "candidates_per_query": float(n_cand.mean()),
         "n_docs_loaded": len(doc_ids),
-        "query_tokens_mean": float(queries_r.lengths.mean()),
-        "doc_tokens_mean": float(docs_r.lengths.mean()),
-        "q_vocab_size": len(q_vocab),
-        "d_vocab_size": len(d_vocab),
-        "min_count": min_count,
-        "max_vocab": max_vocab,
-        "max_doc_tokens": max_doc_tokens,
-        "tokenizer": "NFKC + casefold + \\w+",
+        **text_info(queries_r, docs_r, q_vocab, d_vocab, min_count, max_vocab, max_doc_tokens),
         "selection": {"query_lines_read": read},
         "skipped": skips.as_dict(),
     }

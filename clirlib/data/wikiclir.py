@@ -523,14 +523,7 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
         "n_docs_collection": int(len(pool)),
         "n_docs_file": int(len(docs)),
         "n_docs_loaded": int(len(needed)),
-        "query_tokens_mean": float(queries.lengths.mean()),
-        "doc_tokens_mean": float(documents.lengths.mean()),
-        "q_vocab_size": len(q_vocab),
-        "d_vocab_size": len(d_vocab),
-        "min_count": min_count,
-        "max_vocab": max_vocab,
-        "max_doc_tokens": max_doc_tokens,
-        "tokenizer": "NFKC + casefold + \\w+",
+        **text_info(queries, documents, q_vocab, d_vocab, min_count, max_vocab, max_doc_tokens),
         "selection": {
             "query_lines_read": sel.read,
             "queries_without_mr": sel.without_mr,
@@ -546,6 +539,21 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
         q_vocab=q_vocab, d_vocab=d_vocab, splits=splits, info=info,
         query_words=[list(t) for t in sel.q_tokens],
     )
+
+
+def text_info(queries: Ragged, docs: Ragged, q_vocab, d_vocab, min_count: int, max_vocab: int,
+              max_doc_tokens: int | None) -> dict[str, Any]:
+    """The text and vocabulary part of a reader's ``info`` (same keys for every real-data reader)."""
+    return {
+        "query_tokens_mean": float(queries.lengths.mean()),
+        "doc_tokens_mean": float(docs.lengths.mean()),
+        "q_vocab_size": len(q_vocab),
+        "d_vocab_size": len(d_vocab),
+        "min_count": min_count,
+        "max_vocab": max_vocab,
+        "max_doc_tokens": max_doc_tokens,
+        "tokenizer": "NFKC + casefold + \\w+",
+    }
 
 
 def intern_tokens(tokens: list[str], table: dict[str, int]) -> np.ndarray:
