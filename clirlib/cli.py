@@ -27,6 +27,44 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+#: The ``train`` options (argparse dests) each ``--system`` uses beyond the common ones; an
+#: option given on the command line that the chosen system does not use is refused, since
+#: whoever typed it believes it took effect.
+COMMON_OPTIONS = frozenset({"system", "data", "lang", "seed", "data_seed", "n_queries", "n_nr", "out", "quiet"})
+SYSTEM_OPTIONS = {
+    "sosl": frozenset({"loss", "encoder", "epsilon", "thresholds", "epochs", "batch_size", "lr", "clip",
+                       "select_metric", "lstm_readout"}),
+    "bm25": frozenset({"no_collection"}),
+    "mdl": frozenset({"m", "n_topics", "labels", "criterion", "epochs", "batch_size", "lr", "no_collection"}),
+    "hike": frozenset({"kg", "kg_mode", "bert_path", "epochs", "batch_size", "select_metric"}),
+}
+#: Config fields whose command-line option has another name (``ConfigError`` names the field).
+OPTION_OF_FIELD = {"dataset": "--data", "kg_dir": "--kg", "kg": "--kg-mode"}
+_UNSET = object()
+
+
+def _given_options(parser: argparse.ArgumentParser, arg_strings: list[str]) -> set[str]:
+    """The dests of the options actually typed: argparse fills in a default only for a name
+    the namespace lacks, so a namespace pre-filled with a marker keeps it for the rest."""
+    dests = {a.dest for a in parser._actions if a.dest != "help"}  # noqa: SLF001 (argparse has no public list)
+    ns = argparse.Namespace(**{d: _UNSET for d in dests})
+    parser.parse_args(arg_strings, namespace=ns)
+    return {d for d in dests if getattr(ns, d) is not _UNSET}
+
+
+def check_options_apply(args: argparse.Namespace) -> None:
+    """Refuse (``ConfigError``) an option the chosen system does not use."""
+    from .validate import ConfigError
+
+    given = getattr(args, "given", set())
+    for dest in sorted(given - COMMON_OPTIONS - SYSTEM_OPTIONS[args.system]):
+        users = sorted(name for name, opts in SYSTEM_OPTIONS.items() if dest in opts)
+        raise ConfigError(f"--{dest.replace('_', '-')}", f"does not apply to --system {args.system} "
+                                                         f"(it is an option of --system {' / '.join(users)})")
+    if "lstm_readout" in given and args.encoder != "lstm":
+        raise ConfigError("--lstm-readout", f"applies to --encoder lstm only, not {args.encoder}")
+
+
 def _train_system(args: argparse.Namespace) -> int:
     """``train --system bm25|mdl``: fit one whole system (``clirlib.systems``), print the
     seven candidate-list metrics and, for systems that can, the whole-collection ones."""
@@ -39,9 +77,21 @@ def _train_system(args: argparse.Namespace) -> int:
         kw.update(m=args.m, n_topics=args.n_topics, labels=args.labels, criterion=args.criterion)
     if args.system == "hike":
         kw.update(_hike_fields(args))
-    if args.system in ("mdl", "hike") and args.epochs is not None:
-        kw["epochs"] = args.epochs
+    for name in ("epochs", "batch_size", "lr", "select_metric"):  # the ones this system uses, when given
+        if name in SYSTEM_OPTIONS[args.system] and name in getattr(args, "given", ()):
+            kw[name] = getattr(args, name)
     cfg = systems.config(args.system, **kw).resolved()  # validate before loading any data
+    if args.system == "hike":
+        from .validate import check_bert_dir, check_kg_dir
+
+        if args.kg is not None:
+            check_kg_dir(args.kg, args.lang, gold=cfg.kg == "gold")
+        if args.bert_path is not None:
+            check_bert_dir(args.bert_path)
+    if args.out:
+        from .validate import check_output
+
+        check_output(args.out)  # before fitting, so a result is never lost to a bad path
     if args.quiet:
         env.set_for_children(**{env.PROGRESS: "0"})
     rec = system_record(cfg, collection=not args.no_collection)
@@ -80,6 +130,11 @@ def _hike_fields(args: argparse.Namespace) -> dict:
     from .profiles import SIZES
 
     mode = args.kg_mode
+    if args.kg is None and args.data not in SIZES and mode not in ("full", "none"):
+        from .validate import ConfigError
+
+        raise ConfigError("--kg-mode", f"{mode} needs a KG on real data: give --kg DIR (without one HIKE is the "
+                                       "vanilla cross-encoder, --kg-mode none)")
     if args.kg is None and args.data not in SIZES and mode != "none":
         print("no --kg given on real data: HIKE runs as the vanilla cross-encoder (v_qd alone, kg='none')")
         mode = "none"
@@ -90,6 +145,7 @@ def _hike_fields(args: argparse.Namespace) -> dict:
 
 
 def _train(args: argparse.Namespace) -> int:
+    check_options_apply(args)
     if args.system != "sosl":
         return _train_system(args)
     from .train import TrainConfig, train
@@ -320,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
+    p.train_parser = t  # main() asks it which options were typed (check_options_apply)
 
     r = sub.add_parser("reproduce", help="run every notebook headless (make reproduce)")
     r.add_argument("--profile", default="default", choices=list(profiles.NAMES))
@@ -351,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "train":
+        rest = list(sys.argv[1:] if argv is None else argv)
+        args.given = _given_options(parser.train_parser, rest[rest.index("train") + 1:])
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -367,6 +427,6 @@ def main(argv: list[str] | None = None) -> int:
         from .validate import ConfigError
 
         if isinstance(e, ConfigError) and not e.option.startswith("-"):  # name the option as typed
-            msg = f"--{e.option.replace('_', '-')}: {e.problem}"
+            msg = f"{OPTION_OF_FIELD.get(e.option, '--' + e.option.replace('_', '-'))}: {e.problem}"
         print(f"python -m clirlib {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@ thresholds or thresholds out of order, too few queries for non-empty train / dev
 splits. The thresholds rule follows the losses' definitions (``clirlib.losses``): the
 threshold losses (SOSL, MSE, PO) need K - 1 = 2 inner thresholds for the K = 3 relevance
 levels (NR, SR, MR), strictly increasing inside (-1, 1); 3Part_L2 needs its 3 hinges,
-increasing. :func:`check_output` checks that a result file can be written, before training.
+increasing. :func:`check_system_config` does the same for the whole systems' configs (BM25,
+MDL, HIKE). :func:`check_output` checks that a result file can be written, before training.
 
 Each refusal is a :class:`ConfigError` (a ``ValueError``) whose one-line message starts
 with the option's name, so the command line can print it as is and exit 2.
@@ -99,6 +100,78 @@ def check_config(cfg) -> None:
     if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
         raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
                                        f"dev and one test query, got {cfg.n_queries}")
+
+
+def _at_least(name: str, value: Any, low: float, *, integer: bool = False, strict: bool = False) -> None:
+    v = _number(name, value, integer=integer)
+    if v < low or (strict and v == low):
+        raise ConfigError(name, f"must be {'>' if strict else '>='} {low:g}, got {value}")
+
+
+def _unit_interval(name: str, value: Any) -> None:
+    if not 0 <= _number(name, value) <= 1:
+        raise ConfigError(name, f"must be in [0, 1], got {value}")
+
+
+def check_system_config(cfg) -> None:
+    """Refuse a whole system's config (``clirlib.systems``) with an invalid value: the fields
+    every system has, then its own (BM25's k1 and b, MDL's m < C and schedule, HIKE's
+    schedule and learning rates). Names and labels (``kg``, ``labels``...) are checked by
+    the config's ``resolved()``, which calls this first."""
+    for name in ("seed", "data_seed", "n_nr"):
+        _at_least(name, getattr(cfg, name), 0, integer=True)
+    if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
+        raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
+                                       f"dev and one test query, got {cfg.n_queries}")
+    system = getattr(cfg, "system", "")
+    if system == "bm25":
+        _at_least("k1", cfg.k1, 0)
+        _unit_interval("b", cfg.b)
+    elif system == "mdl":
+        _at_least("m", cfg.m, 1, integer=True)
+        if cfg.n_topics is not None and _number("n_topics", cfg.n_topics, integer=True) <= cfg.m:
+            raise ConfigError("n_topics", f"MDL needs more topics than labels per pair (C > m = {cfg.m}), got {cfg.n_topics}")
+        _unit_interval("lam", cfg.lam)
+        _at_least("lr", cfg.lr, 0, strict=True)
+        for name in ("epochs", "batch_size", "hidden", "code", "d2v_dim", "d2v_epochs", "lda_iter"):
+            _at_least(name, getattr(cfg, name), 1, integer=True)
+    elif system == "hike":
+        for name in ("epochs", "pairs_per_epoch", "batch_size", "k_neighbours", "max_entities", "fusion_heads",
+                     "train_buckets", "transe_epochs"):
+            _at_least(name, getattr(cfg, name), 1, integer=True)
+        for name in ("lr", "lr_encoder", "margin"):
+            if getattr(cfg, name) is not None:
+                _at_least(name, getattr(cfg, name), 0, strict=True)
+        if cfg.patience is not None:
+            _at_least("patience", cfg.patience, 1, integer=True)
+
+
+def check_kg_dir(path: str | os.PathLike, lang: str, *, gold: bool = False, option: str = "--kg") -> Path:
+    """``path`` as a KG folder (``clirlib.data.kg``'s TSV format), for ``lang`` directly or in
+    its ``<lang>/`` subfolder; with ``gold``, it must hold ``gold_links.tsv`` too."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ConfigError(option, f"{path} does not exist")
+    if not p.is_dir():
+        raise ConfigError(option, f"{path} is a file, not a KG folder")
+    folder = p / lang if (p / lang / "entities.tsv").is_file() else p
+    missing = [n for n in ("entities.tsv", "labels.tsv", "triples.tsv") if not (folder / n).is_file()]
+    if missing:
+        raise ConfigError(option, f"{path} is not a KG folder: no {', '.join(missing)} in it or in {p / lang} "
+                                  "(the format: clirlib.data.kg)")
+    if gold and not (folder / "gold_links.tsv").is_file():
+        raise ConfigError("--kg-mode", f"gold needs {folder / 'gold_links.tsv'} (only the embedded benchmark has one)")
+    return folder
+
+
+def check_bert_dir(path: str | os.PathLike, option: str = "--bert-path") -> Path:
+    """``path`` as a local model folder (a ``config.json`` in it); clirlib never downloads."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise ConfigError(option, f"{path} is not a folder (a local BERT model folder; clirlib never downloads)")
+    if not (p / "config.json").is_file():
+        raise ConfigError(option, f"{path} has no config.json: not a model folder (clirlib never downloads)")
+    return p
 
 
 def check_output(path: str | os.PathLike, option: str = "--out") -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -109,6 +110,105 @@ def test_library_configs_are_checked_too():
     with pytest.raises(ConfigError, match="^clip: must be finite"):
         TrainConfig(clip=float("nan")).key()  # not even a cache key for a bad config
     assert TrainConfig(clip=0).resolved().clip is None  # 0 still means "no clipping"
+
+
+# --------------------------------------------------------------------------- 1b. whole systems
+@pytest.fixture()
+def no_fitting(monkeypatch):
+    """Any fit of a whole system (bm25 / mdl / hike) fails the test: refusals come first."""
+    def forbidden(*a, **k):
+        raise AssertionError("a system was fitted before the settings were checked")
+
+    monkeypatch.setattr(experiments, "system_record", forbidden)
+    monkeypatch.setattr(experiments, "run_system", forbidden)
+
+
+@pytest.mark.parametrize("args, needle", [
+    # options the chosen system does not use were silently ignored before
+    (["--system", "mdl", "--loss", "mse"], "--loss: does not apply to --system mdl"),
+    (["--system", "bm25", "--epochs", "5"], "--epochs: does not apply to --system bm25"),
+    (["--system", "hike", "--m", "3"], "--m: does not apply to --system hike"),
+    (["--system", "mdl", "--kg-mode", "gold"], "--kg-mode: does not apply to --system mdl"),
+    (["--labels", "random"], "--labels: does not apply to --system sosl"),
+    (["--system", "bm25", "--thresholds", "0.2", "0.7"], "--thresholds: does not apply to --system bm25"),
+    (["--encoder", "cnn", "--lstm-readout", "paper"], "--lstm-readout: applies to --encoder lstm only"),
+    # numbers out of range or not finite, named as typed
+    (["--system", "mdl", "--m", "0"], "--m: must be >= 1"),
+    (["--system", "mdl", "--m", "6", "--n-topics", "4"], "--n-topics: MDL needs more topics than labels"),
+    (["--system", "mdl", "--lr", "nan"], "--lr: must be finite"),
+    (["--system", "mdl", "--batch-size", "0"], "--batch-size: must be >= 1"),
+    (["--system", "hike", "--epochs", "0"], "--epochs: must be >= 1"),
+    (["--system", "bm25", "--n-queries", "4"], "--n-queries: must be >= 5"),
+    (["--system", "bm25", "--n-nr", "-1"], "--n-nr: must be >= 0"),
+    (["--system", "mdl", "--seed", "-1"], "--seed: must be >= 0"),
+    # HIKE's inputs on disk, checked before any data is read
+    (["--system", "hike", "--kg", "/nonexistent/kg"], "--kg: /nonexistent/kg does not exist"),
+    (["--system", "hike", "--bert-path", "/nonexistent/bert"], "--bert-path: /nonexistent/bert is not a folder"),
+    (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "shuffled"], "--kg-mode: shuffled needs a KG"),
+])
+def test_bad_system_setting_is_refused_in_one_line_before_fitting(capsys, no_fitting, args, needle):
+    rc, err = run_cli(capsys, "train", "--quiet", *args)
+    assert rc == 2 and len(err) == 1, err
+    assert needle in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("content, needle", [
+    (None, "is not a KG folder: no entities.tsv, labels.tsv, triples.tsv"),  # an empty folder
+    ("file", "is a file, not a KG folder"),
+])
+def test_bad_kg_folder_is_named(capsys, no_fitting, tmp_path, content, needle):
+    kg = tmp_path / "kg"
+    kg.write_text("x") if content == "file" else kg.mkdir()
+    rc, err = run_cli(capsys, "train", "--quiet", "--system", "hike", "--kg", str(kg))
+    assert rc == 2 and len(err) == 1 and f"--kg: {kg}" in err[0] and needle in err[0], err
+
+
+def test_bert_folder_without_config_is_named(capsys, no_fitting, tmp_path):
+    rc, err = run_cli(capsys, "train", "--quiet", "--system", "hike", "--bert-path", str(tmp_path))
+    assert rc == 2 and len(err) == 1 and f"--bert-path: {tmp_path} has no config.json" in err[0], err
+
+
+@pytest.mark.parametrize("system", ["bm25", "mdl", "hike"])
+def test_bad_out_path_is_refused_before_fitting(capsys, no_fitting, tmp_path, system):
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc, err = run_cli(capsys, "train", "--quiet", "--system", system, "--out", str(tmp_path))
+    assert rc == 2 and len(err) == 1 and f"--out: {tmp_path} is a directory" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_system_options_that_apply_reach_the_config(monkeypatch, capsys):
+    """The other side of the refusals: what a system uses is passed on (seen in its config)."""
+    seen = {}
+
+    def record(cfg, **kw):
+        seen["cfg"] = cfg
+        raise KeyboardInterrupt  # stop before any work; main() prints one line
+
+    monkeypatch.setattr(experiments, "system_record", record)
+    cli.main(["train", "--quiet", "--system", "mdl", "--m", "2", "--lr", "0.01", "--batch-size", "64", "--epochs", "3"])
+    cfg = seen["cfg"]
+    assert (cfg.m, cfg.lr, cfg.batch_size, cfg.epochs) == (2, 0.01, 64, 3)
+
+
+def test_library_system_configs_are_checked_too():
+    from clirlib import systems
+
+    with pytest.raises(ConfigError, match=r"^m: must be >= 1"):
+        systems.config("mdl", m=0).resolved()
+    with pytest.raises(ConfigError, match=r"^lr: must be > 0"):
+        systems.config("hike", lr=0.0).resolved()
+    with pytest.raises(ConfigError, match=r"^b: must be in \[0, 1\]"):
+        systems.config("bm25", b=1.5).resolved()
+    with pytest.raises(ConfigError, match=r"^margin: must be finite"):
+        systems.config("hike", margin=float("nan")).resolved()
+
+
+def test_system_setting_from_the_shell_has_no_traceback(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "mdl", "--loss", "mse"], capture_output=True,
+                       text=True, env={**os.environ, "CLIRLIB_PROGRESS": "0"}, timeout=300, cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "python -m clirlib train: error: --loss: does not apply to --system mdl (it is an option of --system sosl)"]
 
 
 # --------------------------------------------------------------------------- 2. readers
@@ -239,6 +339,86 @@ def test_data_problem_from_the_command_line_is_one_line(capsys, tmp_path):
     rc, err = run_cli(capsys, "train", "--quiet", "--data", str(root), "--n-nr", "5", "--epochs", "1")
     assert rc == 2 and len([e for e in err if "error" in e]) == 1
     assert "wiki_en.queries" in err[-1] and "no query lines" in err[-1]
+
+
+# --------------------------------------------------------------------------- 2b. KG readers
+def _kg_folder(tmp_path):
+    """A two-entity KG in the TSV format (``clirlib.data.kg``), written by ``write_kg``."""
+    from clirlib.data.kg import KnowledgeGraph, write_kg
+
+    kg = KnowledgeGraph(["Q1", "Q2"], ["", ""], {"en": ["Paris", "France"], "fr": ["Paris", "France"]},
+                        {"en": ["a city", "a country"], "fr": ["", ""]}, [0], [0], [1], ["P17"])
+    return write_kg(kg, tmp_path / "kg")
+
+
+def test_kg_with_byte_order_marks_and_crlf_reads_the_same(tmp_path):
+    from clirlib.data.kg import read_kg
+
+    folder = _kg_folder(tmp_path)
+    clean = read_kg(folder)
+    for name in ("entities.tsv", "labels.tsv", "triples.tsv"):
+        f = folder / name
+        f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes().replace(b"\n", b"\r\n"))  # a Windows editor's save
+    kg = read_kg(folder)
+    assert (kg.ids, kg.labels, kg.descriptions, kg.relations) == (clean.ids, clean.labels, clean.descriptions, clean.relations)
+    assert kg.skipped == {"byte_order_marks": 3}  # one per file, counted, not hidden
+
+
+@pytest.mark.parametrize("name, content, needle", [
+    ("entities.tsv", "", "entities.tsv: empty file"),
+    ("entities.tsv", "id\ttype\nQ1\t\n", "entities.tsv:1: header must be"),
+    ("entities.tsv", "entity\ttype\nQ1\t\n\nQ2\t\n", "entities.tsv:3: empty line"),
+    ("entities.tsv", "entity\ttype\nQ1\t\nQ1\t\n", "entities.tsv:3: entity 'Q1' listed twice"),
+    ("labels.tsv", "entity\tlang\tlabel\tdescription\nQ1\ten\tParis\n", "labels.tsv:2: expected 4 tab-separated"),
+    ("labels.tsv", "entity\tlang\tlabel\tdescription\nQ9\ten\tX\t\n", "labels.tsv:2: unknown entity 'Q9'"),
+    ("triples.tsv", "head\trelation\ttail\nQ1\tP17\tQ7\n", "triples.tsv:2: unknown entity 'Q7'"),
+])
+def test_bad_kg_line_names_file_and_line(tmp_path, name, content, needle):
+    from clirlib.data.kg import read_kg
+
+    folder = _kg_folder(tmp_path)
+    (folder / name).write_text(content, encoding="utf-8")
+    with pytest.raises(DataFormatError, match=re.escape(needle)):
+        read_kg(folder)
+
+
+def test_kg_bytes_that_are_not_utf8_name_the_line(tmp_path):
+    from clirlib.data.kg import read_kg
+
+    folder = _kg_folder(tmp_path)
+    (folder / "labels.tsv").write_bytes(b"entity\tlang\tlabel\tdescription\nQ1\ten\tPar\xe9s\t\n")  # Latin-1 é: the 10th byte of line 2
+    with pytest.raises(DataFormatError, match=re.escape("labels.tsv:2: not UTF-8 (byte 0xe9 at column 10)")):
+        read_kg(folder)
+
+
+def test_wikidata_reader_counts_what_it_leaves_out(tmp_path):
+    from clirlib.data.kg import read_wikidata_json
+
+    path = tmp_path / "dump.json"
+    lines = ["[",
+             json.dumps({"type": "item", "id": "Q1", "labels": {"en": {"value": "Paris"}},
+                         "claims": {"P17": [{"mainsnak": {"datavalue": {"type": "wikibase-entityid",
+                                                                         "value": {"id": "Q2"}}}}],
+                                    "P31": [{"mainsnak": {"datavalue": {"type": "wikibase-entityid",
+                                                                         "value": {"id": "Q515"}}}}]}}) + ",",
+             json.dumps({"type": "item", "id": "Q2", "labels": {"en": {"value": "France"}}}) + ",",
+             json.dumps({"type": "property", "id": "P17"}), "]"]
+    path.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")  # with a byte-order mark
+    with pytest.warns(DataSkipWarning, match="1 non item entities, 1 triples outside slice"):
+        kg = read_wikidata_json(path, ["en"])
+    assert kg.ids == ["Q1", "Q2"] and len(kg.heads) == 1  # Q1 -P17-> Q2 kept; P31 -> Q515 is outside
+    assert kg.skipped == {"byte_order_marks": 1, "non_item_entities": 1, "triples_outside_slice": 1}
+    path.write_bytes(b"[\n" + b'{"id": "Q1", "labels": {"en": {"value": "Par\xe9s"}}}' + b"\n]\n")
+    with pytest.raises(DataFormatError, match=re.escape("dump.json:2: not UTF-8")):
+        read_wikidata_json(path, ["en"])
+
+
+def test_bad_kg_line_from_the_command_line_is_one_line(capsys, tmp_path):
+    folder = _kg_folder(tmp_path)
+    (folder / "triples.tsv").write_text("head\trelation\ttail\nQ1\tP17\n", encoding="utf-8")
+    rc, err = run_cli(capsys, "train", "--quiet", "--system", "hike", "--kg", str(folder), "--epochs", "1")
+    assert rc == 2 and len(err) == 1, err
+    assert "triples.tsv:2: expected 3 tab-separated fields" in err[0]
 
 
 # --------------------------------------------------------------------------- 3. cache

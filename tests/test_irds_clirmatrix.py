@@ -288,3 +288,14 @@ def test_fixture_files_are_what_make_fixture_writes(tmp_path, monkeypatch):
     assert ours == committed and len(ours) == 5
     for rel in ours:  # gzip with mtime 0: the same bytes
         assert (tmp_path / "clirmatrix" / rel).read_bytes() == (FIXTURE / "clirmatrix" / rel).read_bytes(), rel
+
+
+def test_byte_order_marks_are_dropped(home):
+    """An editor's BOM at the start of the documents and a queries file reads as without it."""
+    clean = load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    clear_cache()
+    for path in (home / "docs" / "fr.tsv.gz", home / "multi8" / "en" / "en.fr.train.jl.gz"):
+        _rewrite(path, ["\ufeff" + gzip.decompress(path.read_bytes()).decode("utf-8").rstrip("\n")])
+    ds = load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    assert (ds.query_ids, ds.doc_ids) == (clean.query_ids, clean.doc_ids)  # the first query and document kept
+    assert all(_pairs(ds, s) == _pairs(clean, s) for s in ("train", "dev", "test"))

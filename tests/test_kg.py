@@ -12,7 +12,7 @@ import torch
 
 from clirlib import profiles
 from clirlib.data import generate_benchmark, synthetic
-from clirlib.data.errors import DataFormatError
+from clirlib.data.errors import DataFormatError, DataSkipWarning
 from clirlib.data.kg import (KnowledgeGraph, ensure_benchmark_kg, read_gold_links, read_kg, read_wikidata_json,
                              write_kg)
 from clirlib.data.text import tokenize
@@ -149,7 +149,8 @@ WIKIDATA_LINES = [
 def test_wikidata_reader_on_dump_lines(tmp_path):
     path = tmp_path / "dump.json"
     path.write_text("".join(WIKIDATA_LINES), encoding="utf-8")
-    kg = read_wikidata_json(path, ["en", "fr"])
+    with pytest.warns(DataSkipWarning, match="1 non item entities, 1 triples outside slice"):
+        kg = read_wikidata_json(path, ["en", "fr"])
     assert kg.ids == ["Q90", "Q142"]  # the property line is not an entity
     assert kg.types == ["Q515", ""]
     assert kg.labels == {"en": ["Paris", "France"], "fr": ["Paris", "France"]}

@@ -34,7 +34,8 @@ with a usable level-6 document form that split (``split_sizes`` of them, or all)
 file, its first ``n_queries`` usable queries are split 3:1:1 at random like WikiCLIR
 (``sampling.split_queries``).
 
-Malformed lines raise :class:`DataFormatError` naming the file, the line and the problem
+A UTF-8 byte-order mark at the start of a file is dropped (ir_datasets' files have none;
+an editor may add one). Malformed lines raise :class:`DataFormatError` naming the file, the line and the problem
 (bad JSON, a missing field, a level outside 0-6, a document judged twice for one query,
 a query id repeated, a judged document missing from the documents file, a documents line
 without exactly two columns). Documents without any word in their text are skipped and
@@ -81,7 +82,7 @@ def _open_text(path: Path) -> io.TextIOBase:
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
     raw = gzip.open(path, "rb") if gz else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")  # a leading byte-order mark is dropped
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -20,7 +20,12 @@ KG file format (a folder, UTF-8, tab separated, one header line each)
 
 A user fills it from Wikidata with :func:`read_wikidata_json` (dump lines, the subset of
 fields above) and :func:`write_kg`. Every malformed line raises ``DataFormatError``
-naming file, line and problem.
+naming file, line and problem: a wrong header, a blank line, a wrong number of fields,
+bytes that are not UTF-8, an unknown or repeated entity, an empty file. A UTF-8
+byte-order mark at the start of a file (some editors write one) and Windows line endings
+are accepted; the marks are counted in ``KnowledgeGraph.skipped["byte_order_marks"]``.
+What the Wikidata reader leaves out (triples whose tail is outside the dump slice,
+properties and lexemes) is counted in ``skipped`` too, with a ``DataSkipWarning``.
 
 The embedded benchmark's graph (:func:`benchmark_kg`)
 -----------------------------------------------------
@@ -53,7 +58,7 @@ import numpy as np
 
 from ..determinism import rng
 from ..profiles import SIZES
-from .errors import DataFormatError
+from .errors import DataFormatError, DataSkipWarning
 
 ENTITY_HEADER = ("entity", "type")
 LABEL_HEADER = ("entity", "lang", "label", "description")
@@ -74,6 +79,8 @@ class KnowledgeGraph:
     rels: np.ndarray  # (m,) int64, index into relations
     tails: np.ndarray  # (m,) int64
     relations: list[str]
+    #: What the reader left out or repaired, by kind (nothing is dropped without a count).
+    skipped: dict[str, int] = field(default_factory=dict)
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -150,20 +157,42 @@ def write_kg(kg: KnowledgeGraph, folder: str | Path, gold_links: dict[str, list[
     return folder
 
 
-def _rows(path: Path, header: tuple[str, ...]) -> Iterable[tuple[int, list[str]]]:
-    with open(path, encoding="utf-8") as f:
-        first = f.readline().rstrip("\n").split("\t")
-        if tuple(first) != header:
-            raise DataFormatError(f"{path}:1: header must be {'<TAB>'.join(header)!r}, found {'<TAB>'.join(first)!r}")
-        for lineno, line in enumerate(f, start=2):
-            line = line.rstrip("\n")
-            if not line:
-                raise DataFormatError(f"{path}:{lineno}: empty line")
-            cols = line.split("\t")
-            if len(cols) != len(header):
-                raise DataFormatError(f"{path}:{lineno}: expected {len(header)} tab-separated fields "
-                                      f"({', '.join(header)}), found {len(cols)}")
-            yield lineno, cols
+def _text_lines(path: Path, skipped: dict[str, int] | None = None) -> Iterable[tuple[int, str]]:
+    """(line number, text without its line ending) of a UTF-8 file; a byte-order mark at the
+    start is dropped (and counted in ``skipped``), bytes that are not UTF-8 name their line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(f"{path}:{lineno}: not UTF-8 (byte {raw[e.start]:#04x} at "
+                                      f"column {e.start + 1})") from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+                if skipped is not None:
+                    skipped["byte_order_marks"] = skipped.get("byte_order_marks", 0) + 1
+            yield lineno, line.rstrip("\r\n")
+
+
+def _rows(path: Path, header: tuple[str, ...], skipped: dict[str, int] | None = None
+          ) -> Iterable[tuple[int, list[str]]]:
+    seen_header = False
+    for lineno, line in _text_lines(path, skipped):
+        if not seen_header:
+            if tuple(line.split("\t")) != header:
+                raise DataFormatError(f"{path}:1: header must be {'<TAB>'.join(header)!r}, "
+                                      f"found {line.replace(chr(9), '<TAB>')!r}")
+            seen_header = True
+            continue
+        if not line:
+            raise DataFormatError(f"{path}:{lineno}: empty line")
+        cols = line.split("\t")
+        if len(cols) != len(header):
+            raise DataFormatError(f"{path}:{lineno}: expected {len(header)} tab-separated fields "
+                                  f"({', '.join(header)}), found {len(cols)}")
+        yield lineno, cols
+    if not seen_header:
+        raise DataFormatError(f"{path}: empty file (expected the header line {'<TAB>'.join(header)!r})")
 
 
 def read_kg(folder: str | Path) -> KnowledgeGraph:
@@ -172,9 +201,9 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
     for name in ("entities.tsv", "labels.tsv", "triples.tsv"):
         if not (folder / name).is_file():
             raise DataFormatError(f"{folder}: no {name} (a KG folder holds entities.tsv, labels.tsv, triples.tsv)")
-    ids, types, index = [], [], {}
+    ids, types, index, skipped = [], [], {}, {}
     path = folder / "entities.tsv"
-    for lineno, (e, t) in _rows(path, ENTITY_HEADER):
+    for lineno, (e, t) in _rows(path, ENTITY_HEADER, skipped):
         if not e:
             raise DataFormatError(f"{path}:{lineno}: empty entity id")
         if e in index:
@@ -186,7 +215,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
     descs: dict[str, list[str]] = {}
     seen: set[tuple[str, str]] = set()
     path = folder / "labels.tsv"
-    for lineno, (e, lang, lab, desc) in _rows(path, LABEL_HEADER):
+    for lineno, (e, lang, lab, desc) in _rows(path, LABEL_HEADER, skipped):
         if e not in index:
             raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
         if (e, lang) in seen:
@@ -197,7 +226,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         labels[lang][index[e]], descs[lang][index[e]] = lab, desc
     heads, rels, tails, relations, rel_index = [], [], [], [], {}
     path = folder / "triples.tsv"
-    for lineno, (h, r, t) in _rows(path, TRIPLE_HEADER):
+    for lineno, (h, r, t) in _rows(path, TRIPLE_HEADER, skipped):
         for x in (h, t):
             if x not in index:
                 raise DataFormatError(f"{path}:{lineno}: unknown entity {x!r} (not in entities.tsv)")
@@ -208,7 +237,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         rels.append(rel_index[r])
         tails.append(index[t])
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
-                          np.asarray(tails, np.int64), relations)
+                          np.asarray(tails, np.int64), relations, skipped)
 
 
 def read_gold_links(folder: str | Path) -> dict[str, list[str]] | None:
@@ -230,54 +259,54 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
     Reads ``id``, ``labels[lang].value``, ``descriptions[lang].value`` for ``langs``,
     ``claims[P].mainsnak.datavalue.value.id`` of item-valued claims (all properties, or only
     ``relations``) and the first ``P31`` (instance of) value as the type. Triples whose tail
-    is not among the read entities are dropped (a dump slice links outside itself);
-    ``info`` counts are not kept. ``lines`` is a path or an iterable of lines.
+    is not among the read entities are left out (a dump slice links outside itself), and so
+    are properties and lexemes; both are counted in the graph's ``skipped`` and reported in
+    one ``DataSkipWarning``. ``lines`` is a path or an iterable of lines.
     """
     langs = list(langs)
     wanted = set(relations) if relations is not None else None
     name = str(lines) if isinstance(lines, (str, Path)) else "<lines>"
-    it = open(lines, encoding="utf-8") if isinstance(lines, (str, Path)) else lines
+    skipped: dict[str, int] = {}
+    it = _text_lines(Path(lines), skipped) if isinstance(lines, (str, Path)) else enumerate(lines, start=1)
     ids, types, labels, descs, claims = [], [], {l: [] for l in langs}, {l: [] for l in langs}, []
-    try:
-        for lineno, line in enumerate(it, start=1):
-            s = line.strip().rstrip(",")
-            if s in ("[", "]", ""):
-                continue
-            try:
-                ent = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(f"{name}:{lineno}: not a JSON entity ({e.msg})") from None
-            if not isinstance(ent, dict) or "id" not in ent:
-                raise DataFormatError(f"{name}:{lineno}: entity without an 'id'")
-            if ent.get("type", "item") != "item":
-                continue  # properties and lexemes are not entities of the graph
-            ids.append(ent["id"])
-            for l in langs:
-                labels[l].append(((ent.get("labels") or {}).get(l) or {}).get("value", ""))
-                descs[l].append(((ent.get("descriptions") or {}).get(l) or {}).get("value", ""))
-            typ, out = "", []
-            for prop, statements in (ent.get("claims") or {}).items():
-                for st in statements:
-                    dv = ((st.get("mainsnak") or {}).get("datavalue") or {})
-                    if dv.get("type") != "wikibase-entityid" or not isinstance(dv.get("value"), dict):
-                        continue
-                    tail = dv["value"].get("id")
-                    if tail is None:
-                        continue
-                    if prop == "P31" and not typ:
-                        typ = tail
-                    if wanted is None or prop in wanted:
-                        out.append((prop, tail))
-            types.append(typ)
-            claims.append(out)
-    finally:
-        if isinstance(lines, (str, Path)):
-            it.close()
+    for lineno, line in it:
+        s = line.strip().lstrip("\ufeff").rstrip(",")
+        if s in ("[", "]", ""):
+            continue
+        try:
+            ent = json.loads(s)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"{name}:{lineno}: not a JSON entity ({e.msg})") from None
+        if not isinstance(ent, dict) or "id" not in ent:
+            raise DataFormatError(f"{name}:{lineno}: entity without an 'id'")
+        if ent.get("type", "item") != "item":
+            skipped["non_item_entities"] = skipped.get("non_item_entities", 0) + 1
+            continue  # properties and lexemes are not entities of the graph
+        ids.append(ent["id"])
+        for l in langs:
+            labels[l].append(((ent.get("labels") or {}).get(l) or {}).get("value", ""))
+            descs[l].append(((ent.get("descriptions") or {}).get(l) or {}).get("value", ""))
+        typ, out = "", []
+        for prop, statements in (ent.get("claims") or {}).items():
+            for st in statements:
+                dv = ((st.get("mainsnak") or {}).get("datavalue") or {})
+                if dv.get("type") != "wikibase-entityid" or not isinstance(dv.get("value"), dict):
+                    continue
+                tail = dv["value"].get("id")
+                if tail is None:
+                    continue
+                if prop == "P31" and not typ:
+                    typ = tail
+                if wanted is None or prop in wanted:
+                    out.append((prop, tail))
+        types.append(typ)
+        claims.append(out)
     index = {e: i for i, e in enumerate(ids)}
     relations_l, rel_index, heads, rels, tails = [], {}, [], [], []
     for h, out in enumerate(claims):
         for prop, tail in out:
             if tail not in index:
+                skipped["triples_outside_slice"] = skipped.get("triples_outside_slice", 0) + 1
                 continue
             if prop not in rel_index:
                 rel_index[prop] = len(relations_l)
@@ -285,8 +314,13 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
             heads.append(h)
             rels.append(rel_index[prop])
             tails.append(index[tail])
+    if skipped:
+        import warnings
+
+        warnings.warn(f"{name}: left out " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(skipped.items())),
+                      DataSkipWarning, stacklevel=2)
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
-                          np.asarray(tails, np.int64), relations_l)
+                          np.asarray(tails, np.int64), relations_l, skipped)
 
 
 # --------------------------------------------------------------------------- the benchmark's KG

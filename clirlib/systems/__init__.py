@@ -54,8 +54,9 @@ class SystemConfig:
     def resolved(self) -> "SystemConfig":
         """The same config with defaults filled in and every field checked."""
         get(self.system)
-        if self.n_nr < 0:
-            raise ValueError(f"n_nr must be >= 0, got {self.n_nr}")
+        from ..validate import check_system_config
+
+        check_system_config(self)  # ranges and finiteness, one ConfigError naming the field
         return self
 
     def to_dict(self) -> dict[str, Any]:

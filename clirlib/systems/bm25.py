@@ -35,10 +35,7 @@ class BM25Config(SystemConfig):
     b: float = 0.75
 
     def resolved(self) -> "BM25Config":
-        super().resolved()
-        if self.k1 < 0 or not 0 <= self.b <= 1:
-            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
-        return self
+        return super().resolved()  # k1 >= 0, 0 <= b <= 1: validate.check_system_config
 
 
 @register

@@ -109,10 +109,6 @@ class HikeConfig(SystemConfig):
             raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
         if self.select_metric not in ALL_METRICS:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(ALL_METRICS)}")
-        for name in ("epochs", "pairs_per_epoch", "batch_size", "k_neighbours", "max_entities", "fusion_heads",
-                     "train_buckets"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         lr_enc = self.lr_encoder if self.lr_encoder is not None else (1e-5 if self.encoder == "bert" else 1e-3)
         return dataclasses.replace(self, lr_encoder=lr_enc)
 
@@ -294,6 +290,8 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
         links = np.where(links >= 0, perm[np.maximum(links, 0)], -1)
     info: dict[str, Any] = {"entities": len(kg), "triples": int(len(kg.heads)),
                             "queries_with_links": int((links[:, 0] >= 0).sum()), "queries": len(dataset.query_ids)}
+    if kg.skipped:  # what the KG reader left out or repaired (a BOM, triples outside a dump slice)
+        info["skipped"] = dict(kg.skipped)
     if gold is not None:
         test_q = sorted({dataset.query_ids[i] for i in np.unique(dataset.splits["test"].qidx)})
         info["linking_test"] = link_quality(predicted, gold, test_q)

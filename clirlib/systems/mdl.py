@@ -112,13 +112,7 @@ class MDLConfig(SystemConfig):
             raise ValueError(f"unknown labels {self.labels!r}; choose one of {', '.join(LABELS)}")
         if self.criterion not in CRITERIA:
             raise ValueError(f"unknown criterion {self.criterion!r}; choose one of {', '.join(CRITERIA)}")
-        if self.m < 1 or (self.n_topics is not None and self.n_topics <= self.m):
-            raise ValueError(f"MDL needs 1 <= m < C, got m={self.m}, C={self.n_topics}")
-        if not 0 <= self.lam <= 1:
-            raise ValueError(f"lam must be in [0, 1], got {self.lam}")
-        if min(self.epochs, self.batch_size, self.hidden, self.code, self.d2v_dim, self.d2v_epochs, self.lda_iter) < 1:
-            raise ValueError("epochs, batch_size, hidden, code, d2v_dim, d2v_epochs and lda_iter must be positive")
-        return self
+        return self  # the numbers: validate.check_system_config (via super().resolved())
 
 
 # --------------------------------------------------------------------------- labels
