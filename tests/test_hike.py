@@ -269,3 +269,20 @@ def test_fast_scoring_equals_the_per_pair_reference(ci_fr):
         ents = torch.where(mask, know["s"], h.model.null[0].expand_as(know["s"]))
         stacked = torch.cat([v[:, None, None, :].expand(-1, ents.shape[1], 1, -1), ents], dim=2)
         assert torch.allclose(split, h.model.fuse["s"](stacked), atol=1e-5)
+
+
+@pytest.mark.parametrize("kg", ["full", "none"])
+def test_two_scoring_threads_give_the_same_bits(ci_fr, kg):
+    # workers=2 computes each chunk exactly as workers=1 (one torch thread, no-grad fast path,
+    # set in the worker itself), only two at a time: the same bits, so cached runs stay valid.
+    h = Hike(HikeConfig(**{**TINY, "kg": kg}), workers=1)
+    h.build(ci_fr, 0)
+    sp = ci_fr.splits["test"]
+    one = h.score_pairs(ci_fr, sp.qidx, sp.didx, chunk=32)
+    h.workers = 2
+    two = h.score_pairs(ci_fr, sp.qidx, sp.didx, chunk=32)
+    again = h.score_pairs(ci_fr, sp.qidx, sp.didx, chunk=32)
+    assert len(sp.qidx) > 4 * 32  # several chunks per worker
+    assert np.array_equal(one, two) and np.array_equal(two, again)
+    with pytest.raises(ValueError, match="workers must be 1 or 2"):
+        Hike(HikeConfig(**TINY), workers=3)

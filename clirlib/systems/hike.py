@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -315,8 +316,14 @@ class Hike(System):
     Config = HikeConfig
     extra_metrics = EXTRA_METRICS
 
-    def __init__(self, config: HikeConfig | None = None, **kw: Any):
+    def __init__(self, config: HikeConfig | None = None, *, workers: int = 2, **kw: Any):
         super().__init__((config or HikeConfig(**kw)).resolved())
+        if workers not in (1, 2):
+            raise ValueError(f"workers must be 1 or 2, got {workers}")
+        #: 2: :meth:`score_pairs` runs its chunks on two threads (both cores); 1: one after
+        #: the other. Each chunk is computed the same way either way, so the scores are the
+        #: same bits (``tests/test_hike.py``), and cached runs stay valid.
+        self.workers = workers
         self.model: HikeModel | None = None
         self.knowledge: QueryKnowledge | None = None
         self.history: list[dict[str, Any]] = []
@@ -461,6 +468,8 @@ class Hike(System):
     def score_pairs(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
         """Scores (N,) float64 of arbitrary (query row, document row) pairs.
 
+        Chunks run on ``self.workers`` threads (2: both cores), each chunk alone on one torch
+        thread, so the bits do not depend on ``workers``.
         What depends on the query only (its entity rows and their attention projections,
         ``HikeModel.knowledge_rows``) is computed once per query; the pairs are batched by
         length, so the cross-encoder pads little. :meth:`score_pairs_reference` is the plain
@@ -473,13 +482,25 @@ class Hike(System):
         enc = self.model.encoder
         with determinism.one_thread():  # measured under load: one thread beats two (bench/hike_bench.py)
             rows_q = self.model.knowledge_rows(self._know(queries)) if self.knowledge is not None else None
-            for s in range(0, len(order), chunk):
-                rows = order[s:s + chunk]
+
+        def run(rows: np.ndarray) -> None:  # one chunk, alone on one torch thread, in either worker
+            # grad mode and torch's thread count are per thread: set both here, so a worker
+            # takes the same kernels (the no-grad fast path of the encoder layers) as the caller
+            with torch.no_grad(), determinism.one_thread():
                 v_qd = enc.encode([dataset.queries[i] for i in qidx[rows].tolist()], "q",
                                   [dataset.docs[j] for j in didx[rows].tolist()], "d")  # (b, d)
                 sc = (self.model.score(v_qd) if rows_q is None
                       else self.model.score_rows(v_qd, rows_q, torch.from_numpy(inverse[rows])))  # (b,)
                 out[rows] = sc.double().cpu().numpy()
+
+        chunks = [order[s:s + chunk] for s in range(0, len(order), chunk)]
+        if self.workers == 1 or len(chunks) < 2:
+            for rows in chunks:
+                run(rows)
+        else:  # the two cores take the next chunk as they finish (chunks grow longer along `order`)
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hike-score") as pool:
+                for _ in pool.map(run, chunks):
+                    pass  # re-raises a worker's exception here
         return out
 
     @torch.no_grad()
