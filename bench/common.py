@@ -152,18 +152,39 @@ class Timer:
         self.seconds = time.perf_counter() - self.t0
 
 
-def other_running(samples: int = 5, interval: float = 0.01) -> float:
+def _tree(root: int) -> set[int]:
+    """``root`` and every process descended from it (read from /proc's parent pids)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(d.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        out.add(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def other_running(samples: int = 5, interval: float = 0.01, own_tree: int | None = None) -> float:
     """Mean number of other processes' threads ready to run (state R), over a few samples.
 
     The load average mixes in the benchmark's own threads; this counts only the rest, as a
     measure of how much other work competed for the 2 cores while a number was measured.
+    ``own_tree``: a pid whose whole process tree (a measured child and its kernels) is the
+    benchmark's own, not counted either.
     """
     me = os.getpid()
     total = 0
     for k in range(samples):
         n = 0
+        mine = _tree(own_tree) if own_tree is not None else set()
         for d in Path("/proc").iterdir():
-            if not d.name.isdigit() or int(d.name) == me:
+            if not d.name.isdigit() or int(d.name) == me or int(d.name) in mine:
                 continue
             try:
                 for t in (d / "task").iterdir():

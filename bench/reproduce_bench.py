@@ -1,21 +1,26 @@
 """``make reproduce`` on the default profile from an empty cache (a section of ``run_all.py``).
 
 With ``--reproduce`` (or ``BENCH_REPRODUCE=1 make bench``) it runs ``make reproduce`` with
-``CLIRLIB_HOME`` set to an empty folder holding a copy of ``notebooks/`` (empty ``results/``
-and ``data/`` caches, benchmark generated from scratch) and records the time in
-``bench/reproduce_timing.json``; otherwise it reports the last recorded time from that file.
+``CLIRLIB_HOME`` set to an empty folder holding a copy of ``notebooks/`` and the README (empty ``results/``
+and ``data/`` caches, benchmark generated from scratch) and records in
+``bench/reproduce_timing.json`` the total time, each notebook's time (from the ``[reproduce]
+... done in Ns`` lines), the mean number of other processes' runnable threads, sampled at
+the start and at each notebook boundary (0 = an idle machine), and which of the fresh tables and figures differ byte for byte from the committed
+ones (determinism); otherwise it reports the last record from that file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import filecmp
 import os
+import re
 import shutil
 import subprocess
 import time
 
-from common import BENCH_DIR, ROOT, WORK_DIR
+from common import BENCH_DIR, ROOT, WORK_DIR, other_running
 
 KEY = "reproduce"
 REPRODUCE_TIMING = BENCH_DIR / "reproduce_timing.json"
@@ -32,18 +37,32 @@ def section(opts) -> dict:
             shutil.rmtree(home)
         home.mkdir(parents=True)
         shutil.copytree(ROOT / "notebooks", home / "notebooks")
+        shutil.copy2(ROOT / "README.md", home / "README.md")  # reproduce regenerates its claims table
         log(f"make reproduce PROFILE={profile} from an empty cache (CLIRLIB_HOME={home}) ...")
         env = dict(os.environ, CLIRLIB_HOME=str(home), CLIRLIB_PROGRESS="0")
         t0 = time.perf_counter()
-        p = subprocess.run(["make", "reproduce", f"PROFILE={profile}"], cwd=str(ROOT), env=env,
-                           capture_output=True, text=True)
+        busy = [other_running()]
+        out_lines: list[str] = []
+        # Streamed line by line (not captured at the end) so the load can be sampled while it runs.
+        with subprocess.Popen(["make", "reproduce", f"PROFILE={profile}"], cwd=str(ROOT), env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:
+            for line in p.stdout:
+                out_lines.append(line)
+                if line.startswith("[reproduce]"):
+                    log("  " + line.strip())
+                    busy.append(other_running(own_tree=p.pid))
         seconds = time.perf_counter() - t0
+        out = "".join(out_lines)
         rec = {"seconds": seconds, "date": dt.datetime.now().isoformat(timespec="seconds"), "profile": profile,
                "returncode": p.returncode, "how": f"bench/run_all.py --reproduce: make reproduce PROFILE={profile} "
-               "with CLIRLIB_HOME set to an empty folder holding a copy of notebooks/ (empty results/ and data/ "
+               "with CLIRLIB_HOME set to an empty folder holding a copy of notebooks/ and README.md (empty results/ and data/ "
                "caches, benchmark generated from scratch)"}
+        rec["notebooks"] = {m[1]: float(m[2]) for m in re.finditer(r"\[reproduce\] (\S+\.ipynb) done in (\d+)s", out)}
+        rec["other_running"] = sum(busy) / len(busy)
         if p.returncode != 0:
-            rec["error"] = (p.stderr or p.stdout).strip().splitlines()[-1:][0][:300] if (p.stderr or p.stdout) else "failed"
+            rec["error"] = out.strip().splitlines()[-1][:300] if out.strip() else "failed"
+        else:
+            rec["differ_from_committed"] = differing(home)
         (REPRODUCE_TIMING if profile == "default" else WORK_DIR / f"reproduce_timing_{profile}.json").write_text(
             json.dumps(rec, indent=1) + "\n")
         log(f"  {'done' if p.returncode == 0 else 'FAILED'} in {seconds / 60:.1f} min")
@@ -59,6 +78,20 @@ def section(opts) -> dict:
                     f"or write {REPRODUCE_TIMING.relative_to(ROOT)} with {{\"seconds\": ..., \"date\": ...}}"}
 
 
+def differing(home) -> list[str]:
+    """The committed tables/, figures/ and README.md that the run in ``home`` did not
+    reproduce byte for byte (missing there, or different), and what it wrote that is not
+    committed (empty when it reproduced every committed output)."""
+    bad = [] if filecmp.cmp(home / "README.md", ROOT / "README.md", shallow=False) else ["README.md"]
+    for sub in ("tables", "figures"):
+        names = {f.name for f in (ROOT / sub).glob("*")} | {f.name for f in (home / sub).glob("*")}
+        for name in sorted(names):
+            new, ref = home / sub / name, ROOT / sub / name
+            if not (new.exists() and ref.exists() and filecmp.cmp(new, ref, shallow=False)):
+                bad.append(f"{sub}/{name}")
+    return bad
+
+
 def summary(res: dict) -> list[dict]:
     return []
 
@@ -70,6 +103,17 @@ def markdown(res: dict, report: dict) -> list[str]:
         src = f" (recorded {rp.get('date', '?')}{', read from ' + rp['from_file'] if 'from_file' in rp else ''})"
         status = "" if rp.get("returncode", 0) == 0 else f" - FAILED: {rp.get('error', '')}"
         L.append(f"| `make reproduce` (default profile, empty cache) | {rp['seconds'] / 60:.1f} min{src}{status} |")
+        nbs = rp.get("notebooks", {})
+        if nbs:
+            first = sum(v for k, v in nbs.items() if k[:2].isdigit() and int(k[:2]) <= 12)
+            L.append(f"| notebooks 01-12 (budget 20 min) | {first / 60:.1f} min |")
+            L += [f"| {k} | {v:.0f} s |" for k, v in nbs.items()]
+        if "other_running" in rp:
+            L.append(f"| other processes' runnable threads, mean at notebook boundaries (0 = idle) | {rp['other_running']:.1f} |")
+        if "differ_from_committed" in rp:
+            diff = rp["differ_from_committed"]
+            L.append(f"| tables/figures not byte-identical to the committed ones | {len(diff)}"
+                     f"{': ' + ', '.join(diff) if diff else ''} |")
     else:
         L.append(f"| `make reproduce` (default profile, empty cache) | {rp['note']} |")
     L.append("")

@@ -102,16 +102,20 @@ def test_fast_engine_step_equals_reference_step(encoder):
     # the unaccelerated model). Average pooling and the LSTM: the same parameters to the
     # last bit. DSSM-CNN: the reference differentiates the max pooling by autograd (dense
     # (windows, F) gradient, one GEMM per product), the fast path sums only each maximum's
-    # window in a loop: the same gradient up to float summation order. After 10 Adam steps
-    # at lr 0.01 the largest parameter difference measured here is 1.15e-6 (conv weights;
-    # every other tensor below 1e-6) and gradient norms agree to 7e-7 relative: atol 5e-6.
+    # window in a loop: the same gradient up to float summation order, and that order is the
+    # BLAS kernel's, so the bound depends on the CPU. After 10 Adam steps at lr 0.01, measured:
+    # AMD EPYC, largest parameter difference 1.15e-6 (conv weights), gradient norms 7e-7
+    # relative; Intel Xeon (other kernels), 1.01e-5 (conv weights) and 6.4e-6 relative.
+    # Adam divides by sqrt(v), so a rounding-level gradient difference on a near-zero
+    # component moves a parameter by up to lr per step (0.1 over 10 steps): atol 5e-5 is 5e-4
+    # of that, and norms rtol 3e-5 (about 5x what either machine showed).
     steps = 25 if encoder == "avgpool" else 10
     ours, ours_norms = _run(encoder, compact=True, fused=True, clip=5.0, steps=steps)
     ref, ref_norms = _run_reference_step(encoder, clip=5.0, steps=steps)
     if encoder == "cnn":
-        np.testing.assert_allclose(ours_norms, ref_norms, rtol=1e-5)
+        np.testing.assert_allclose(ours_norms, ref_norms, rtol=3e-5)
         for (name, a), b in zip(ours.named_parameters(), ref.parameters()):
-            torch.testing.assert_close(a, b, rtol=0, atol=5e-6, msg=name)
+            torch.testing.assert_close(a, b, rtol=0, atol=5e-5, msg=name)
         assert any(not torch.equal(a, b) for a, b in zip(ours.parameters(), ref.parameters()))  # two paths really ran
     else:
         assert ours_norms == ref_norms
