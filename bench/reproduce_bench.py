@@ -57,7 +57,7 @@ def section(opts) -> dict:
                "returncode": p.returncode, "how": f"bench/run_all.py --reproduce: make reproduce PROFILE={profile} "
                "with CLIRLIB_HOME set to an empty folder holding a copy of notebooks/ and README.md (empty results/ and data/ "
                "caches, benchmark generated from scratch)"}
-        rec["notebooks"] = {m[1]: float(m[2]) for m in re.finditer(r"\[reproduce\] (\S+\.ipynb) done in (\d+)s", out)}
+        rec["notebooks"] = notebook_seconds(out)
         rec["other_running"] = sum(busy) / len(busy)
         if p.returncode != 0:
             rec["error"] = out.strip().splitlines()[-1][:300] if out.strip() else "failed"
@@ -78,15 +78,20 @@ def section(opts) -> dict:
                     f"or write {REPRODUCE_TIMING.relative_to(ROOT)} with {{\"seconds\": ..., \"date\": ...}}"}
 
 
-def differing(home) -> list[str]:
+def notebook_seconds(out: str) -> dict[str, float]:
+    """Each notebook's seconds from ``reproduce``'s "[reproduce] NAME done in Ns" lines."""
+    return {m[1]: float(m[2]) for m in re.finditer(r"\[reproduce\] (\S+\.ipynb) done in (\d+)s", out)}
+
+
+def differing(home, root=ROOT) -> list[str]:
     """The committed tables/, figures/ and README.md that the run in ``home`` did not
     reproduce byte for byte (missing there, or different), and what it wrote that is not
     committed (empty when it reproduced every committed output)."""
-    bad = [] if filecmp.cmp(home / "README.md", ROOT / "README.md", shallow=False) else ["README.md"]
+    bad = [] if filecmp.cmp(home / "README.md", root / "README.md", shallow=False) else ["README.md"]
     for sub in ("tables", "figures"):
-        names = {f.name for f in (ROOT / sub).glob("*")} | {f.name for f in (home / sub).glob("*")}
+        names = {f.name for f in (root / sub).glob("*")} | {f.name for f in (home / sub).glob("*")}
         for name in sorted(names):
-            new, ref = home / sub / name, ROOT / sub / name
+            new, ref = home / sub / name, root / sub / name
             if not (new.exists() and ref.exists() and filecmp.cmp(new, ref, shallow=False)):
                 bad.append(f"{sub}/{name}")
     return bad

@@ -107,3 +107,30 @@ def test_hike_section_flops_and_summary_rows():
     assert rows[0]["label"].startswith("HIKE scoring pairs/s >= 3,000") and rows[0]["met"] == "yes"
     assert rows[-1]["key"] == "hike_default_seconds" and rows[-1]["met"] != "yes"  # 601 s > 600 s
     assert hike_bench.summary({**res, "pairs_per_second": 2999.0})[0]["met"] != "yes"
+
+
+def test_reproduce_record_parses_notebook_times_and_names_every_differing_file(tmp_path):
+    import reproduce_bench
+
+    out = ("[reproduce] 01_table1_data.ipynb (profile=default) ...\n[reproduce] 01_table1_data.ipynb done in 32s\n"
+           "[reproduce] 13_three_families.ipynb done in 2293s\n[reproduce] all notebooks done in 2325s; ...\n")
+    # the two "done in" lines of notebooks, not the closing "all notebooks" line
+    assert reproduce_bench.notebook_seconds(out) == {"01_table1_data.ipynb": 32.0, "13_three_families.ipynb": 2293.0}
+    home, root = tmp_path / "home", tmp_path / "root"
+    for d in (home, root):
+        (d / "tables").mkdir(parents=True)
+        (d / "figures").mkdir()
+        (d / "README.md").write_text("same\n")
+        (d / "tables" / "a.csv").write_text("x\n1\n")
+    (root / "tables" / "b.csv").write_text("x\n1\n")  # committed, not reproduced
+    (home / "tables" / "b2.csv").write_text("x\n1\n")  # reproduced, not committed
+    (root / "figures" / "f.png").write_bytes(b"\x00\x01")
+    (home / "figures" / "f.png").write_bytes(b"\x00\x02")  # one byte differs
+    assert reproduce_bench.differing(home, root) == ["tables/b.csv", "tables/b2.csv", "figures/f.png"]
+    (home / "README.md").write_text("other\n")
+    assert reproduce_bench.differing(home, root)[0] == "README.md"
+    rec = {"seconds": 120.0, "date": "d", "returncode": 0, "notebooks": {"01_a.ipynb": 60.0, "13_b.ipynb": 30.0},
+           "other_running": 0.0, "differ_from_committed": []}
+    md = "\n".join(reproduce_bench.markdown(rec, {}))
+    assert "| notebooks 01-12 (budget 20 min) | 1.0 min |" in md  # only 01_a's 60 s counts
+    assert "| 2.0 min" in md and "| 0 |" in md
