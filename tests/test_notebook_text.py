@@ -92,3 +92,14 @@ def test_readme_claims_table_is_the_csv():
     block = readme.split(verdicts.README_START, 1)[1].split(verdicts.README_END, 1)[0].strip()
     assert block == verdicts.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")), \
         "README claims table is stale: `make reproduce` regenerates it from tables/claims_summary.csv"
+
+
+def test_claims_notebook_is_the_one_that_writes_the_summary():
+    # reproduce regenerates the README's table only when cli.CLAIMS_NOTEBOOK ran (a subset
+    # such as `--notebooks 01 04` on default has no claims_summary.csv to read): the name
+    # must be the notebook that saves the summary table, and no other notebook saves it.
+    from clirlib import cli
+
+    writers = [nb.name for nb in sorted((paths.ROOT / "notebooks").glob("*.ipynb"))
+               if 'save_table(summary, TABLES / \\"claims_summary.csv\\")' in nb.read_text(encoding="utf-8")]
+    assert writers == [cli.CLAIMS_NOTEBOOK]
