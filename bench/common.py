@@ -182,6 +182,8 @@ def other_running(samples: int = 5, interval: float = 0.01, own_tree: int | None
     total = 0
     for k in range(samples):
         n = 0
+        # rebuilt at each sample: the measured tree starts and ends processes as it runs
+        # (notebook kernels, the worker processes of experiments.system_runs)
         mine = _tree(own_tree) if own_tree is not None else set()
         for d in Path("/proc").iterdir():
             if not d.name.isdigit() or int(d.name) == me or int(d.name) in mine:
@@ -197,6 +199,24 @@ def other_running(samples: int = 5, interval: float = 0.01, own_tree: int | None
         if k + 1 < samples:
             time.sleep(interval)
     return total / samples
+
+
+def output_files(base: Path, subs: tuple[str, ...] = ("tables", "figures")) -> dict[str, bytes]:
+    """Every file under ``base``'s ``subs`` folders, by path relative to ``base``."""
+    return {str(p.relative_to(base)): p.read_bytes()
+            for sub in subs for p in sorted((base / sub).rglob("*")) if p.is_file()}
+
+
+def differing_files(a: dict[str, bytes], b: dict[str, bytes], names: tuple[str, str] = ("a", "b")) -> list[str]:
+    """Paths whose bytes differ between two runs' outputs (:func:`output_files`), in sorted
+    order; a path found in one only is marked "(only in <its run's name>)"."""
+    out = []
+    for path in sorted(set(a) | set(b)):
+        if path not in a or path not in b:
+            out.append(f"{path} (only in {names[0] if path in a else names[1]})")
+        elif a[path] != b[path]:
+            out.append(path)
+    return out
 
 
 def wait_quiet(max_seconds: float, threshold: float = 0.5, poll: float = 1.0) -> float:

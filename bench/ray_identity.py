@@ -39,6 +39,8 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+from common import differing_files, output_files  # noqa: E402
 KEY = "ray_identity"
 RECORD_JSON = BENCH_DIR / "ray_identity.json"
 RECORD_MD = BENCH_DIR / "ray_identity.md"
@@ -123,20 +125,12 @@ def reproduce(home: Path, extra: list[str], env_extra: dict[str, str], kernel: s
 
 def outputs(home: Path) -> dict[str, bytes]:
     """Every file under the ci run's ``tables/`` and ``figures/``, by relative path."""
-    base = home / "results" / PROFILE
-    return {str(p.relative_to(base)): p.read_bytes()
-            for sub in ("tables", "figures") for p in sorted((base / sub).rglob("*")) if p.is_file()}
+    return output_files(home / "results" / PROFILE)
 
 
 def compare(a: dict[str, bytes], b: dict[str, bytes]) -> list[str]:
     """Paths that differ, or exist on one side only (marked)."""
-    out = []
-    for name in sorted(set(a) | set(b)):
-        if name not in a or name not in b:
-            out.append(f"{name} (only in {'serial' if name in a else 'ray'})")
-        elif a[name] != b[name]:
-            out.append(name)
-    return out
+    return differing_files(a, b, ("serial", "ray"))
 
 
 def git_commit() -> str:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import filecmp
 import os
 import re
 import shutil
 import subprocess
 import time
 
-from common import BENCH_DIR, ROOT, WORK_DIR, other_running
+from common import BENCH_DIR, ROOT, WORK_DIR, differing_files, other_running, output_files
 
 KEY = "reproduce"
 REPRODUCE_TIMING = BENCH_DIR / "reproduce_timing.json"
@@ -85,16 +84,12 @@ def notebook_seconds(out: str) -> dict[str, float]:
 
 def differing(home, root=ROOT) -> list[str]:
     """The committed tables/, figures/ and README.md that the run in ``home`` did not
-    reproduce byte for byte (missing there, or different), and what it wrote that is not
-    committed (empty when it reproduced every committed output)."""
-    bad = [] if filecmp.cmp(home / "README.md", root / "README.md", shallow=False) else ["README.md"]
-    for sub in ("tables", "figures"):
-        names = {f.name for f in (root / sub).glob("*")} | {f.name for f in (home / sub).glob("*")}
-        for name in sorted(names):
-            new, ref = home / sub / name, root / sub / name
-            if not (new.exists() and ref.exists() and filecmp.cmp(new, ref, shallow=False)):
-                bad.append(f"{sub}/{name}")
-    return bad
+    reproduce byte for byte (different, or only on one side: "(only in committed)" /
+    "(only in run)"); empty when it reproduced every committed output."""
+    subs = ("tables", "figures")
+    run = {**output_files(home, subs), "README.md": (home / "README.md").read_bytes()}
+    committed = {**output_files(root, subs), "README.md": (root / "README.md").read_bytes()}
+    return differing_files(committed, run, ("committed", "run"))
 
 
 def summary(res: dict) -> list[dict]:

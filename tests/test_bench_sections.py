@@ -126,7 +126,9 @@ def test_reproduce_record_parses_notebook_times_and_names_every_differing_file(t
     (home / "tables" / "b2.csv").write_text("x\n1\n")  # reproduced, not committed
     (root / "figures" / "f.png").write_bytes(b"\x00\x01")
     (home / "figures" / "f.png").write_bytes(b"\x00\x02")  # one byte differs
-    assert reproduce_bench.differing(home, root) == ["tables/b.csv", "tables/b2.csv", "figures/f.png"]
+    # sorted paths; a file on one side only says which (the helper ray_identity.compare uses too)
+    assert reproduce_bench.differing(home, root) == ["figures/f.png", "tables/b.csv (only in committed)",
+                                                     "tables/b2.csv (only in run)"]
     (home / "README.md").write_text("other\n")
     assert reproduce_bench.differing(home, root)[0] == "README.md"
     rec = {"seconds": 120.0, "date": "d", "returncode": 0, "notebooks": {"01_a.ipynb": 60.0, "13_b.ipynb": 30.0},
