@@ -14,6 +14,9 @@
 ``CLIRLIB_EXECUTOR``      ``serial`` (default) or ``ray``: how experiment grids run
                           (``make reproduce EXECUTOR=ray`` sets it for the kernels)
 ``RAY_ADDRESS``           an existing Ray cluster to run the grids on (Ray's own name)
+``CLIRLIB_SYSTEM_WORKERS`` processes that train the uncached runs of a grid of whole
+                          systems at once (``experiments.system_runs``; default: 2, or
+                          1 on a one-core machine); the numbers do not depend on it
 ========================  ==========================================================
 
 Switches take ``0`` or ``1``; any other value raises, naming the variable. The library
@@ -27,9 +30,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS = (
+HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS, SYSTEM_WORKERS = (
     "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME",
-    "CLIRLIB_EXECUTOR", "RAY_ADDRESS")
+    "CLIRLIB_EXECUTOR", "RAY_ADDRESS", "CLIRLIB_SYSTEM_WORKERS")
 
 
 def _switch(name: str) -> bool | None:
@@ -64,16 +67,25 @@ def progress_disabled() -> bool | None:
     return None
 
 
-def threads(default: int = 2) -> int:
-    """Torch CPU threads: ``CLIRLIB_THREADS`` or ``default``."""
-    value = os.environ.get(THREADS, "").strip()
+def _positive(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
     try:
         n = int(value) if value else default
     except ValueError:
-        raise ValueError(f"environment variable {THREADS}={value!r}: use a positive integer") from None
+        raise ValueError(f"environment variable {name}={value!r}: use a positive integer") from None
     if n < 1:
-        raise ValueError(f"environment variable {THREADS}={value!r}: use a positive integer")
+        raise ValueError(f"environment variable {name}={value!r}: use a positive integer")
     return n
+
+
+def threads(default: int = 2) -> int:
+    """Torch CPU threads: ``CLIRLIB_THREADS`` or ``default``."""
+    return _positive(THREADS, default)
+
+
+def system_workers() -> int:
+    """Processes for a grid of whole systems: ``CLIRLIB_SYSTEM_WORKERS``, else 2 (1 on one core)."""
+    return _positive(SYSTEM_WORKERS, min(2, os.cpu_count() or 1))
 
 
 def ir_datasets_home() -> Path:

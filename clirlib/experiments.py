@@ -273,9 +273,8 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     if not _force(force):
         # Checked on read like run's entries (clirlib.cache); a system without epochs
         # (BM25) has an empty history.
-        record = cache.read_entry(path, key, cfg.to_dict(), {}, METRIC_NAMES, trained=False)
-        if record is not None and (not collection or "collection" in record
-                                   or record.get("collection_supported") is False):
+        record = _cached_system(cfg, collection)
+        if record is not None:
             return record
     return _atomic_write_json(path, system_record(cfg, dataset=dataset, collection=collection))
 
@@ -337,7 +336,114 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     return record
 
 
-def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str = "system runs") -> list[dict[str, Any]]:
-    """``run_system`` of every config (cached), with a progress bar."""
-    configs = list(configs)
-    return [run_system(c, force=force) for c in tqdm(configs, desc=desc, disable=env.progress_disabled(), leave=False)]
+def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str = "system runs",
+                workers: int | None = None) -> list[dict[str, Any]]:
+    """``run_system`` of every config (cached), with a progress bar; records in ``configs``' order.
+
+    The runs not in the cache are trained by ``workers`` processes at once (``None``:
+    ``CLIRLIB_SYSTEM_WORKERS``, default 2, :func:`env.system_workers`); 1 trains them here,
+    one after the other (the reference path). Each run seeds everything from its config and
+    sets its own torch threads (``system_record``), so a record has the same numbers
+    whichever process trained it (``tests/test_system_pool.py``); HIKE trains on one
+    thread, so two runs at once use both cores. Only this process writes cache entries,
+    each as soon as its run (or group) is back: an interrupted grid loses only the runs in
+    flight. Runs of a system that ``shares_per_seed`` (MDL's doc2vec memo) go to one worker
+    together per (dataset, language, seed), so the memo is shared as in a serial run."""
+    configs = [c.resolved() for c in configs]  # a bad config raises here, before anything runs
+    workers = env.system_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    out: list[dict[str, Any] | None] = [None] * len(configs)
+    if not _force(force):
+        for i, c in enumerate(configs):
+            out[i] = _cached_system(c)
+    todo = [i for i, r in enumerate(out) if r is None]
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
+               disable=env.progress_disabled(), leave=False)
+    with bar:
+        if workers == 1 or len(todo) < 2:
+            for i in todo:
+                out[i] = run_system(configs[i], force=True)
+                bar.update()
+        else:
+            for group, records in _pool_runs([(i, configs[i]) for i in todo], workers):
+                for i, rec in zip(group, records):
+                    out[i] = _atomic_write_json(runs_dir() / f"{rec['key']}.json", rec)
+                    bar.update()
+    return out  # type: ignore[return-value]
+
+
+def _cached_system(cfg: Any, collection: bool = True) -> dict[str, Any] | None:
+    """``run_system``'s cached record of a resolved config, or None (missing, damaged or without
+    the whole-collection part it needs)."""
+    record = cache.read_entry(runs_dir() / f"{system_cache_key(cfg)}.json", system_cache_key(cfg), cfg.to_dict(),
+                              {}, METRIC_NAMES, trained=False)
+    if record is not None and (not collection or "collection" in record
+                               or record.get("collection_supported") is False):
+        return record
+    return None
+
+
+def _groups(indexed: list[tuple[int, Any]]) -> list[list[tuple[int, Any]]]:
+    """One group per run, except that runs of a system that ``shares_per_seed`` are grouped by
+    (system, data fields, seed), in first-appearance order."""
+    from . import systems
+
+    groups: dict[Any, list[tuple[int, Any]]] = {}
+    for i, c in indexed:
+        share = systems.get(c.system).shares_per_seed
+        key = (c.system, c.dataset, c.lang, c.seed, c.data_seed, c.n_queries, c.n_nr) if share else i
+        groups.setdefault(key, []).append((i, c))
+    return list(groups.values())
+
+
+def _pool_runs(indexed: list[tuple[int, Any]], workers: int):
+    """Yield (indices, records) of each group as a worker process finishes it."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from .data.synthetic import generate_benchmark
+    from .profiles import SIZES
+
+    # The benchmark once, here, before the workers would each start writing it.
+    for name, seed in sorted({(c.dataset, c.data_seed) for _, c in indexed if c.dataset in SIZES}):
+        generate_benchmark(name, seed=seed)
+    groups = _groups(indexed)
+    # spawn, not fork: a forked copy of a process whose torch thread pool has run can hang
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(groups)), initializer=_worker_init,
+                               mp_context=multiprocessing.get_context("spawn"))
+    finished = False
+    try:
+        pending = {pool.submit(_run_group, [c for _, c in g]): [i for i, _ in g] for g in groups}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: pending[f][0]):  # same-time finishes in grid order
+                yield pending.pop(fut), fut.result()  # a worker's exception is raised here
+        finished = True
+    finally:
+        procs = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown forgets them
+        pool.shutdown(wait=finished, cancel_futures=True)
+        if not finished:  # an error or an interrupt: end the runs still in flight, by their PIDs
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+
+
+def _worker_init() -> None:
+    """A worker ends with the process that started it (Linux: PR_SET_PDEATHSIG), so a killed
+    driver leaves no orphan training on; its runs show no bars of their own (the driver's bar
+    counts them)."""
+    import os
+    import signal
+    import sys
+
+    os.environ[env.PROGRESS] = "0"
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+
+
+def _run_group(configs: list[Any]) -> list[dict[str, Any]]:
+    """In a worker: ``system_record`` of each config of one group, in order."""
+    return [system_record(c) for c in configs]

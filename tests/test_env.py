@@ -56,3 +56,16 @@ def test_quiet_children_keeps_the_users_choice(monkeypatch):
     monkeypatch.delenv("CLIRLIB_PROGRESS")
     env.quiet_children()
     assert env.progress_disabled() is True
+
+
+def test_system_workers(monkeypatch):
+    monkeypatch.delenv("CLIRLIB_SYSTEM_WORKERS", raising=False)
+    monkeypatch.setattr(env.os, "cpu_count", lambda: 2)
+    assert env.system_workers() == 2  # the target machines' two cores
+    monkeypatch.setattr(env.os, "cpu_count", lambda: 1)
+    assert env.system_workers() == 1
+    monkeypatch.setenv("CLIRLIB_SYSTEM_WORKERS", "3")
+    assert env.system_workers() == 3
+    monkeypatch.setenv("CLIRLIB_SYSTEM_WORKERS", "0")
+    with pytest.raises(ValueError, match="CLIRLIB_SYSTEM_WORKERS"):
+        env.system_workers()

@@ -97,6 +97,9 @@ class System:
     #: Metrics of ``metrics.METRICS`` the run record reports beside the seven of the
     #: paper's tables (HIKE: its paper's NDCG@1 and NDCG@10).
     extra_metrics: ClassVar[tuple[str, ...]] = ()
+    #: True: runs of one (dataset, language, seed) share state kept in the process (MDL's
+    #: doc2vec memo), so ``experiments.system_runs`` gives them to one worker together.
+    shares_per_seed: ClassVar[bool] = False
 
     def __init__(self, config: SystemConfig | None = None):
         self.config = config if config is not None else self.Config(system=self.name)

@@ -264,6 +264,7 @@ class MDL(System):
     is_dual_encoder = True
     Config = MDLConfig
     eps = 0.0
+    shares_per_seed = True  # the doc2vec memo: MDL.1, MDL.6, the controls and the sweep of one seed
 
     def __init__(self, config: MDLConfig | None = None, *, workers: int = 2, memo: bool = True):
         super().__init__(config)
