@@ -433,11 +433,10 @@ def _worker_init() -> None:
     """A worker ends with the process that started it (Linux: PR_SET_PDEATHSIG), so a killed
     driver leaves no orphan training on; its runs show no bars of their own (the driver's bar
     counts them)."""
-    import os
     import signal
     import sys
 
-    os.environ[env.PROGRESS] = "0"
+    env.no_progress()
     if sys.platform.startswith("linux"):
         import ctypes
 
