@@ -27,7 +27,9 @@ of ``run_all.py`` (``make bench``); standalone:
 - **default-profile time** (4 languages x 3 seeds + 4 French controls x 3 seeds = 24 runs,
   the controls' cost taken as the full run's): build + 15 epochs (the maximum; early
   stopping only shortens it) of training + dev evaluation, then test scoring, scaled per
-  language by its dev / test pair counts at the measured scoring rate.
+  language by its dev / test pair counts at the measured scoring rate; one run at a time
+  (``make reproduce`` trains two at once, ``experiments.system_runs``: the README gives that
+  measured wall time).
 
 Numbers measured on a loaded machine are upper bounds; run it alone for real numbers.
 """
@@ -183,7 +185,7 @@ def summary(res: dict) -> list[dict]:
     if "projected_default_total_seconds" in res:
         t = res["projected_default_total_seconds"]
         rows.append({"key": "hike_default_seconds", "number": t,
-                     "label": "HIKE default grid (4 languages x 3 seeds + 4 French controls x 3 seeds), projected",
+                     "label": "HIKE default grid (4 languages x 3 seeds + 4 French controls x 3 seeds), projected one run at a time",
                      "value": f"{fmt(t, 0)} s", "target": "<= 600 s", "met": yes(t <= 600)})
     return rows
 
