@@ -268,8 +268,7 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     is re-run when ``collection=True``.
     """
     cfg = config.resolved()
-    key = system_cache_key(cfg)
-    path = runs_dir() / f"{key}.json"
+    path = runs_dir() / f"{system_cache_key(cfg)}.json"
     if not _force(force):
         # Checked on read like run's entries (clirlib.cache); a system without epochs
         # (BM25) has an empty history.
@@ -376,8 +375,8 @@ def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str 
 def _cached_system(cfg: Any, collection: bool = True) -> dict[str, Any] | None:
     """``run_system``'s cached record of a resolved config, or None (missing, damaged or without
     the whole-collection part it needs)."""
-    record = cache.read_entry(runs_dir() / f"{system_cache_key(cfg)}.json", system_cache_key(cfg), cfg.to_dict(),
-                              {}, METRIC_NAMES, trained=False)
+    key = system_cache_key(cfg)
+    record = cache.read_entry(runs_dir() / f"{key}.json", key, cfg.to_dict(), {}, METRIC_NAMES, trained=False)
     if record is not None and (not collection or "collection" in record
                                or record.get("collection_supported") is False):
         return record
