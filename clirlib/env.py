@@ -98,12 +98,6 @@ def quiet_children() -> None:
     os.environ.setdefault(PROGRESS, "0")
 
 
-def no_progress() -> None:
-    """No progress bars in this process and its children, whatever the user set (worker
-    processes whose driver shows the one bar)."""
-    os.environ[PROGRESS] = "0"
-
-
 def set_default(name: str, value: str) -> None:
     """Set ``name`` for this process and its children unless it is set already."""
     os.environ.setdefault(name, value)

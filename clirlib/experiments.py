@@ -435,7 +435,7 @@ def _worker_init() -> None:
     import signal
     import sys
 
-    env.no_progress()
+    env.set_for_children(**{env.PROGRESS: "0"})  # whatever the user set: the driver's bar is the one
     if sys.platform.startswith("linux"):
         import ctypes
 
