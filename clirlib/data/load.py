@@ -31,11 +31,13 @@ from pathlib import Path
 from .. import env
 from ..profiles import SIZES
 from . import irds
+from .digests import input_digests
 from .dataset import RankingDataset
 from .errors import DataFormatError
 from .polyglot import find_polyglot, load_polyglot
 from .irds import is_irds
 from .synthetic import LANGS, generate_benchmark
+from .languages import wikiclir_files
 from .wikiclir import PAPER_N_QUERIES, load_wikiclir
 
 EMBEDDINGS = ("polyglot", "none")
@@ -91,6 +93,7 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         search = [Path(embeddings_dir)] if embeddings_dir else []
         search += [wc.parent / "polyglot", wc / "polyglot"]
     emb_info = {}
+    read = []  # the files whose bytes the dataset comes from, for info["inputs"]
     if embeddings == "polyglot":
         q_lang = ds.info.get("query_lang", "en")  # CLIRMatrix pairs may have non-English queries
         for side, code, vocab in (("q", q_lang, ds.q_vocab), ("d", ds.lang, ds.d_vocab)):
@@ -99,6 +102,7 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
                 emb_info[side] = {"source": "random (no polyglot-%s.pkl found)" % code, "coverage": 0.0}
                 continue
             matrix, coverage = load_polyglot(path, vocab, seed=seed)
+            read.append(path)
             setattr(ds, f"{side}_vectors", matrix)
             emb_info[side] = {"source": str(path), "coverage": round(coverage, 4)}
         if ds.q_vectors is not None and ds.d_vectors is not None and ds.q_vectors.shape[1] != ds.d_vectors.shape[1]:
@@ -108,6 +112,11 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
     else:
         emb_info = {"q": {"source": "none", "coverage": 0.0}, "d": {"source": "none", "coverage": 0.0}}
     ds.info["embeddings"] = emb_info
+    wc = Path(ds.info["root"]) if "root" in ds.info else None
+    if wc is not None and (wc / "english").is_dir():  # WikiCLIR layout (the embedded benchmark, folders, irds:wikiclir)
+        f = wikiclir_files(wc, ds.lang, check=False)
+        read = [p for p in (f.queries, f.documents, f.qrels) if p.is_file()] + read
+        ds.info["inputs"] = input_digests(wc.parent, read)
     return ds
 
 
