@@ -15,8 +15,12 @@ KERNEL     := clirlib
 PROFILE    ?= default
 # A WikiCLIR root (the folder holding wiki-clir/) to run on the real data instead.
 DATA       ?=
-# FORCE=1 retrains every experiment instead of reading the results/ cache.
+# FORCE=1 retrains every experiment instead of reading the shipped records (records/) and
+# the results/ cache; an interrupted FORCE=1 run started again resumes.
 FORCE      ?= 0
+# make verify: how many shipped records to retrain, and the seed of the draw.
+N          ?= 3
+SEED       ?= 0
 # EXECUTOR=ray trains the grids' runs as Ray tasks; ADDRESS=<host:port> (or RAY_ADDRESS) joins a cluster.
 EXECUTOR   ?= serial
 ADDRESS    ?=
@@ -29,7 +33,7 @@ export MPLBACKEND     := Agg
 CLIRLIB_PROGRESS ?= 0
 export CLIRLIB_PROGRESS
 
-.PHONY: help venv reproduce test test-fast bench ray-check notebooks-refresh clean-results clean
+.PHONY: help venv reproduce verify records test test-fast bench ray-check notebooks-refresh clean-results clean
 
 help: ## List the targets (default goal)
 	@echo "clirlib make targets:"
@@ -50,6 +54,12 @@ $(STAMP): requirements.txt pyproject.toml
 
 reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, EXECUTOR, ADDRESS) and write figures/ and tables/
 	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) --executor $(EXECUTOR) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
+
+verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every metric (OK / OKISH / FAIL)
+	$(PY) -m clirlib records verify -n $(N) --seed $(SEED)
+
+records: $(STAMP) ## Refresh the shipped run records (records/) from the local cache results/runs
+	$(PY) -m clirlib records pack --profile default
 
 test: $(STAMP) ## Run pytest over tests/ and nbval over every notebook
 	$(PY) -m pytest -q tests

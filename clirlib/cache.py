@@ -158,20 +158,26 @@ def read_entry(path: Path, key: str, config: dict[str, Any], key_defaults: dict[
     return record
 
 
-def write_entry(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` with its checksum atomically: a temporary file named after this
-    process (so :func:`clean_stale` can tell whether its writer is alive), then a rename."""
-    record = with_checksum(record)
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder named after
+    this process (so :func:`clean_stale` can tell whether its writer is alive), fsync, rename.
+    A failed write leaves the previous file as it was."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.pid{os.getpid()}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_entry(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` with its checksum atomically (:func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, json.dumps(with_checksum(record), indent=1, sort_keys=True).encode())
 
 
 def _pid_alive(pid: int) -> bool:

@@ -1,9 +1,10 @@
-"""Command line: ``python -m clirlib train | reproduce | refresh-notebooks | generate``.
+"""Command line: ``python -m clirlib train | reproduce | refresh-notebooks | records | generate``.
 
 ``train`` runs one configuration of Section 5 and prints the seven test metrics;
 ``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
 calls); ``refresh-notebooks`` re-executes the committed notebooks in place with their
-fast defaults; ``generate`` writes an embedded-benchmark profile to disk.
+fast defaults; ``records pack`` refreshes the shipped run records from the cache and
+``records verify`` retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark profile to disk.
 Bad arguments and bad data give a one-line error and exit status 2, never a traceback.
 """
 
@@ -14,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -234,6 +236,11 @@ def _reproduce(args: argparse.Namespace) -> int:
     params = {"profile": args.profile, "dataset": args.data or "", "force": bool(args.force)}
     out_dir = RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
     out_dir.mkdir(parents=True, exist_ok=True)
+    # The committed notebooks carry the default profile's outputs: a default run on the
+    # embedded benchmark copies each executed notebook back over its source once it succeeds.
+    in_place = args.profile == "default" and not args.data
+    marker = _force_marker(RESULTS_DIR) if args.force else None
+    eta = _Eta(notebooks) if args.force else None
     total = time.perf_counter()
     stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     try:
@@ -255,10 +262,17 @@ def _reproduce(args: argparse.Namespace) -> int:
                           f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})",
                           file=sys.stderr, flush=True)
                     return 1
-                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s", flush=True)
+                if in_place:
+                    shutil.copyfile(out_dir / nb.name, nb)
+                    _strip_paths(nb)
+                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
+                      f"{eta.after(nb, time.perf_counter() - total) if eta else ''}", flush=True)
     finally:
         stop_ray()
-    print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}")
+    print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}"
+          f"{'; notebooks/ updated' if in_place else ''}")
+    if marker is not None:
+        marker.unlink(missing_ok=True)  # the forced retrain is complete: nothing to resume
     # The README's claims table mirrors tables/claims_summary.csv, which CLAIMS_NOTEBOOK writes:
     # a run of other notebooks only (--notebooks 01 04) leaves both as they are.
     if args.profile == "default" and not args.data and any(nb.name == CLAIMS_NOTEBOOK for nb in notebooks):
@@ -269,6 +283,48 @@ def _reproduce(args: argparse.Namespace) -> int:
         changed = verdicts.update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"))
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
     return 0
+
+
+def _force_marker(results: Path) -> Path:
+    """``results/force-since``: when the forced retrain began. Kept until every notebook has
+    run, so an interrupted ``reproduce --force`` started again keeps the runs it already
+    retrained (``CLIRLIB_FORCE_SINCE``, read by ``experiments``) and trains only the rest."""
+    results.mkdir(parents=True, exist_ok=True)
+    marker = results / "force-since"
+    try:
+        since = float(marker.read_text().strip())
+        print(f"[reproduce] resuming the forced retrain begun at {time.ctime(since)} "
+              f"(runs retrained since then are kept; delete {marker} to start over)", flush=True)
+    except (OSError, ValueError):
+        since = time.time()
+        from .cache import atomic_write_bytes
+
+        atomic_write_bytes(marker, f"{since}\n".encode())
+    env.set_for_children(**{env.FORCE_SINCE: repr(since)})
+    return marker
+
+
+class _Eta:
+    """Time left in a forced retrain, from the per-notebook times of the last measured one
+    (``bench/reproduce_timing.json``, when present) scaled by this run's pace so far."""
+
+    def __init__(self, notebooks: list[Path]):
+        from .paths import ROOT
+
+        try:
+            with open(ROOT / "bench" / "reproduce_timing.json", encoding="utf-8") as f:
+                measured = json.load(f)["notebooks"]
+        except (OSError, ValueError, KeyError):
+            measured = {}
+        self.expected = {nb.name: float(measured.get(nb.name, 0.0)) for nb in notebooks}
+        self.done = 0.0
+
+    def after(self, nb: Path, elapsed: float) -> str:
+        self.done += self.expected.pop(nb.name, 0.0)
+        left = sum(self.expected.values())
+        if not self.done or not left:
+            return ""
+        return f"; about {left * elapsed / self.done / 60:.0f} min left"
 
 
 def _executor_env(args: argparse.Namespace):
@@ -327,6 +383,19 @@ def _strip_paths(nb: Path) -> None:
         if meta.get(key):
             meta[key] = Path(meta[key]).name
     nbformat.write(book, nb)
+
+
+def _records_pack(args: argparse.Namespace) -> int:
+    from . import shipped
+
+    shipped.pack_local(args.profile)
+    return 0
+
+
+def _records_verify(args: argparse.Namespace) -> int:
+    from . import verify
+
+    return verify.run(args.n, args.seed)
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -400,6 +469,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--notebooks", nargs="+", metavar="PREFIX",
                    help="refresh only the notebooks whose names start with these prefixes (e.g. 01 13)")
     f.set_defaults(func=_refresh)
+
+    rec = sub.add_parser("records", help="shipped run records: pack them from the cache, or verify a sample")
+    rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records)")
+    pk.add_argument("--profile", default="default", choices=list(profiles.NAMES))
+    pk.set_defaults(func=_records_pack)
+    vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")
+    vf.add_argument("-n", type=int, default=3)
+    vf.add_argument("--seed", type=int, default=0)
+    vf.set_defaults(func=_records_verify)
 
     g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")
     g.add_argument("--profile", default="default", choices=list(profiles.NAMES))

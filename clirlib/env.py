@@ -5,6 +5,8 @@
                           ``tables/`` (default: the folder above the package)
 ``CLIRLIB_FORCE``         ``1``: retrain instead of reading the ``results/`` cache
                           (``make reproduce FORCE=1``)
+``CLIRLIB_FORCE_SINCE``   a forced run reads back the local entries written since this
+                          Unix time (``reproduce --force`` sets it: a resumable retrain)
 ``CLIRLIB_PROGRESS``      ``0``: no progress bars (headless notebook runs set it);
                           ``1`` or unset: bars when the output is a terminal
 ``CI``                    set (to anything): no progress bars
@@ -33,6 +35,7 @@ from pathlib import Path
 HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS, SYSTEM_WORKERS = (
     "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME",
     "CLIRLIB_EXECUTOR", "RAY_ADDRESS", "CLIRLIB_SYSTEM_WORKERS")
+FORCE_SINCE = "CLIRLIB_FORCE_SINCE"
 
 
 def _switch(name: str) -> bool | None:
@@ -53,6 +56,17 @@ def home(default: Path) -> Path:
 def force() -> bool:
     """``CLIRLIB_FORCE=1``: retrain instead of reading the cache."""
     return bool(_switch(FORCE))
+
+
+def force_since() -> float | None:
+    """``CLIRLIB_FORCE_SINCE``: the Unix time a forced retrain started, or None."""
+    value = os.environ.get(FORCE_SINCE, "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"environment variable {FORCE_SINCE}={value!r}: use a Unix time in seconds") from None
 
 
 def progress_disabled() -> bool | None:

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import cache, determinism, env, paths, profiles
+from . import cache, determinism, env, paths, profiles, shipped
 from .metrics import METRIC_NAMES
 from .train import KEY_DEFAULTS, NonFiniteError, TrainConfig, train
 
@@ -104,11 +104,29 @@ def run(config: TrainConfig, *, force: bool | None = None, dataset=None,
 
 def cached_record(config: TrainConfig, *, force: bool | None = None) -> dict[str, Any] | None:
     """The cache entry of ``config``, or ``None`` when it must be (re)trained."""
-    if _force(force):
-        return None
     key = cache_key(config)
-    # Checked on read (clirlib.cache): a damaged entry is moved aside (and recomputed).
-    return cache.read_entry(runs_dir() / f"{key}.json", key, config.resolved().to_dict(), KEY_DEFAULTS, METRIC_NAMES)
+    return _read_cached(key, config.resolved().to_dict(), KEY_DEFAULTS, True, force)
+
+
+def _read_cached(key: str, config: dict[str, Any], key_defaults: dict[str, Any], trained: bool,
+                 force: bool | None) -> dict[str, Any] | None:
+    """The record of ``key``: the local entry (``results/runs``), else the shipped one
+    (``records/``, :mod:`clirlib.shipped`); both checked on read (a damaged local entry is
+    moved aside, a damaged shipped one refused; either is retrained).
+
+    Forced (``force`` or ``CLIRLIB_FORCE=1``) neither is read, except local entries
+    written since ``CLIRLIB_FORCE_SINCE`` (a forced ``reproduce`` sets it, so that an
+    interrupted forced retrain resumes where it stopped)."""
+    path = runs_dir() / f"{key}.json"
+    if _force(force):
+        since = env.force_since()
+        if since is None or not path.is_file() or path.stat().st_mtime < since:
+            return None
+        return cache.read_entry(path, key, config, key_defaults, METRIC_NAMES, trained)
+    record = cache.read_entry(path, key, config, key_defaults, METRIC_NAMES, trained)
+    if record is None:
+        record = shipped.read(key, config, key_defaults, METRIC_NAMES, trained)
+    return record
 
 
 def store_record(config: TrainConfig, record: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +159,7 @@ def compute_record(config: TrainConfig, *, dataset=None, allow_nonfinite: bool =
         "data_info": jsonable(res.data_info),
         "test_per_query": {c: res.test_per_query[c].tolist() for c in res.test_per_query.columns},
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "provenance": shipped.provenance(),
     }
     if res.step_grad_norms is not None:
         record["step_grad_norms"] = [float(x) for x in res.step_grad_norms]
@@ -268,14 +287,11 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     is re-run when ``collection=True``.
     """
     cfg = config.resolved()
-    path = runs_dir() / f"{system_cache_key(cfg)}.json"
-    if not _force(force):
-        # Checked on read like run's entries (clirlib.cache); a system without epochs
-        # (BM25) has an empty history.
-        record = _cached_system(cfg, collection)
-        if record is not None:
-            return record
-    return _atomic_write_json(path, system_record(cfg, dataset=dataset, collection=collection))
+    record = _cached_system(cfg, collection, force)
+    if record is not None:
+        return record
+    return _atomic_write_json(runs_dir() / f"{system_cache_key(cfg)}.json",
+                              system_record(cfg, dataset=dataset, collection=collection))
 
 
 def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
@@ -318,6 +334,7 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
         "data_info": jsonable(info),
         "test_per_query": {c: per_query[c].tolist() for c in per_query.columns},
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "provenance": shipped.provenance(),
     }
     supported = bool(getattr(system, "is_dual_encoder", False) or hasattr(system, "score_matrix"))
     record["collection_supported"] = supported
@@ -353,9 +370,8 @@ def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     out: list[dict[str, Any] | None] = [None] * len(configs)
-    if not _force(force):
-        for i, c in enumerate(configs):
-            out[i] = _cached_system(c)
+    for i, c in enumerate(configs):
+        out[i] = _cached_system(c, force=force)
     todo = [i for i, r in enumerate(out) if r is None]
     bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
                disable=env.progress_disabled(), leave=False)
@@ -372,11 +388,10 @@ def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str 
     return out  # type: ignore[return-value]
 
 
-def _cached_system(cfg: Any, collection: bool = True) -> dict[str, Any] | None:
+def _cached_system(cfg: Any, collection: bool = True, force: bool | None = None) -> dict[str, Any] | None:
     """``run_system``'s cached record of a resolved config, or None (missing, damaged or without
-    the whole-collection part it needs)."""
-    key = system_cache_key(cfg)
-    record = cache.read_entry(runs_dir() / f"{key}.json", key, cfg.to_dict(), {}, METRIC_NAMES, trained=False)
+    the whole-collection part it needs); local or shipped, as ``_read_cached``."""
+    record = _read_cached(system_cache_key(cfg), cfg.to_dict(), {}, False, force)
     if record is not None and (not collection or "collection" in record
                                or record.get("collection_supported") is False):
         return record

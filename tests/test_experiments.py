@@ -40,7 +40,7 @@ def test_interrupted_write_leaves_no_entry(results_dir, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(experiments.json, "dump", boom)
+    monkeypatch.setattr(experiments.cache.os, "fsync", boom)  # interrupted after writing, before the rename
     with pytest.raises(KeyboardInterrupt):
         experiments.run(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
     assert list((results_dir / "runs").iterdir()) == []

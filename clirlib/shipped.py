@@ -1,0 +1,226 @@
+"""Shipped run records: the trained runs behind the committed tables, read like the cache.
+
+``records/`` (committed) holds run records exactly as the cache of
+:mod:`clirlib.experiments` wrote them, one JSON line each, in gzip shards of at most
+``SHARD_BYTES``, and ``records/MANIFEST.json``: for every record its key, shard, the
+SHA-256 of its line, when it was trained, on which CPU and at which commit. The cache
+reads a shipped record when ``results/runs/`` has none for the key (:func:`read`), and
+checks it as it checks a local entry (schema, config, checksum, ``clirlib.cache``) plus
+the manifest's SHA-256: a damaged record is refused, by key and shard, with a warning,
+and the run is retrained. ``FORCE=1`` never reads them.
+
+:func:`pack` refreshes ``records/`` from the local cache (``python -m clirlib records
+pack``); shards are written with a fixed gzip timestamp, so the same records give the
+same bytes. The records are outputs of this code; nothing edits them by hand.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import cache, paths
+
+FORMAT = 1
+MANIFEST = "MANIFEST.json"
+#: Largest shard, compressed (the repository's limit for a committed file is 5 MB).
+SHARD_BYTES = 4_500_000
+
+
+class ShippedRecordWarning(UserWarning):
+    """A shipped record failed a check; it is not used and the run is retrained."""
+
+
+def line_digest(line: str) -> str:
+    return hashlib.sha256(line.encode()).hexdigest()
+
+
+_manifests: dict[Path, dict[str, Any]] = {}
+_shards: dict[Path, dict[str, str]] = {}
+
+
+def manifest(folder: Path | None = None) -> dict[str, Any]:
+    """The manifest of ``folder`` (default ``records/``); an empty one when there is none."""
+    folder = paths.RECORDS_DIR if folder is None else folder
+    if folder not in _manifests:
+        path = folder / MANIFEST
+        if not path.is_file():
+            _manifests[folder] = {"format": FORMAT, "records": {}, "shards": {}}
+        else:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), dict):
+                raise ValueError(f"{path}: not a shipped-records manifest of format {FORMAT}")
+            _manifests[folder] = data
+    return _manifests[folder]
+
+
+def forget() -> None:
+    """Drop what was read (after ``pack`` or a test that changes ``records/``)."""
+    _manifests.clear()
+    _shards.clear()
+
+
+def _shard_lines(path: Path) -> dict[str, str]:
+    """``{key: line}`` of one shard (read once per process)."""
+    if path not in _shards:
+        lines = {}
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line:
+                    lines[json.loads(line)["key"]] = line
+        _shards[path] = lines
+    return _shards[path]
+
+
+def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_names,
+         trained: bool = True, folder: Path | None = None) -> dict[str, Any] | None:
+    """The shipped record of ``key``, or ``None`` (not shipped, or damaged: then a warning)."""
+    folder = paths.RECORDS_DIR if folder is None else folder
+    entry = manifest(folder)["records"].get(key)
+    if entry is None:
+        return None
+    shard = folder / entry["shard"]
+    try:
+        line = _shard_lines(shard).get(key)
+        if line is None:
+            raise cache.CacheEntryError("not in its shard")
+        if line_digest(line) != entry["sha256"]:
+            raise cache.CacheEntryError("its SHA-256 is not the manifest's")
+        record = json.loads(line)
+        cache.check_entry(record, key, config, key_defaults, metric_names, trained)
+    except (OSError, EOFError, ValueError, cache.CacheEntryError) as e:
+        problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+        warnings.warn(f"shipped record {key} in {shard} is damaged ({problem}); retraining it",
+                      ShippedRecordWarning, stacklevel=3)
+        return None
+    return record
+
+
+def _canonical(record: dict[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, str]) -> dict[str, Any]:
+    """Write ``records`` (cache entries with their checksum) into ``folder`` as shards and a
+    manifest, replacing what was there; returns the manifest.
+
+    Records are sorted by key and cut into shards of at most ``SHARD_BYTES`` compressed.
+    ``provenance`` (``code``, ``cpu``) is what the manifest says of records that carry none
+    of their own (``record["provenance"]``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    by_key = {}
+    for rec in records:
+        if rec.get("checksum") != cache.checksum(rec):
+            raise ValueError(f"record {rec.get('key')!r}: checksum does not match; not packing a damaged record")
+        by_key[rec["key"]] = rec
+    lines = [(k, _canonical(by_key[k])) for k in sorted(by_key)]
+    shards: list[list[tuple[str, str]]] = [[]]
+    size = 0
+    for k, line in lines:
+        est = len(gzip.compress(line.encode(), mtime=0))  # a shard compresses to at most the sum
+        if shards[-1] and size + est > SHARD_BYTES:
+            shards.append([])
+            size = 0
+        shards[-1].append((k, line))
+        size += est
+    for old in folder.glob("shard-*.jsonl.gz"):
+        old.unlink()
+    out: dict[str, Any] = {"format": FORMAT, "records": {}, "shards": {}}
+    for i, shard in enumerate(shards):
+        name = f"shard-{i:03d}.jsonl.gz"
+        data = gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0)
+        cache.atomic_write_bytes(folder / name, data)
+        out["shards"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "records": len(shard)}
+        for k, line in shard:
+            rec = by_key[k]
+            prov = rec.get("provenance") or provenance
+            out["records"][k] = {"shard": name, "sha256": line_digest(line), "created": rec.get("created"),
+                                 "code": prov.get("code"), "cpu": prov.get("cpu"),
+                                 "kind": record_kind(rec)}
+    cache.atomic_write_bytes(folder / MANIFEST, (json.dumps(out, indent=1, sort_keys=True) + "\n").encode())
+    forget()
+    return out
+
+
+def load_all(folder: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every shipped record, checked against the manifest (a damaged one raises)."""
+    folder = paths.RECORDS_DIR if folder is None else folder
+    out = {}
+    for key, entry in manifest(folder)["records"].items():
+        line = _shard_lines(folder / entry["shard"]).get(key)
+        if line is None or line_digest(line) != entry["sha256"]:
+            raise ValueError(f"shipped record {key} in {folder / entry['shard']} is damaged")
+        out[key] = json.loads(line)
+    return out
+
+
+def record_kind(record: dict[str, Any]) -> str:
+    """What code path trained a record: ``system:<name>`` or ``<encoder>/<loss>``."""
+    cfg = record["config"]
+    if "system" in cfg:
+        return f"system:{cfg['system']}"
+    return f"{cfg.get('encoder')}/{cfg.get('loss')}"
+
+
+_provenance: dict[str, str] = {}
+
+
+def provenance() -> dict[str, str]:
+    """What trains a record here: the commit of the checkout (``+modified`` when ``clirlib/``
+    has uncommitted changes; ``unknown`` outside a git checkout) and the CPU model."""
+    if not _provenance:
+        import platform
+        import subprocess
+
+        code = "unknown"
+        try:
+            run = dict(cwd=paths.PACKAGE_DIR, capture_output=True, text=True, timeout=10)
+            head = subprocess.run(["git", "rev-parse", "HEAD"], **run)
+            if head.returncode == 0:
+                dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "."], **run)
+                code = head.stdout.strip() + ("+modified" if dirty.stdout.strip() else "")
+        except (OSError, subprocess.SubprocessError):
+            pass
+        cpu = platform.processor() or platform.machine()
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+            cpu = names[0] if names else cpu
+        except OSError:
+            pass
+        _provenance.update(code=code, cpu=cpu)
+    return dict(_provenance)
+
+
+def pack_local(profile: str = "default", folder: Path | None = None) -> dict[str, Any]:
+    """Refresh ``records/`` from the local cache: every valid ``results/runs`` entry of the
+    embedded benchmark ``profile`` under the current cache and generator versions, plus the
+    shipped records of the same versions that the local cache does not hold."""
+    from .data.synthetic import GENERATOR_VERSION
+    from .experiments import CACHE_VERSION
+
+    folder = paths.RECORDS_DIR if folder is None else folder
+    prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
+    records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}
+    kept_shipped = len(records)
+    local = 0
+    for path in sorted((paths.RESULTS_DIR / "runs").glob(f"{prefix}*.json")):
+        with open(path, encoding="utf-8") as f:
+            rec = json.load(f)
+        if rec.get("config", {}).get("dataset") != profile or "error" in rec:
+            continue
+        if rec.get("checksum") != cache.checksum(rec):
+            raise ValueError(f"{path}: checksum does not match its content; not packing it")
+        records[rec["key"]] = rec
+        local += 1
+    out = pack(records.values(), folder, provenance())
+    print(f"[records] {len(out['records'])} records ({local} from {paths.RESULTS_DIR / 'runs'}, "
+          f"{kept_shipped} shipped before) in {len(out['shards'])} shards, "
+          f"{sum(s['bytes'] for s in out['shards'].values()) / 1e6:.1f} MB, in {folder}")
+    return out

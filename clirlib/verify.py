@@ -1,0 +1,142 @@
+"""``make verify``: retrain a seeded sample of the shipped records and compare every metric.
+
+The draw covers kinds first (``shipped.record_kind``: each loss and encoder of the paper's
+ranker, each whole system): the kinds are shuffled with the seed, the first ``n`` kept, and
+one record drawn in each, so a few runs exercise different code paths. Each drawn run is
+retrained from its stored config, without reading or writing any cache, and every stored
+number is compared: the test and dev means, ``dev_chance``, the whole-collection means,
+and every per-query value.
+
+- ``OK``: every number equal;
+- ``OKISH``: not all equal, but every mean within ``TOLERANCE`` (absolute): the order of
+  floating-point sums differs between CPUs and BLAS builds, and a training run amplifies
+  the last bits over its epochs (tables made on two CPUs differed in the third decimal);
+- ``FAIL``: a mean further away than that.
+
+A pass shows that this code, on this machine, still trains the sampled runs to the numbers
+that were shipped; it does not check the runs that were not drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import determinism, shipped
+
+#: Largest absolute difference of a mean metric that still counts as the same result.
+TOLERANCE = 0.01
+
+
+@dataclass
+class Check:
+    key: str
+    kind: str
+    verdict: str  # OK | OKISH | FAIL
+    largest_mean: float  # largest absolute difference of a mean metric
+    largest_per_query: float  # of a per-query value
+    worst: str  # the number that differs most
+
+
+def draw(records: dict[str, dict[str, Any]], n: int, seed: int) -> list[str]:
+    """Keys of ``n`` records: ``n`` kinds drawn with ``seed``, one record of each (more
+    records from the drawn kinds again when ``n`` exceeds the number of kinds)."""
+    if n < 1:
+        raise ValueError(f"N must be at least 1, got {n}")
+    by_kind: dict[str, list[str]] = {}
+    for key in sorted(records):
+        by_kind.setdefault(shipped.record_kind(records[key]), []).append(key)
+    gen = determinism.rng(seed, "verify")
+    kinds = sorted(by_kind)
+    order = [kinds[i] for i in gen.permutation(len(kinds))]
+    pools = {k: [by_kind[k][i] for i in gen.permutation(len(by_kind[k]))] for k in order}
+    out: list[str] = []
+    while len(out) < min(n, len(records)):
+        for k in order:
+            if pools[k] and len(out) < n:
+                out.append(pools[k].pop(0))
+    return out
+
+
+def retrain(record: dict[str, Any]) -> dict[str, Any]:
+    """A fresh record of ``record``'s config (no cache read or written)."""
+    from . import experiments, systems
+
+    cfg = record["config"]
+    if "system" in cfg:
+        fields = {k: v for k, v in cfg.items() if k != "system"}
+        return experiments.system_record(systems.config(cfg["system"], **fields), collection="collection" in record)
+    return experiments.compute_record(experiments.config(**cfg))
+
+
+def _means(record: dict[str, Any]) -> dict[str, float]:
+    out = {f"test {m}": v for m, v in record["test"].items()}
+    out.update({f"dev {m}": v for m, v in record["dev"].items()})
+    out["dev_chance"] = record["dev_chance"]
+    for m, v in record.get("collection", {}).get("metrics", {}).items():
+        out[f"collection {m}"] = v
+    return out
+
+
+def _per_query(record: dict[str, Any]) -> dict[str, list]:
+    out = {f"test {c}": v for c, v in record["test_per_query"].items()}
+    out.update({f"collection {c}": v for c, v in record.get("collection", {}).get("per_query", {}).items()})
+    return out
+
+
+def compare(stored: dict[str, Any], fresh: dict[str, Any], tolerance: float = TOLERANCE) -> Check:
+    """The verdict of one retrained record against the stored one."""
+    worst, largest, equal = "", 0.0, True
+    a, b = _means(stored), _means(fresh)
+    if set(a) != set(b):
+        missing = sorted(set(a) ^ set(b))
+        return Check(stored["key"], shipped.record_kind(stored), "FAIL", math.inf, math.inf,
+                     f"metrics present on one side only: {', '.join(missing)}")
+    for name in sorted(a):
+        d = abs(float(a[name]) - float(b[name]))
+        equal &= a[name] == b[name]
+        if d > largest:
+            largest, worst = d, f"{name}: shipped {a[name]!r}, retrained {b[name]!r}"
+    largest_pq = 0.0
+    pa, pb = _per_query(stored), _per_query(fresh)
+    for name in sorted(set(pa) | set(pb)):
+        x, y = pa.get(name), pb.get(name)
+        if x is None or y is None or len(x) != len(y):
+            return Check(stored["key"], shipped.record_kind(stored), "FAIL", largest, math.inf,
+                         f"per-query column {name} differs in presence or length")
+        if x != y:
+            equal = False
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x + y):
+                largest_pq = max(largest_pq, float(np.max(np.abs(np.asarray(x, float) - np.asarray(y, float)))))
+            else:  # identifiers: a different order or set of queries is a different run
+                return Check(stored["key"], shipped.record_kind(stored), "FAIL", largest, math.inf,
+                             f"per-query column {name} holds other values")
+    verdict = "OK" if equal else ("OKISH" if largest <= tolerance else "FAIL")
+    return Check(stored["key"], shipped.record_kind(stored), verdict, largest, largest_pq, worst)
+
+
+def run(n: int, seed: int, tolerance: float = TOLERANCE) -> int:
+    """``make verify``: print the draw and one line per run; 0 when nothing FAILs, else 1."""
+    import time
+
+    records = shipped.load_all()
+    if not records:
+        raise ValueError(f"no shipped records in {shipped.paths.RECORDS_DIR}")
+    keys = draw(records, n, seed)
+    print(f"[verify] {len(keys)} of {len(records)} shipped records drawn with seed {seed} "
+          f"(tolerance {tolerance} on means):", flush=True)
+    for k in keys:
+        print(f"  {k}  {shipped.record_kind(records[k])}", flush=True)
+    failed = 0
+    for k in keys:
+        t0 = time.perf_counter()
+        c = compare(records[k], retrain(records[k]), tolerance)
+        failed += c.verdict == "FAIL"
+        print(f"[verify] {c.verdict:5s} {c.kind:18s} {k}  largest mean difference {c.largest_mean:.2g}, "
+              f"per query {c.largest_per_query:.2g}{'  (' + c.worst + ')' if c.worst else ''}  "
+              f"[{time.perf_counter() - t0:.0f}s]", flush=True)
+    print(f"[verify] {len(keys) - failed} of {len(keys)} passed", flush=True)
+    return 1 if failed else 0

@@ -1,0 +1,178 @@
+"""Shipped run records (clirlib.shipped) and make verify (clirlib.verify)."""
+
+import gzip
+import json
+import os
+import time
+
+import pytest
+
+from clirlib import cache, env, experiments, paths, shipped, verify
+from clirlib.train import TrainConfig
+
+from _toy import toy_dataset
+
+
+@pytest.fixture()
+def dirs(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(paths, "RECORDS_DIR", tmp_path / "records")
+    monkeypatch.delenv(env.FORCE, raising=False)
+    monkeypatch.delenv(env.FORCE_SINCE, raising=False)
+    shipped.forget()
+    yield tmp_path
+    shipped.forget()
+
+
+def _local_records():
+    return [json.loads(p.read_text()) for p in sorted((paths.RESULTS_DIR / "runs").glob("*.json"))]
+
+
+def _no_training(monkeypatch):
+    calls = []
+    monkeypatch.setattr(experiments, "train", lambda *a, **k: calls.append(1) or (_ for _ in ()).throw(RuntimeError("trained")))
+    return calls
+
+
+def test_a_shipped_record_is_read_like_a_cache_entry(dirs, monkeypatch):
+    ds = toy_dataset()
+    cfgs = [TrainConfig(epochs=1, batch_size=32, loss=loss) for loss in ("sosl", "mse")]
+    first = [experiments.run(c, dataset=ds) for c in cfgs]
+    man = shipped.pack(_local_records(), paths.RECORDS_DIR, {"code": "abc", "cpu": "test cpu"})
+    assert sorted(man["records"]) == sorted(experiments.cache_key(c) for c in cfgs)
+    entry = man["records"][experiments.cache_key(cfgs[0])]
+    # provenance: the record's own (written at training) wins over the packer's
+    assert entry["code"] == first[0]["provenance"]["code"] and entry["created"] == first[0]["created"]
+    for p in (paths.RESULTS_DIR / "runs").glob("*.json"):
+        p.unlink()
+    calls = _no_training(monkeypatch)
+    again = [experiments.run(c, dataset=ds) for c in cfgs]
+    assert calls == [] and again == first  # the same dict, so the same table bytes
+
+
+def test_pack_is_deterministic_and_sharded(dirs, monkeypatch):
+    ds = toy_dataset()
+    for loss in ("sosl", "mse", "po"):
+        experiments.run(TrainConfig(epochs=1, batch_size=32, loss=loss), dataset=ds)
+    monkeypatch.setattr(shipped, "SHARD_BYTES", 1)  # every record alone in its shard
+    man = shipped.pack(_local_records(), dirs / "a", {"code": "c", "cpu": "x"})
+    shipped.pack(_local_records(), dirs / "b", {"code": "c", "cpu": "x"})
+    assert len(man["shards"]) == 3  # one record each (1 byte is below any record)
+    for name in [*man["shards"], shipped.MANIFEST]:
+        assert (dirs / "a" / name).read_bytes() == (dirs / "b" / name).read_bytes()
+    assert len(shipped.load_all(dirs / "a")) == 3
+
+
+def test_a_damaged_shipped_record_is_refused_by_name_and_retrained(dirs, monkeypatch):
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=1, batch_size=32)
+    rec = experiments.run(cfg, dataset=ds)
+    man = shipped.pack(_local_records(), paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    (paths.RESULTS_DIR / "runs" / f"{rec['key']}.json").unlink()
+    shard = paths.RECORDS_DIR / man["records"][rec["key"]]["shard"]
+    line = gzip.decompress(shard.read_bytes()).decode()
+    value = repr(rec["test"]["NDCG@5"])
+    shard.write_bytes(gzip.compress(line.replace(value, "0.5", 1).encode(), mtime=0))  # one number changed
+    shipped.forget()
+    calls = _no_training(monkeypatch)
+    with pytest.warns(shipped.ShippedRecordWarning, match=rf"{rec['key']} in .*{shard.name} is damaged \(its SHA-256"):
+        with pytest.raises(RuntimeError, match="trained"):
+            experiments.run(cfg, dataset=ds)
+    assert calls == [1]
+
+
+def test_pack_refuses_a_record_whose_checksum_fails(dirs):
+    rec = experiments.run(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
+    rec["test"]["NDCG@5"] = 0.5
+    with pytest.raises(ValueError, match="checksum does not match"):
+        shipped.pack([rec], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+
+
+def test_force_skips_shipped_records_and_resumes_from_runs_written_since(dirs, monkeypatch):
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=1, batch_size=32)
+    experiments.run(cfg, dataset=ds)
+    shipped.pack(_local_records(), paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    local = paths.RESULTS_DIR / "runs" / f"{experiments.cache_key(cfg)}.json"
+    assert experiments.cached_record(cfg, force=True) is None  # forced: neither cache nor records
+    monkeypatch.setenv(env.FORCE_SINCE, repr(time.time() + 60))  # the forced retrain began after the entry
+    assert experiments.cached_record(cfg, force=True) is None
+    monkeypatch.setenv(env.FORCE_SINCE, repr(os.stat(local).st_mtime - 1))  # written during it
+    assert experiments.cached_record(cfg, force=True)["key"] == experiments.cache_key(cfg)
+    local.unlink()
+    assert experiments.cached_record(cfg, force=True) is None  # the shipped one is never read when forced
+    assert experiments.cached_record(cfg)["key"] == experiments.cache_key(cfg)  # unforced it is
+
+
+def _fake(key, kind, test=0.5, pq=(0.5, 0.25)):
+    cfg = {"system": kind} if not kind.count("/") else dict(zip(("encoder", "loss"), kind.split("/")))
+    return {"key": key, "config": cfg, "test": {"P_mr@1": test}, "dev": {"P_mr@1": 0.4}, "dev_chance": 0.1,
+            "test_per_query": {"query_id": ["q1", "q2"], "P_mr@1": list(pq)}}
+
+
+def test_draw_spreads_over_kinds_and_is_seeded():
+    recs = {f"k{i}": _fake(f"k{i}", kind) for i, kind in
+            enumerate(["avgpool/sosl"] * 5 + ["avgpool/mse"] * 5 + ["cnn/sosl"] * 2 + ["bm25"])}
+    keys = verify.draw(recs, 3, seed=0)
+    assert len({shipped.record_kind(recs[k]) for k in keys}) == 3  # three different kinds
+    assert verify.draw(recs, 3, seed=0) == keys
+    assert len(set(verify.draw(recs, 13, seed=1))) == 13  # more than the kinds: every record once
+    with pytest.raises(ValueError, match="at least 1"):
+        verify.draw(recs, 0, seed=0)
+
+
+def test_compare_ok_okish_fail():
+    a = _fake("k", "avgpool/sosl")
+    assert verify.compare(a, _fake("k", "avgpool/sosl")).verdict == "OK"
+    c = verify.compare(a, _fake("k", "avgpool/sosl", test=0.505, pq=(0.5, 0.2)))
+    assert c.verdict == "OKISH" and c.largest_mean == pytest.approx(0.005)  # |0.505 - 0.5|
+    assert c.largest_per_query == pytest.approx(0.05)  # |0.2 - 0.25|
+    c = verify.compare(a, _fake("k", "avgpool/sosl", test=0.52))
+    assert c.verdict == "FAIL" and "test P_mr@1" in c.worst  # 0.02 > TOLERANCE 0.01
+    other = _fake("k", "avgpool/sosl")
+    other["test_per_query"]["query_id"] = ["q2", "q1"]
+    assert verify.compare(a, other).verdict == "FAIL"  # other queries: another run
+
+
+def test_verify_retrains_a_shipped_ci_record_to_the_same_numbers(dirs, capsys):
+    cfg = experiments.config(dataset="ci", lang="fr", epochs=1, seed=0)
+    experiments.run(cfg)
+    shipped.pack(_local_records(), paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    assert verify.run(1, seed=0) == 0
+    out = capsys.readouterr().out
+    assert "[verify] OK " in out and "1 of 1 passed" in out
+
+
+def test_write_entry_failure_keeps_the_old_file(dirs, monkeypatch):
+    path = dirs / "entry.json"
+    cache.write_entry(path, {"a": 1})
+    before = path.read_bytes()
+
+    def full(*a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache.os, "fsync", full)
+    with pytest.raises(OSError, match="No space"):
+        cache.write_entry(path, {"a": 2})
+    assert path.read_bytes() == before and [p.name for p in dirs.iterdir()] == ["entry.json"]
+
+
+def test_force_marker_is_kept_until_done_and_resumed(tmp_path, monkeypatch, capsys):
+    from clirlib import cli
+
+    monkeypatch.delenv(env.FORCE_SINCE, raising=False)
+    marker = cli._force_marker(tmp_path)
+    since = float(marker.read_text())
+    assert env.force_since() == since  # the kernels inherit it
+    monkeypatch.delenv(env.FORCE_SINCE)
+    assert cli._force_marker(tmp_path) == marker and env.force_since() == since  # started again: resumed
+    assert "resuming the forced retrain" in capsys.readouterr().out
+
+
+def test_eta_scales_the_measured_times_by_this_runs_pace(tmp_path):
+    from clirlib import cli
+
+    eta = cli._Eta([tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb"])
+    eta.expected = {"01_a.ipynb": 60.0, "02_b.ipynb": 600.0}  # as measured: 1 min then 10 min
+    assert eta.after(tmp_path / "01_a.ipynb", 120.0) == "; about 20 min left"  # twice as slow: 2 x 10 min
+    assert eta.after(tmp_path / "02_b.ipynb", 1300.0) == ""  # nothing left
