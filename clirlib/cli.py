@@ -388,7 +388,7 @@ def _strip_paths(nb: Path) -> None:
 def _records_pack(args: argparse.Namespace) -> int:
     from . import shipped
 
-    shipped.pack_local(args.profile)
+    shipped.pack_local(args.profile, code=args.code)
     return 0
 
 
@@ -474,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
     pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records)")
     pk.add_argument("--profile", default="default", choices=list(profiles.NAMES))
+    pk.add_argument("--code", help="the commit that trained records made before records carried their provenance")
     pk.set_defaults(func=_records_pack)
     vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")
     vf.add_argument("-n", type=int, default=3)

@@ -198,10 +198,12 @@ def provenance() -> dict[str, str]:
     return dict(_provenance)
 
 
-def pack_local(profile: str = "default", folder: Path | None = None) -> dict[str, Any]:
+def pack_local(profile: str = "default", folder: Path | None = None, code: str | None = None) -> dict[str, Any]:
     """Refresh ``records/`` from the local cache: every valid ``results/runs`` entry of the
     embedded benchmark ``profile`` under the current cache and generator versions, plus the
-    shipped records of the same versions that the local cache does not hold."""
+    shipped records of the same versions that the local cache does not hold. ``code``: the
+    commit that trained the records that carry no provenance of their own (default: this
+    checkout's)."""
     from .data.synthetic import GENERATOR_VERSION
     from .experiments import CACHE_VERSION
 
@@ -219,7 +221,7 @@ def pack_local(profile: str = "default", folder: Path | None = None) -> dict[str
             raise ValueError(f"{path}: checksum does not match its content; not packing it")
         records[rec["key"]] = rec
         local += 1
-    out = pack(records.values(), folder, provenance())
+    out = pack(records.values(), folder, {**provenance(), **({"code": code} if code else {})})
     print(f"[records] {len(out['records'])} records ({local} from {paths.RESULTS_DIR / 'runs'}, "
           f"{kept_shipped} shipped before) in {len(out['shards'])} shards, "
           f"{sum(s['bytes'] for s in out['shards'].values()) / 1e6:.1f} MB, in {folder}")
