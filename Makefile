@@ -33,7 +33,7 @@ export MPLBACKEND     := Agg
 CLIRLIB_PROGRESS ?= 0
 export CLIRLIB_PROGRESS
 
-.PHONY: help venv reproduce verify records test test-fast bench ray-check notebooks-refresh clean-results clean
+.PHONY: help venv reproduce verify records test test-fast bench ray-check clean-results clean
 
 help: ## List the targets (default goal)
 	@echo "clirlib make targets:"
@@ -74,8 +74,6 @@ bench: $(STAMP) ## Run the speed and memory benchmarks; writes bench/results.md
 ray-check: $(STAMP) ## Reproduce ci serially and on a two-node loopback Ray cluster; compare tables/figures byte for byte (two ci runs: long)
 	$(PY) bench/ray_identity.py --record
 
-notebooks-refresh: $(STAMP) ## Re-execute the committed notebooks in place with their fast defaults (updates stored outputs)
-	$(PY) -m clirlib refresh-notebooks --kernel $(KERNEL)
 
 clean-results: ## Delete the experiment cache results/ (next reproduce retrains)
 	rm -rf results

@@ -1,9 +1,9 @@
-"""Command line: ``python -m clirlib train | reproduce | refresh-notebooks | records | generate``.
+"""Command line: ``python -m clirlib train | reproduce | records | generate``.
 
 ``train`` runs one configuration of Section 5 and prints the seven test metrics;
 ``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
-calls); ``refresh-notebooks`` re-executes the committed notebooks in place with their
-fast defaults; ``records pack`` refreshes the shipped run records from the cache and
+calls; on the default profile it writes the executed notebooks over the committed ones);
+``records pack`` refreshes the shipped run records from the cache and
 ``records verify`` retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark profile to disk.
 Bad arguments and bad data give a one-line error and exit status 2, never a traceback.
 """
@@ -358,21 +358,6 @@ def _executor_env(args: argparse.Namespace):
     return stop
 
 
-def _refresh(args: argparse.Namespace) -> int:
-    from .precheck import precheck
-
-    notebooks = precheck(_notebooks(), dataset=None, kernel=args.kernel, only=args.notebooks)
-    import papermill as pm
-
-    env.quiet_children()
-    for nb in notebooks:
-        print(f"[refresh] {nb.name}", flush=True)
-        pm.execute_notebook(str(nb), str(nb), kernel_name=args.kernel, cwd=str(nb.parent),
-                            progress_bar=False, log_output=False)
-        _strip_paths(nb)
-    return 0
-
-
 def _strip_paths(nb: Path) -> None:
     """Keep machine-specific absolute paths out of committed notebooks (papermill metadata)."""
     import nbformat
@@ -464,12 +449,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the notebooks whose names start with these prefixes (e.g. 06 07)")
     r.set_defaults(func=_reproduce)
 
-    f = sub.add_parser("refresh-notebooks", help="re-execute committed notebooks in place (fast defaults)")
-    f.add_argument("--kernel", default="clirlib")
-    f.add_argument("--notebooks", nargs="+", metavar="PREFIX",
-                   help="refresh only the notebooks whose names start with these prefixes (e.g. 01 13)")
-    f.set_defaults(func=_refresh)
-
     rec = sub.add_parser("records", help="shipped run records: pack them from the cache, or verify a sample")
     rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
     pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records)")
@@ -502,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         # once so no late asyncio report ("Task exception was never retrieved") follows.
         print(f"python -m clirlib {args.command}: interrupted (finished runs stay in results/runs; "
               f"run the same command again to continue)", file=sys.stderr, flush=True)
-        if args.command in ("reproduce", "refresh-notebooks"):
+        if args.command == "reproduce":
             sys.stdout.flush()
             os._exit(130)
         return 130

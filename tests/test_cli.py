@@ -125,8 +125,8 @@ def test_unknown_mdl_labels_is_one_line():
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
 
 
-def test_refresh_notebooks_checks_its_prefixes_first():
+def test_reproduce_checks_its_prefixes_first():
     # Nothing is executed: the unknown prefix is refused before papermill starts.
-    p = cli("refresh-notebooks", "--notebooks", "01", "99")
+    p = cli("reproduce", "--profile", "ci", "--notebooks", "01", "99")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "starts with '99'" in p.stderr, p.stderr

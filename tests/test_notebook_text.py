@@ -74,10 +74,13 @@ def test_sentences_carry_their_rows_numbers(ci_summary):
             assert f"{int(r['n_queries'])} test queries" in s and r["deciding"] in s
 
 
-def test_stored_claim_sentences_match_a_fresh_ci_run(ci_summary):
+def test_stored_claim_sentences_match_this_codes_default_verdicts():
+    # The committed notebooks carry the default profile's outputs (make reproduce writes
+    # them); the verdicts come from the shipped run records, so this reads, not trains.
+    summary, _ = reproduction.claim_verdicts("default")
     stored = stored_markdown(paths.NOTEBOOKS_DIR / "08_claims_summary.ipynb", "verdicts.sentences(summary)")
-    assert stored.strip() == verdicts.sentences(ci_summary).strip(), \
-        "notebook 08's stored sentences differ from this code's ci verdicts: run `make notebooks-refresh`"
+    assert stored.strip() == verdicts.sentences(summary).strip(), \
+        "notebook 08's stored sentences differ from this code's default verdicts: run `make reproduce`"
 
 
 def test_ci_and_default_verdicts_never_flip(ci_summary):
