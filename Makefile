@@ -21,6 +21,8 @@ FORCE      ?= 0
 # make verify: how many shipped records to retrain, and the seed of the draw.
 N          ?= 3
 SEED       ?= 0
+# how many shipped records make test retrains (make verify with N=VERIFY_N)
+VERIFY_N   ?= 2
 # EXECUTOR=ray trains the grids' runs as Ray tasks; ADDRESS=<host:port> (or RAY_ADDRESS) joins a cluster.
 EXECUTOR   ?= serial
 ADDRESS    ?=
@@ -61,9 +63,10 @@ verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every 
 records: $(STAMP) ## Refresh the shipped run records (records/) from the local cache results/runs
 	$(PY) -m clirlib records pack --profile default
 
-test: $(STAMP) ## Run pytest over tests/ and nbval over every notebook
+test: $(STAMP) ## pytest over tests/ (ci profile), nbval comparing every notebook's outputs (default, from records/), make verify N=$(VERIFY_N)
 	$(PY) -m pytest -q tests
-	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+	$(PY) -m pytest -q --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+	$(PY) -m clirlib records verify -n $(VERIFY_N) --seed $(SEED)
 
 test-fast: $(STAMP) ## Run pytest only (no notebooks)
 	$(PY) -m pytest -q tests
