@@ -17,31 +17,33 @@ never be fatal. :func:`read_entry` returns the record only when it passes
 
 An entry that fails (unreadable, not UTF-8, not JSON, a directory in its place, a failed
 check) is moved to ``results/runs/quarantine/`` with a :class:`CacheEntryWarning` naming
-the problem, and the run is recomputed. :func:`clean_stale` removes temporary files that
-killed writers left behind: only those whose writer process is gone or that are older
-than ``STALE_SECONDS``, never a live concurrent writer's.
+the problem, and the run is recomputed. Entries are written by :mod:`clirlib.atomic`.
+:func:`clean_stale` removes temporary files and folders that killed writers left behind:
+only those whose writer is gone (the PID in the name is not alive, or, for a name without
+a PID, no process holds the ``flock`` every writer of :mod:`clirlib.atomic` holds), never
+by age alone: a live writer's temporary files are never removed, however old.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
 import os
 import shutil
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+from . import atomic
 
 #: Keys every finished-run entry holds.
 REQUIRED = ("key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history",
             "test_per_query", "data_info", "created")
 #: Keys of the entry of a run stopped by ``NonFiniteError`` (``run(allow_nonfinite=True)``).
 ERROR_REQUIRED = ("key", "config", "error", "created")
-#: A temporary file or folder this old (seconds) is not being written any more.
-STALE_SECONDS = 600
 QUARANTINE = "quarantine"
 
 
@@ -158,26 +160,13 @@ def read_entry(path: Path, key: str, config: dict[str, Any], key_defaults: dict[
     return record
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder named after
-    this process (so :func:`clean_stale` can tell whether its writer is alive), fsync, rename.
-    A failed write leaves the previous file as it was."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.pid{os.getpid()}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_entry(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` with its checksum atomically (:func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, json.dumps(with_checksum(record), indent=1, sort_keys=True).encode())
+    """Write ``record`` with its checksum atomically (:mod:`clirlib.atomic`: a temporary file
+    named after this process, so :func:`clean_stale` can tell whether its writer is alive,
+    then a rename)."""
+    record = with_checksum(record)
+    with atomic.replacing(path) as f:
+        json.dump(record, f, indent=1, sort_keys=True)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -191,38 +180,53 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _writer_pid(name: str) -> int | None:
-    """The PID in a temporary name: ``...pid<N>....tmp`` (entries) or ``.tmp-<root>-<N>-<hex>`` (generate)."""
+    """The PID in a temporary name: ``...pid<N>....tmp`` (:mod:`clirlib.atomic`) or
+    ``.tmp-<root>-<N>-<hex>`` / ``.stale-<root>-<N>-<hex>`` (the benchmark generator)."""
     parts = name.split(".")
     for part in parts:
         if part.startswith("pid") and part[3:].isdigit():
             return int(part[3:])
-    if name.startswith(".tmp-"):
+    if name.startswith((".tmp-", ".stale-")):
         fields = name.split("-")
         if len(fields) >= 3 and fields[-2].isdigit():
             return int(fields[-2])
     return None
 
 
-def is_stale(path: Path, now: float | None = None, max_age: float = STALE_SECONDS) -> bool:
-    """A temporary file or folder whose writer process is gone, or older than ``max_age``."""
-    pid = _writer_pid(path.name)
-    if pid is not None and pid != os.getpid() and not _pid_alive(pid):
-        return True
+def _lock_free(path: Path) -> bool:
+    """Whether no process holds a ``flock`` on ``path`` (a file or a folder); False when
+    it cannot be opened (then it is left alone)."""
     try:
-        age = (time.time() if now is None else now) - path.lstat().st_mtime
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
         return False
-    return age > max_age
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's own lock
+    return True
 
 
-def clean_stale(folder: Path, patterns=("*.tmp",), max_age: float = STALE_SECONDS) -> list[Path]:
+def is_stale(path: Path) -> bool:
+    """A temporary file or folder whose writer is gone: the PID in its name is not alive
+    (and is not this process), or, without a PID in the name, nobody holds its lock.
+    Never by age: a live writer may take hours (a large benchmark, a long run)."""
+    pid = _writer_pid(path.name)
+    if pid is not None:
+        return pid != os.getpid() and not _pid_alive(pid)
+    return os.path.lexists(path) and _lock_free(path)
+
+
+def clean_stale(folder: Path, patterns=("*.tmp",)) -> list[Path]:
     """Remove the stale temporary files / folders matching ``patterns`` in ``folder``."""
     removed = []
     if not folder.is_dir():
         return removed
     for pattern in patterns:
         for p in sorted(folder.glob(pattern)):
-            if not is_stale(p, max_age=max_age):
+            if not is_stale(p):
                 continue
             try:
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()

@@ -3,9 +3,12 @@
 ``train`` runs one configuration of Section 5 and prints the seven test metrics;
 ``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
 calls; on the default profile it writes the executed notebooks over the committed ones);
-``records pack`` refreshes the shipped run records from the cache and
-``records verify`` retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark profile to disk.
-Bad arguments and bad data give a one-line error and exit status 2, never a traceback.
+``records pack`` refreshes the shipped run records from the cache and ``records verify``
+retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark
+profile to disk. Bad arguments, bad data, bad environment variables (all checked first,
+``env.check``) and a file that cannot be written (a full disk: "disk full") give a
+one-line error and exit status 2, never a traceback; ``--out`` is written atomically
+(``clirlib.atomic``), so a failed write leaves the previous file as it was.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import env, profiles
+from . import atomic, env, profiles
 from .metrics import METRIC_NAMES
 
 
@@ -122,10 +125,18 @@ def _train_system(args: argparse.Namespace) -> int:
         for m, v in rec["collection"]["metrics"].items():
             print(f"{m:<{width}}  {v:.4f}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(jsonable(rec), indent=1, sort_keys=True))
-        print(f"wrote {args.out}")
+        _write_out(args.out, jsonable(rec))
     return 0
+
+
+def _write_out(path: str, result: dict) -> None:
+    """``--out``: the result as JSON, atomically (a failed write leaves the old file and is
+    one line, ``atomic.WriteError``)."""
+    from . import atomic
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(path, json.dumps(result, indent=1, sort_keys=True))
+    print(f"wrote {path}")
 
 
 def _hike_fields(args: argparse.Namespace) -> dict:
@@ -182,9 +193,7 @@ def _train(args: argparse.Namespace) -> int:
         out = {"config": res.config.to_dict(), "test": res.test_metrics, "dev": res.dev_metrics,
                "best_epoch": res.best_epoch, "history": res.history, "seconds": res.seconds,
                "data_info": jsonable(info)}
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True))
-        print(f"wrote {args.out}")
+        _write_out(args.out, out)
     return 0
 
 
@@ -227,6 +236,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     # Every input checked before the first notebook starts (one line on failure, exit 2).
     notebooks = precheck(_notebooks(), dataset=args.data, kernel=args.kernel, only=args.notebooks)
+    _check_address(args)
     import papermill as pm
 
     env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
@@ -244,7 +254,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     total = time.perf_counter()
     stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     try:
-        with _kernel_stderr_to(out_dir / "kernels.log"):
+        with _kernel_stderr_to(out_dir / "kernels.log"), _relay_ray_events():
             for nb in notebooks:
                 t0 = time.perf_counter()
                 print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
@@ -297,9 +307,7 @@ def _force_marker(results: Path) -> Path:
               f"(runs retrained since then are kept; delete {marker} to start over)", flush=True)
     except (OSError, ValueError):
         since = time.time()
-        from .cache import atomic_write_bytes
-
-        atomic_write_bytes(marker, f"{since}\n".encode())
+        atomic.write_text(marker, f"{since}\n")
     env.set_for_children(**{env.FORCE_SINCE: repr(since)})
     return marker
 
@@ -325,6 +333,58 @@ class _Eta:
         if not self.done or not left:
             return ""
         return f"; about {left * elapsed / self.done / 60:.0f} min left"
+
+
+def _check_address(args: argparse.Namespace) -> None:
+    """``--address`` (or ``RAY_ADDRESS``) with ``--executor ray``: a head must answer there
+    within seconds (``raycluster.probe``); ``--address`` without ``--executor ray`` is refused."""
+    from .validate import ConfigError
+
+    if args.address and args.executor != "ray":
+        raise ConfigError("--address", f"applies to --executor ray only, not {args.executor}")
+    if args.executor == "ray" and (args.address or env.ray_address()):
+        from .raycluster import probe
+
+        probe(args.address or env.ray_address(), option="--address" if args.address else "RAY_ADDRESS")
+
+
+@contextlib.contextmanager
+def _relay_ray_events():
+    """While the notebooks run, print the lines the kernels' grids append to the Ray events
+    log (``executors.events_log``: node deaths, retries) on this terminal: the kernels'
+    own stderr goes to kernels.log."""
+    import threading
+
+    from .executors import events_log
+
+    log = events_log()
+    start = log.stat().st_size if log.exists() else 0
+    stop = threading.Event()
+
+    def relay() -> None:
+        nonlocal start
+        while True:
+            done = stop.wait(1.0)
+            try:
+                if log.exists() and log.stat().st_size > start:
+                    with open(log, encoding="utf-8", errors="replace") as f:
+                        f.seek(start)
+                        text = f.read()
+                    start += len(text.encode("utf-8", errors="replace"))
+                    for line in text.splitlines():
+                        print(f"[reproduce] {line.split(' ', 2)[-1]}", flush=True)
+            except OSError:
+                pass
+            if done:
+                return
+
+    t = threading.Thread(target=relay, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(5)
 
 
 def _executor_env(args: argparse.Namespace):
@@ -385,7 +445,13 @@ def _records_verify(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     from .data import generate_benchmark
+    from .data.synthetic import LANGS
+    from .validate import ConfigError, check_seed
 
+    check_seed("--seed", args.seed)
+    for lang in args.lang:
+        if lang not in LANGS:
+            raise ConfigError("--lang", f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
     for lang in args.lang:
         path = generate_benchmark(args.profile, lang, seed=args.seed)
         print(f"{args.profile}/{lang}: {path}")
@@ -475,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         rest = list(sys.argv[1:] if argv is None else argv)
         args.given = _given_options(parser.train_parser, rest[rest.index("train") + 1:])
     try:
+        env.check()  # every environment variable, before any work
         return args.func(args)
     except KeyboardInterrupt:
         # The kernels got the same Ctrl-C and papermill's cleanup has run by now; leave at
@@ -485,11 +552,23 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             os._exit(130)
         return 130
-    except (ValueError, FileNotFoundError, NotADirectoryError, FloatingPointError, KeyError) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        from .validate import ConfigError
-
-        if isinstance(e, ConfigError) and not e.option.startswith("-"):  # name the option as typed
-            msg = f"{OPTION_OF_FIELD.get(e.option, '--' + e.option.replace('_', '-'))}: {e.problem}"
-        print(f"python -m clirlib {args.command}: error: {msg}", file=sys.stderr)
+    except (ValueError, OSError, FloatingPointError, KeyError) as e:
+        print(f"python -m clirlib {args.command}: error: {error_line(e)}", file=sys.stderr)
         return 2
+
+
+def error_line(e: BaseException) -> str:
+    """The one line a failure is reported in: a ``ConfigError`` names the option as typed
+    (``n_queries`` -> ``--n-queries``; a name with a space, such as "results folder", as
+    is); an ``OSError`` names its file and says "disk full" for ENOSPC."""
+    from .atomic import WriteError, describe
+    from .validate import ConfigError
+
+    if isinstance(e, ConfigError) and not e.option.startswith("-") and " " not in e.option \
+            and not e.option.isupper():  # RAY_ADDRESS and the like stay as they are
+        return f"{OPTION_OF_FIELD.get(e.option, '--' + e.option.replace('_', '-'))}: {e.problem}"
+    if isinstance(e, OSError) and not isinstance(e, WriteError) and e.strerror and not isinstance(e, ValueError):
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{describe(e)}"
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return msg

@@ -21,7 +21,10 @@
                           1 on a one-core machine); the numbers do not depend on it
 ========================  ==========================================================
 
-Switches take ``0`` or ``1``; any other value raises, naming the variable. The library
+Switches take ``0`` or ``1``; any other value raises, naming the variable. :func:`check`
+reads and checks every variable above at once; the command line and ``notebook.setup``
+call it before any work starts, so a bad value is one line at the start, never a failure
+after hours of training. The library
 writes two variables, both with ``setdefault`` so a user's value wins: ``CLIRLIB_PROGRESS=0``
 for the notebook kernels it starts (:func:`quiet_children`) and ``CUBLAS_WORKSPACE_CONFIG``
 for deterministic GPU matmuls (``clirlib.determinism``).
@@ -117,14 +120,54 @@ def set_default(name: str, value: str) -> None:
     os.environ.setdefault(name, value)
 
 
+#: Values of ``CLIRLIB_EXECUTOR`` (``clirlib.executors.EXECUTORS``).
+EXECUTOR_NAMES = ("serial", "ray")
+
+
 def executor() -> str:
     """The executor the grids use: ``CLIRLIB_EXECUTOR`` (default ``serial``)."""
-    return os.environ.get(EXECUTOR, "").strip() or "serial"
+    name = os.environ.get(EXECUTOR, "").strip() or "serial"
+    if name not in EXECUTOR_NAMES:
+        raise ValueError(f"environment variable {EXECUTOR}={name!r}: use one of {', '.join(EXECUTOR_NAMES)}")
+    return name
 
 
 def ray_address() -> str | None:
     """``RAY_ADDRESS``: an existing Ray cluster, or None."""
     return os.environ.get(RAY_ADDRESS, "").strip() or None
+
+
+def check_address(address: str, name: str = RAY_ADDRESS) -> tuple[str, int] | None:
+    """``(host, port)`` of a Ray address ``host:port`` (``ray://`` allowed), ``None`` for Ray's
+    ``auto`` / ``local``; anything else raises naming ``name``."""
+    a = address.strip()
+    if a in ("auto", "local"):
+        return None
+    rest = a[len("ray://"):] if a.startswith("ray://") else a
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{name}={address!r}: expected <host>:<port> (e.g. 127.0.0.1:6379)")
+    return host.strip("[]"), int(port)
+
+
+def _folder(name: str) -> None:
+    value = os.environ.get(name, "").strip()
+    if value and Path(value).expanduser().exists() and not Path(value).expanduser().is_dir():
+        raise ValueError(f"environment variable {name}={value!r}: is a file, not a folder")
+
+
+def check() -> None:
+    """Read every variable of the module docstring and raise ``ValueError`` (one line,
+    naming the variable) on the first bad value; nothing is changed."""
+    _folder(HOME)
+    _folder(IR_DATASETS_HOME)
+    force()
+    progress_disabled()
+    threads()
+    system_workers()
+    executor()
+    if ray_address():
+        check_address(ray_address(), f"environment variable {RAY_ADDRESS}")
 
 
 def set_for_children(**values: str) -> None:

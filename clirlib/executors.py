@@ -21,7 +21,15 @@ Ray's object store; Ray copies it once to every node that needs it, and each wor
 there reads it once and keeps it for its next tasks (:func:`worker_dataset`): the benchmark
 is built or read once, not once per task, and no shared file system is needed. A task whose worker dies (killed, node lost) is retried
 ``max_retries`` times by Ray. A grid whose tasks ask for more CPUs than any node has is
-refused before anything is submitted (Ray would keep them pending forever).
+refused before anything is submitted (Ray would keep them pending forever). Before
+connecting, the address is probed with a short timeout (``raycluster.probe``): a head that
+does not answer fails in seconds, naming the address, instead of after Ray's minutes of
+silent retries. While a grid runs, the driver watches the cluster's nodes every
+``WATCH_SECONDS``: a node that dies (its tasks then retried by Ray) or joins is reported
+on stderr and appended to ``results/logs/ray-events.log`` (:func:`report_event`;
+``reproduce`` relays that file to the terminal, since a notebook kernel's stderr goes to
+its log), and the grid ends with one line saying how many nodes died and that every run
+still finished.
 
 The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
 :func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +61,65 @@ GPU_ENCODERS = ("cnn", "lstm")
 #: Environment every Ray worker of a grid gets: the serial run's thread count and hash
 #: seed (the Makefile's PYTHONHASHSEED=0), and no per-run progress bars.
 WORKER_ENV_KEYS = ("CLIRLIB_THREADS", "PYTHONHASHSEED", "CLIRLIB_PROGRESS", "CUBLAS_WORKSPACE_CONFIG")
+#: How often (seconds) the driver checks the cluster's nodes while a grid runs.
+WATCH_SECONDS = 2.0
+
+
+def events_log():
+    """``results/logs/ray-events.log``: what happened to the cluster during grids, one line each."""
+    from . import paths
+
+    return paths.RESULTS_DIR / "logs" / "ray-events.log"
+
+
+def report_event(message: str) -> str:
+    """Say ``message`` on stderr and append it, time-stamped, to :func:`events_log`."""
+    line = f"[ray] {message}"
+    print(line, file=sys.stderr, flush=True)
+    log = events_log()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as f:  # one short line per append: never interleaved
+            f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+    except OSError as e:  # the report itself must not stop a grid
+        print(f"[ray] (could not append to {log}: {e.strerror})", file=sys.stderr, flush=True)
+    return line
+
+
+class NodeWatch:
+    """The alive nodes of a cluster, compared at each :meth:`check` with the last look:
+    deaths and arrivals are reported (:func:`report_event`) and counted."""
+
+    def __init__(self, nodes: list[dict[str, Any]], desc: str, max_retries: int):
+        self.desc, self.max_retries = desc, max_retries
+        self.alive = self._alive(nodes)
+        self.died: list[str] = []
+
+    @staticmethod
+    def _alive(nodes: list[dict[str, Any]]) -> dict[str, str]:
+        return {n["NodeID"]: str(n.get("NodeManagerAddress", "?")) for n in nodes if n.get("Alive")}
+
+    def check(self, nodes: list[dict[str, Any]], in_flight: int) -> list[str]:
+        now = self._alive(nodes)
+        said = []
+        for node, addr in self.alive.items():
+            if node not in now:
+                self.died.append(node)
+                said.append(report_event(
+                    f"node {addr} ({node[:12]}) left the cluster during {self.desc!r} with {in_flight} runs in flight: "
+                    f"Ray retries the runs it was training (up to {self.max_retries} times each)"))
+        for node, addr in now.items():
+            if node not in self.alive:
+                said.append(report_event(f"node {addr} ({node[:12]}) joined the cluster during {self.desc!r}"))
+        self.alive = now
+        return said
+
+    def summary(self, n_runs: int, n_failed: int) -> str | None:
+        if not self.died:
+            return None
+        return report_event(f"{self.desc!r}: {len(self.died)} node(s) died during the grid; "
+                            f"{n_runs - n_failed} of {n_runs} runs finished"
+                            + (f", {n_failed} failed (reported below)" if n_failed else " (the lost ones retried)"))
 
 
 @dataclass
@@ -203,7 +271,12 @@ class RayExecutor:
         self.max_retries = max_retries
 
     def connect(self):
-        """``ray``, initialised: joined to ``address`` or a new local instance on 127.0.0.1."""
+        """``ray``, initialised: joined to ``address`` (probed first, ``raycluster.probe``) or
+        a new local instance on 127.0.0.1."""
+        if self.address:
+            from .raycluster import probe
+
+            probe(self.address, option="Ray address")
         if not self.address or self.address.split(":")[0] in ("127.0.0.1", "localhost"):
             # Ray replaces 127.0.0.1 by the machine's reachable address (where a loopback
             # cluster does not listen) unless multi-node clusters are off; a local instance
@@ -245,8 +318,12 @@ class RayExecutor:
             gpu = 1 if has_gpu and cfg.encoder in GPU_ENCODERS else 0
             ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(cfg, [datasets[dkey]])
             pending[ref] = key
+        watch, last = NodeWatch(ray.nodes(), desc, self.max_retries), time.monotonic()
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=WATCH_SECONDS)
+            if time.monotonic() - last >= WATCH_SECONDS:  # however fast runs finish
+                watch.check(ray.nodes(), len(pending))
+                last = time.monotonic()
             for ref in ready:
                 key = pending.pop(ref)
                 try:
@@ -257,6 +334,8 @@ class RayExecutor:
                     grid.done(key, value)
                 else:
                     grid.failed(key, value)
+        watch.check(ray.nodes(), 0)
+        watch.summary(len(grid.todo), len(grid.failures))
         return grid.result()
 
 

@@ -16,6 +16,11 @@ tasks (``run_many(..., executor=)``).
 
 Set ``force=True`` (or the environment variable ``CLIRLIB_FORCE=1``, or
 ``make reproduce FORCE=1``) to retrain instead of reading the cache.
+
+A key covers the bytes a run reads (:func:`input_tag`): for real data (a WikiCLIR folder,
+``irds:...``) and for a HIKE knowledge-graph folder it ends in a hash of the SHA-256 of
+every input file, so a changed file is a cache miss without ``force``; the record's
+``data_info["inputs"]`` lists those digests.
 """
 
 from __future__ import annotations
@@ -58,12 +63,46 @@ def runs_dir() -> Path:
     return d
 
 
-def cache_key(config: TrainConfig) -> str:
-    """``v<cache version>-g<benchmark generator version>-<config hash>``: a change of the
-    code's results or of the embedded benchmark's files never serves an old entry."""
+def cache_key(config: TrainConfig, inputs: dict[str, str] | None = None) -> str:
+    """``v<cache version>-g<benchmark generator version>-<config hash>[-i<inputs hash>]``: a
+    change of the code's results, of the embedded benchmark's files or of a real-data input
+    file (:func:`input_tag`) never serves an old entry. ``inputs``: the digests when known
+    (a loaded dataset's ``info["inputs"]``), else computed from the files."""
     from .data.synthetic import GENERATOR_VERSION
 
-    return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.key()}"
+    return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.key()}{input_tag(config, inputs)}"
+
+
+def input_digests(config: Any, inputs: dict[str, str] | None = None) -> dict[str, str]:
+    """``{name: sha256}`` of every input file of a run beyond the embedded benchmark: the
+    real data's files (``data.load.input_digests_of``: queries, documents, qrels, the Polyglot
+    files found; ``inputs`` when the caller has them already) and, for a system with a
+    ``kg_dir`` and a KG mode other than ``none``, the KG folder's files (``kg/<name>``).
+    Empty for a run on an embedded benchmark profile with its own KG."""
+    from .data import kg, load
+
+    out: dict[str, str] = {}
+    if config.dataset not in profiles.SIZES:
+        out.update(inputs if inputs is not None else load.input_digests_of(config.dataset, config.lang))
+    kg_dir = getattr(config, "kg_dir", None)
+    if kg_dir is not None and getattr(config, "kg", "none") != "none":
+        from .data.digests import file_digest
+
+        out.update({f"kg/{p.name}": file_digest(p) for p in kg.kg_files(kg_dir, config.lang)})
+    return out
+
+
+def input_tag(config: Any, inputs: dict[str, str] | None = None) -> str:
+    """``-i<16 hex>`` (a hash of :func:`input_digests`) for a run that reads real data or a
+    KG folder; ``""`` for a run on an embedded benchmark profile: its files' bytes are
+    fixed by ``GENERATOR_VERSION``, the profile and ``data_seed``, which the key holds
+    already, so its key is what it always was (the shipped records stay valid)."""
+    import hashlib
+
+    digests = input_digests(config, inputs)
+    if not digests:
+        return ""
+    return "-i" + hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _force(force: bool | None) -> bool:
@@ -131,8 +170,10 @@ def _read_cached(key: str, config: dict[str, Any], key_defaults: dict[str, Any],
 
 def store_record(config: TrainConfig, record: dict[str, Any]) -> dict[str, Any]:
     """Write ``record`` as the cache entry of ``config`` (atomically; the only writer) and
-    return it as a later read of the cache would (so warm and cold tables are the same bytes)."""
-    return _atomic_write_json(runs_dir() / f"{cache_key(config)}.json", record)
+    return it as a later read of the cache would (so warm and cold tables are the same bytes).
+    The file is named by the record's own key, the one of the input files it was trained on
+    (a file changed during training leaves the entry where the new content will not find it)."""
+    return _atomic_write_json(runs_dir() / f"{record.get('key') or cache_key(config)}.json", record)
 
 
 def compute_record(config: TrainConfig, *, dataset=None, allow_nonfinite: bool = False) -> dict[str, Any]:
@@ -143,10 +184,12 @@ def compute_record(config: TrainConfig, *, dataset=None, allow_nonfinite: bool =
     except NonFiniteError as e:
         if not allow_nonfinite:
             raise
-        return {"key": cache_key(config), "config": config.resolved().to_dict(), "error": str(e),
+        inputs = dataset.info.get("inputs") if dataset is not None else None
+        return {"key": cache_key(config, inputs), "config": config.resolved().to_dict(), "error": str(e),
                 "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     record = {
-        "key": cache_key(config),
+        # the digests the dataset was read with: a Ray worker needs no copy of the files
+        "key": cache_key(config, res.data_info.get("inputs")),
         "config": res.config.to_dict(),
         "test": res.test_metrics,
         "dev": res.dev_metrics,
@@ -250,11 +293,12 @@ def jsonable(x: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- whole systems
-def system_cache_key(config: Any) -> str:
-    """``v<cache version>-g<generator version>-<system>-<config hash>`` for a system run."""
+def system_cache_key(config: Any, inputs: dict[str, str] | None = None) -> str:
+    """``v<cache version>-g<generator version>-<system>-<config hash>[-i<inputs hash>]`` for a
+    system run (:func:`input_tag`, as :func:`cache_key`)."""
     from .data.synthetic import GENERATOR_VERSION
 
-    return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.system}-{config.key()}"
+    return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.system}-{config.key()}{input_tag(config, inputs)}"
 
 
 def run_system(config: Any, *, force: bool | None = None, dataset=None, collection: bool = True) -> dict[str, Any]:
@@ -290,8 +334,8 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     record = _cached_system(cfg, collection, force)
     if record is not None:
         return record
-    return _atomic_write_json(runs_dir() / f"{system_cache_key(cfg)}.json",
-                              system_record(cfg, dataset=dataset, collection=collection))
+    record = system_record(cfg, dataset=dataset, collection=collection)
+    return _atomic_write_json(runs_dir() / f"{record['key']}.json", record)
 
 
 def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
@@ -321,8 +365,11 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     info = dict(dataset.info)
     if hasattr(system, "run_info"):
         info.update(system.run_info())
+    kg_inputs = {k: v for k, v in input_digests(cfg, dataset.info.get("inputs", {})).items() if k.startswith("kg/")}
+    if kg_inputs:  # a KG folder of the user's (never the benchmark's own): its digests too
+        info["kg_inputs"] = kg_inputs
     record: dict[str, Any] = {
-        "key": system_cache_key(cfg),
+        "key": system_cache_key(cfg, dataset.info.get("inputs")),
         "config": cfg.to_dict(),
         "test": test_means,
         "dev": dev_means,

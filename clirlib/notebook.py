@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from . import determinism, paths, profiles, reproduction
+from . import determinism, env, paths, profiles, reproduction
 
 
 class Setup(NamedTuple):
@@ -29,6 +29,7 @@ def setup(profile: str, dataset: str | None = "", force: bool = False, *, width:
     ``dataset``: ``""`` or ``None`` for the embedded benchmark, else a WikiCLIR root.
     ``width``: pandas' display width (characters).
     """
+    env.check()  # every environment variable, before any work (one line on a bad value)
     settings = profiles.training(profile)
     determinism.configure()
     pd.set_option("display.precision", 3)

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from . import atomic  # noqa: E402
 from .losses import mse, sosl  # noqa: E402
 from .labels import MR, NR, SR  # noqa: E402
 from .labels import NAMES as LABEL_NAMES  # noqa: E402
@@ -38,9 +39,11 @@ def save(fig: plt.Figure, name: str, folder: Path) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = [folder / f"{name}.png", folder / f"{name}.pdf"]
-    fig.savefig(out[0], metadata={"Software": None}, bbox_inches="tight")
-    fig.savefig(out[1], metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
-                bbox_inches="tight")
+    with atomic.replacing(out[0], "wb", encoding=None) as f:  # a failed write leaves the old figure
+        fig.savefig(f, format="png", metadata={"Software": None}, bbox_inches="tight")
+    with atomic.replacing(out[1], "wb", encoding=None) as f:
+        fig.savefig(f, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+                    bbox_inches="tight")
     return out
 
 

@@ -37,7 +37,7 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
     if dataset:
         _check_data(dataset)
     _check_kernel(kernel)
-    check_output(paths.RESULTS_DIR / "executed" / "probe", option="results")  # nothing is written
+    check_output(paths.RESULTS_DIR / "executed" / "probe", option="results folder")  # nothing is written
     return notebooks
 
 

@@ -11,6 +11,13 @@ process name. Every port is given explicitly (free loopback ports), and
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray keep 127.0.0.1 instead of replacing it
 with the machine's reachable address (the joining node gets the same through
 ``JOIN_CLI``). Nothing is reachable from another machine, so token authentication is off.
+:func:`listening` lists the TCP addresses a set of processes listens on (from ``/proc``), so
+a test can check that every one of a cluster's sockets is on loopback.
+
+:func:`probe` checks an address before Ray is asked to join it: one TCP connect with a
+short timeout. ``ray.init(address=...)`` on an address where nothing listens retries for
+many minutes and logs only to files; the probe fails in seconds with one line naming the
+address.
 """
 
 from __future__ import annotations
@@ -37,6 +44,77 @@ LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABL
 JOIN_CLI = [sys.executable, "-c",
             "import sys, ray._private.services as s; s.resolve_ip_for_localhost = lambda host: host; "
             "from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
+
+
+#: Seconds :func:`probe` waits for a Ray head to accept a connection.
+PROBE_SECONDS = 5.0
+
+
+def probe(address: str, timeout: float = PROBE_SECONDS, option: str = "--address") -> None:
+    """Raise ``ConfigError`` (one line naming ``option`` and ``address``) unless a TCP
+    connection to the Ray head at ``address`` (``host:port``) opens within ``timeout``
+    seconds. Ray's ``auto`` / ``local`` are left to Ray."""
+    from .validate import ConfigError
+
+    try:
+        hp = env.check_address(address, option)
+    except ValueError as e:
+        raise ConfigError(option, str(e).split(": ", 1)[-1]) from None
+    if hp is None:
+        return
+    host, port = hp
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except socket.gaierror as e:
+        raise ConfigError(option, f"{address}: unknown host {host!r} ({e.strerror})") from None
+    except (TimeoutError, socket.timeout):
+        raise ConfigError(option, f"no Ray head answers at {address} (no answer within {timeout:g} s); "
+                                  f"start one with `ray start --head --port={port}` or give its address") from None
+    except OSError as e:
+        raise ConfigError(option, f"no Ray head answers at {address} ({e.strerror or e}); start one with "
+                                  f"`ray start --head --port={port}` or give its address") from None
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                out.add(target[8:-1])
+    except OSError:
+        pass
+    return out
+
+
+def _hex_address(text: str, v6: bool) -> str:
+    addr, port = text.split(":")
+    raw = bytes.fromhex(addr)
+    if v6:  # four little-endian 32-bit words
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+        return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]:{int(port, 16)}"
+    return f"{socket.inet_ntop(socket.AF_INET, raw[::-1])}:{int(port, 16)}"
+
+
+def listening(pids: list[int]) -> list[str]:
+    """``host:port`` of every TCP socket in the LISTEN state that the processes ``pids``
+    hold (Linux ``/proc/net/tcp`` and ``tcp6``), sorted."""
+    inodes = set().union(*(_socket_inodes(p) for p in pids)) if pids else set()
+    out = set()
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 9 and cols[3] == "0A" and cols[9] in inodes:  # 0A: TCP_LISTEN
+                out.add(_hex_address(cols[1], v6))
+    return sorted(out)
 
 
 def free_ports(n: int) -> list[int]:
@@ -125,6 +203,13 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def processes(self) -> list[int]:
+        """Every PID of the cluster: the members of our process groups and their children."""
+        out = subprocess.run(["ps", "-eo", "pid=,pgid="], capture_output=True, text=True).stdout
+        members = [int(a) for a, g in (line.split() for line in out.splitlines() if line.strip())
+                   if int(g) in self.groups]
+        return sorted(set(members) | set(self.children()))
 
     def children(self) -> list[int]:
         """PIDs whose parent is one of our node processes: Ray's workers, which put

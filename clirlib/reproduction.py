@@ -173,8 +173,12 @@ TIMING_COLUMNS = ("seconds",)
 
 
 def save_table(df: pd.DataFrame, path, **to_csv: Any) -> None:
-    """Write ``df`` as CSV without its wall-clock columns (a rerun gives the same file)."""
-    df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]).to_csv(path, **{"index": False, **to_csv})
+    """Write ``df`` as CSV without its wall-clock columns (a rerun gives the same file);
+    atomically (``clirlib.atomic``), so a failed write leaves the old table."""
+    from . import atomic
+
+    with atomic.replacing(path, "w", newline="") as f:  # newline="": as pandas opens a path
+        df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]).to_csv(f, **{"index": False, **to_csv})
 
 
 def wide(df: pd.DataFrame, key: str, order: Iterable[str]) -> pd.DataFrame:

@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import cache, paths
+from . import atomic, cache, paths
 
 FORMAT = 1
 MANIFEST = "MANIFEST.json"
@@ -135,7 +135,7 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
     for i, shard in enumerate(shards):
         name = f"shard-{i:03d}.jsonl.gz"
         data = gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0)
-        cache.atomic_write_bytes(folder / name, data)
+        atomic.write_bytes(folder / name, data)
         out["shards"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "records": len(shard)}
         for k, line in shard:
             rec = by_key[k]
@@ -143,7 +143,7 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
             out["records"][k] = {"shard": name, "sha256": line_digest(line), "created": rec.get("created"),
                                  "code": prov.get("code"), "cpu": prov.get("cpu"),
                                  "kind": record_kind(rec)}
-    cache.atomic_write_bytes(folder / MANIFEST, (json.dumps(out, indent=1, sort_keys=True) + "\n").encode())
+    atomic.write_bytes(folder / MANIFEST, (json.dumps(out, indent=1, sort_keys=True) + "\n").encode())
     forget()
     return out
 

@@ -28,6 +28,9 @@ N_LEVELS = 3
 THRESHOLD_LOSSES = ("sosl", "mse", "po")
 #: Fewest queries a 3:1:1 split gives a non-empty dev and test split (dev = test = n // 5).
 MIN_QUERIES = 5
+#: Largest seed: NumPy's legacy seeding takes 32 bits (``determinism.seed_everything``), and
+#: a seed is a name for a run, not a quantity.
+MAX_SEED = 2**32 - 1
 
 
 class ConfigError(ValueError):
@@ -93,13 +96,21 @@ def check_config(cfg) -> None:
     if cfg.patience is not None and _number("patience", cfg.patience, integer=True) < 1:
         raise ConfigError("patience", f"must be a positive number of epochs or None, got {cfg.patience}")
     for name in ("seed", "data_seed"):
-        if _number(name, getattr(cfg, name), integer=True) < 0:
-            raise ConfigError(name, f"must be >= 0, got {getattr(cfg, name)}")
+        check_seed(name, getattr(cfg, name))
     if _number("n_nr", cfg.n_nr, integer=True) < 0:
         raise ConfigError("n_nr", f"must be >= 0, got {cfg.n_nr}")
     if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
         raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
                                        f"dev and one test query, got {cfg.n_queries}")
+
+
+def check_seed(name: str, value: Any) -> None:
+    """A seed: an integer in [0, MAX_SEED]."""
+    v = _number(name, value, integer=True)
+    if v < 0:
+        raise ConfigError(name, f"must be >= 0, got {value}")
+    if v > MAX_SEED:
+        raise ConfigError(name, f"must be <= {MAX_SEED} (2^32 - 1, a seed is a name for a run), got {value}")
 
 
 def _at_least(name: str, value: Any, low: float, *, integer: bool = False, strict: bool = False) -> None:
@@ -118,8 +129,9 @@ def check_system_config(cfg) -> None:
     every system has, then its own (BM25's k1 and b, MDL's m < C and schedule, HIKE's
     schedule and learning rates). Names and labels (``kg``, ``labels``...) are checked by
     the config's ``resolved()``, which calls this first."""
-    for name in ("seed", "data_seed", "n_nr"):
-        _at_least(name, getattr(cfg, name), 0, integer=True)
+    for name in ("seed", "data_seed"):
+        check_seed(name, getattr(cfg, name))
+    _at_least("n_nr", cfg.n_nr, 0, integer=True)
     if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
         raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
                                        f"dev and one test query, got {cfg.n_queries}")

@@ -487,5 +487,7 @@ def update_readme(readme, summary: pd.DataFrame) -> bool:
     _, tail = rest.split(README_END, 1)
     new = f"{head}{README_START}\n{markdown_table(summary)}\n{README_END}{tail}"
     if new != text:
-        path.write_text(new, encoding="utf-8")
+        from . import atomic
+
+        atomic.write_text(path, new)
     return new != text

@@ -24,7 +24,7 @@ PACKAGE = paths.PACKAGE_DIR
 #: train_config, retrieval, entity_linking, transe, families, precheck), placed here ahead of
 #: their merge; a name with no file is simply unused.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("env", "profiles", "labels", "paths", "determinism", "cache", "validate")),
+    ("foundation", ("env", "profiles", "labels", "paths", "determinism", "atomic", "cache", "validate")),
     ("paper", ("similarity", "losses", "metrics", "stats", "reported")),
     ("data", ("data",)),
     ("training", ("encoders", "fast", "train_config", "train", "convergence", "systems", "retrieval", "entity_linking",

@@ -248,7 +248,7 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
         short += len(pos) < n_nr
         q_nr.append([zero[p] for p in pos])
     if short:
-        skips.add(f"queries with fewer than {n_nr} level-0 documents (all of them kept)", n=short)
+        skips.add(f"queries with fewer than {n_nr} level-0 documents (all of them kept)", n=short, kept=True)
 
     needed = {d for lists in (q_mr, q_sr, q_nr) for ds in lists for d in ds}
     texts = _read_docs(Path(documents), needed)

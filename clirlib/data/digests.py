@@ -1,20 +1,56 @@
-"""Content digests of the files a run reads, so a record says what it was trained on.
+"""Content digests of the files a run reads, so a record says what it was trained on and a
+changed file is a cache miss.
 
-``file_digest`` is the SHA-256 of a file's bytes, computed once per (path, size, mtime)
-in a process. ``input_digests`` names the files the WikiCLIR reader and the Polyglot
-loader read for one dataset (queries, documents, qrels, the two embedding files) and
-gives their digests keyed by their path relative to the dataset's root, so the same
-files in another folder give the same digests.
+``file_digest`` is the SHA-256 of a file's bytes, computed once per (path, size, mtime):
+memoised in the process and, for files of ``DISK_MEMO_MIN_BYTES`` or more, in a small JSON
+memo ``results/digests.json`` shared by the processes of one checkout (the notebook
+kernels of ``reproduce`` would otherwise each read the 1.9-million-document French file
+again). A file rewritten with the same size and the same modification time would keep its
+old digest; editors, ``cp``, ``shuf > file`` and downloads all change the time.
+``input_digests`` gives the digests of a list of files keyed by their path relative to the
+dataset's root, so the same files in another folder give the same digests.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
+from .. import atomic, paths
+
 _MEMO: dict[tuple[str, int, int], str] = {}
 CHUNK = 1 << 20
+#: Files at least this large have their digest kept on disk too (smaller ones are quick to read).
+DISK_MEMO_MIN_BYTES = 1 << 24
+_disk: dict[str, str] | None = None
+
+
+def disk_memo_path() -> Path:
+    return paths.RESULTS_DIR / "digests.json"
+
+
+def _disk_memo() -> dict[str, str]:
+    global _disk
+    if _disk is None:
+        try:
+            loaded = json.loads(disk_memo_path().read_text(encoding="utf-8"))
+            _disk = {k: v for k, v in loaded.items() if isinstance(v, str) and v.startswith("sha256:")} \
+                if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):  # absent or damaged: start again (it is only a memo)
+            _disk = {}
+    return _disk
+
+
+def _remember(name: str, digest: str) -> None:
+    memo = _disk_memo()
+    memo[name] = digest
+    try:
+        disk_memo_path().parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(disk_memo_path(), json.dumps(memo, indent=0, sort_keys=True))
+    except OSError:
+        pass  # a memo that cannot be written only costs a re-read
 
 
 def file_digest(path: str | Path) -> str:
@@ -23,11 +59,18 @@ def file_digest(path: str | Path) -> str:
     st = os.stat(p)
     memo_key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
     if memo_key not in _MEMO:
+        disk_key = "\t".join(map(str, memo_key))
+        big = st.st_size >= DISK_MEMO_MIN_BYTES
+        if big and disk_key in _disk_memo():
+            _MEMO[memo_key] = _disk_memo()[disk_key]
+            return _MEMO[memo_key]
         h = hashlib.sha256()
         with open(p, "rb") as f:
             for block in iter(lambda: f.read(CHUNK), b""):
                 h.update(block)
         _MEMO[memo_key] = "sha256:" + h.hexdigest()
+        if big:
+            _remember(disk_key, _MEMO[memo_key])
     return _MEMO[memo_key]
 
 

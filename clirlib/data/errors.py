@@ -41,16 +41,22 @@ class DataSkipWarning(UserWarning):
 
 
 class SkipCounter:
-    """Counts skipped items per reason and remembers where the first one was."""
+    """Counts skipped items per reason and remembers where the first one was. A reason
+    added with ``kept=True`` counts items that were kept but are short of something (a
+    query with fewer NR documents than asked): counted with the others (``as_dict``), and
+    reported as kept, not skipped."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
         self.first: dict[str, str] = {}
+        self.kept: set[str] = set()
 
-    def add(self, reason: str, where: str = "", n: int = 1) -> None:
+    def add(self, reason: str, where: str = "", n: int = 1, kept: bool = False) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + n
         if where:
             self.first.setdefault(reason, where)
+        if kept:
+            self.kept.add(reason)
 
     def __bool__(self) -> bool:
         return any(self.counts.values())
@@ -62,8 +68,10 @@ class SkipCounter:
         """One warning listing every reason with its count (nothing when empty)."""
         if not self:
             return
-        parts = []
+        parts: dict[bool, list[str]] = {False: [], True: []}
         for reason, n in sorted(self.counts.items()):
-            first = self.first.get(reason)
-            parts.append(f"{n} {reason}" + (f" (first: {first})" if first else ""))
-        warnings.warn(f"{what}: skipped " + "; ".join(parts), DataSkipWarning, stacklevel=stacklevel)
+            if n:
+                first = self.first.get(reason)
+                parts[reason in self.kept].append(f"{n} {reason}" + (f" (first: {first})" if first else ""))
+        said = [f"{verb} " + "; ".join(parts[k]) for k, verb in ((False, "skipped"), (True, "kept")) if parts[k]]
+        warnings.warn(f"{what}: " + "; ".join(said), DataSkipWarning, stacklevel=stacklevel)

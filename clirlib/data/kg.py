@@ -21,7 +21,10 @@ KG file format (a folder, UTF-8, tab separated, one header line each)
 A user fills it from Wikidata with :func:`read_wikidata_json` (dump lines, the subset of
 fields above) and :func:`write_kg`. Every malformed line raises ``DataFormatError``
 naming file, line and problem: a wrong header, a blank line, a wrong number of fields,
-bytes that are not UTF-8, an unknown or repeated entity, an empty file. A UTF-8
+bytes that are not UTF-8, an unknown or repeated entity, an empty file. A table with
+nothing under its header is refused for ``entities.tsv`` and ``labels.tsv`` (no entity, or
+none a query could be linked to: every KG control would silently be the vanilla model) and
+accepted for ``triples.tsv`` (a graph without edges: each entity is its own neighbour). A UTF-8
 byte-order mark at the start of a file (some editors write one) and Windows line endings
 are accepted; the marks are counted in ``KnowledgeGraph.skipped["byte_order_marks"]``.
 What the Wikidata reader leaves out (triples whose tail is outside the dump slice,
@@ -211,6 +214,8 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         index[e] = len(ids)
         ids.append(e)
         types.append(t)
+    if not ids:
+        raise DataFormatError(f"{path}: no entities (only the header line): a KG needs at least one")
     labels: dict[str, list[str]] = {}
     descs: dict[str, list[str]] = {}
     seen: set[tuple[str, str]] = set()
@@ -224,6 +229,9 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         if lang not in labels:
             labels[lang], descs[lang] = [""] * len(ids), [""] * len(ids)
         labels[lang][index[e]], descs[lang][index[e]] = lab, desc
+    if not any(any(v) for v in labels.values()):
+        raise DataFormatError(f"{path}: no labels (only the header line, or every label empty): no query "
+                              f"could be linked to an entity")
     heads, rels, tails, relations, rel_index = [], [], [], [], {}
     path = folder / "triples.tsv"
     for lineno, (h, r, t) in _rows(path, TRIPLE_HEADER, skipped):
@@ -238,6 +246,16 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         tails.append(index[t])
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
                           np.asarray(tails, np.int64), relations, skipped)
+
+
+def kg_files(kg_dir: str | Path, lang: str) -> list[Path]:
+    """The files of the KG folder ``kg_dir`` (or its ``<lang>/`` subfolder, as HIKE reads it)
+    that exist: entities, labels, triples and gold links (for a run's cache key)."""
+    folder = Path(kg_dir).expanduser()
+    if (folder / lang / "entities.tsv").is_file():
+        folder = folder / lang
+    names = ("entities.tsv", "labels.tsv", "triples.tsv", "gold_links.tsv")
+    return [folder / n for n in names if (folder / n).is_file()]
 
 
 def read_gold_links(folder: str | Path) -> dict[str, list[str]] | None:

@@ -18,7 +18,9 @@
 
 Loaded datasets are cached in-process on the arguments, because many experiments reuse
 one dataset; every call returns a copy whose ``info`` can be changed freely (the arrays
-are shared and must not be modified).
+are shared and must not be modified). For real data the arguments include the digests of
+every input file (:func:`input_digests_of`, memoised on size and mtime), so a file
+changed on disk is read again, never served from memory.
 """
 
 from __future__ import annotations
@@ -65,15 +67,55 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     key = str(data) if str(data) in SIZES or is_irds(data) else str(Path(data).expanduser().resolve())
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
     home = str(env.ir_datasets_home()) if is_irds(data) else None  # the same id in another cache is other data
+    # Real data: the files' digests are part of the in-process key (a changed file is read again).
+    inputs = None if key in SIZES else tuple(input_digests_of(data, lang, embeddings_dir, embeddings).items())
     ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
-                 max_doc_tokens, strict, home)
+                 max_doc_tokens, strict, home, inputs)
     return dataclasses.replace(ds, info=copy.deepcopy(ds.info))
+
+
+def input_files(data: str | Path, lang: str, embeddings_dir: str | Path | None = None,
+                embeddings: str = "polyglot") -> tuple[Path, list[Path]]:
+    """``(base, files)``: every file the loader reads for real data ``data`` (a WikiCLIR folder
+    or an ``irds:`` id) and document language ``lang``, found without reading them: queries,
+    documents and qrels (CLIRMatrix: the split files and the documents), then the Polyglot
+    files ``load_dataset`` would take (with ``embeddings="polyglot"``). ``base`` is the
+    folder the names of :func:`input_digests_of` are relative to."""
+    if str(data) in SIZES:
+        raise ValueError(f"{data!r} is an embedded benchmark profile, not real data")
+    q_lang = "en"
+    if is_irds(data) and irds.collection(str(data)) == irds.CLIRMATRIX:
+        _, _, q_lang = irds.clirmatrix_ids(str(data), lang)
+        queries, documents, base = irds.clirmatrix_files(str(data), lang)
+        files = [*(sorted(queries.values()) if isinstance(queries, dict) else [queries]), documents]
+        search_root, d_lang = base, irds.clirmatrix_ids(str(data), lang)[1]
+    else:
+        f = irds.files(str(data), lang) if is_irds(data) else wikiclir_files(data, lang)
+        files, search_root, d_lang = [f.queries, f.documents, f.qrels], f.root, f.lang
+        base = f.root.parent
+    if embeddings == "polyglot":
+        search = ([Path(embeddings_dir)] if embeddings_dir else []) + [search_root.parent / "polyglot",
+                                                                       search_root / "polyglot"]
+        for code in (q_lang, d_lang):
+            path = find_polyglot(code, *search)
+            if path is not None:
+                files.append(path)
+    return base, files
+
+
+def input_digests_of(data: str | Path, lang: str, embeddings_dir: str | Path | None = None,
+                     embeddings: str = "polyglot") -> dict[str, str]:
+    """``{name: sha256}`` of every input file of real data (:func:`input_files`), without
+    loading the dataset (each digest memoised on path, size and mtime, ``digests``): what
+    ``info["inputs"]`` of the loaded dataset holds and the cache key of a run covers."""
+    base, files = input_files(data, lang, embeddings_dir, embeddings)
+    return input_digests(base, files)
 
 
 @functools.lru_cache(maxsize=8)
 def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
             embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool,
-            irds_home: str | None = None) -> RankingDataset:
+            irds_home: str | None = None, inputs: tuple | None = None) -> RankingDataset:
     if data in SIZES:
         if lang not in LANGS:
             raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
@@ -112,8 +154,11 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
     else:
         emb_info = {"q": {"source": "none", "coverage": 0.0}, "d": {"source": "none", "coverage": 0.0}}
     ds.info["embeddings"] = emb_info
+    if inputs is not None:  # real data: the digests taken before reading (input_digests_of)
+        ds.info["inputs"] = dict(inputs)
+        return ds
     wc = Path(ds.info["root"]) if "root" in ds.info else None
-    if wc is not None and (wc / "english").is_dir():  # WikiCLIR layout (the embedded benchmark, folders, irds:wikiclir)
+    if wc is not None and (wc / "english").is_dir():  # the embedded benchmark (WikiCLIR layout)
         f = wikiclir_files(wc, ds.lang, check=False)
         read = [p for p in (f.queries, f.documents, f.qrels) if p.is_file()] + read
         ds.info["inputs"] = input_digests(wc.parent, read)

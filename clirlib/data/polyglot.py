@@ -11,6 +11,16 @@ benchmark writes its own embeddings the same way (pickle protocol 2).
 row of the first (most frequent) Polyglot word with the same NFKC + casefold form;
 words Polyglot lacks get seeded random rows drawn with the pretrained rows' standard
 deviation, ``<PAD>`` gets zeros and ``<UNK>`` Polyglot's ``<UNK>`` row.
+
+Every file is checked as a whole when it is read (:func:`read_polyglot`), each refusal a
+``DataFormatError`` naming the file: a pickled pair ``(words, vectors)``; words a list (or
+tuple) of strings, at least one, each once; vectors a 2-D numeric array with one row per
+word and at least one column; every value finite; not all zero (a table of zeros would
+start every word at the same point and report a coverage that means nothing). The two
+files of a dataset must have the same dimension (``load_dataset``). The share of the
+vocabulary found in the file is reported (``info["embeddings"]``); below
+``MIN_COVERAGE`` :func:`load_polyglot` warns (:class:`EmbeddingCoverageWarning`), naming
+the file: such a file is probably for another language or tokenisation.
 """
 
 from __future__ import annotations
@@ -20,12 +30,19 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import atomic
 from ..determinism import rng
 from .dataset import Vocab
 from .errors import DataFormatError, MissingDataError
 from .text import normalize
 
 SPECIAL_TOKENS = ("<UNK>", "<S>", "</S>", "<PAD>")
+#: Below this share of the vocabulary found in the file, loading warns.
+MIN_COVERAGE = 0.5
+
+
+class EmbeddingCoverageWarning(UserWarning):
+    """A Polyglot file covers less than ``MIN_COVERAGE`` of the vocabulary."""
 
 
 def read_polyglot(path: str | Path) -> tuple[list[str], np.ndarray]:
@@ -41,12 +58,38 @@ def read_polyglot(path: str | Path) -> tuple[list[str], np.ndarray]:
     if not (isinstance(obj, (tuple, list)) and len(obj) == 2):
         raise DataFormatError(f"expected a pickled (words, vectors) tuple, found {type(obj).__name__}", path)
     words, vectors = obj
-    words = [w.decode("utf-8") if isinstance(w, bytes) else w for w in words]
-    if not all(isinstance(w, str) for w in words):
-        raise DataFormatError("the word list holds non-string entries", path)
-    vectors = np.asarray(vectors, dtype=np.float32)
+    if not isinstance(words, (list, tuple)):  # a str would be read as a list of characters
+        raise DataFormatError(f"the word list is a {type(words).__name__}, not a list of strings", path)
+    try:
+        words = [w.decode("utf-8") if isinstance(w, bytes) else w for w in words]
+    except UnicodeDecodeError as e:
+        raise DataFormatError(f"a word is bytes that are not UTF-8 ({e.reason})", path) from None
+    bad = next((i for i, w in enumerate(words) if not isinstance(w, str)), None)
+    if bad is not None:
+        raise DataFormatError(f"the word list holds non-string entries (word {bad} is a "
+                              f"{type(words[bad]).__name__}: {words[bad]!r})", path)
+    if not words:
+        raise DataFormatError("no words (an empty table)", path)
+    seen: dict[str, int] = {}
+    for i, w in enumerate(words):
+        if w in seen:
+            raise DataFormatError(f"word {w!r} appears twice (entries {seen[w]} and {i})", path)
+        seen[w] = i
+    try:
+        vectors = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise DataFormatError(f"the vectors are not a numeric array ({e})", path) from None
     if vectors.ndim != 2 or vectors.shape[0] != len(words):
         raise DataFormatError(f"{len(words)} words but a vectors array of shape {vectors.shape}", path)
+    if vectors.shape[1] == 0:
+        raise DataFormatError(f"the vectors have no dimension (shape {vectors.shape})", path)
+    finite = np.isfinite(vectors)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite.all(axis=1))[0])
+        raise DataFormatError(f"{int((~finite).sum())} values are not finite (NaN or inf; first in the vector of "
+                              f"word {row}, {words[row]!r})", path)
+    if not vectors.any():
+        raise DataFormatError(f"every vector is all zero ({vectors.shape[0]} x {vectors.shape[1]} zeros)", path)
     return words, vectors
 
 
@@ -55,7 +98,7 @@ def save_polyglot(path: str | Path, words: list[str], vectors: np.ndarray) -> No
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.shape[0] != len(words):
         raise ValueError("one vector per word expected")
-    with open(path, "wb") as f:
+    with atomic.replacing(path, "wb", encoding=None) as f:
         pickle.dump((list(words), vectors), f, protocol=2)
 
 
@@ -82,7 +125,14 @@ def load_polyglot(path: str | Path, vocab: Vocab, seed: int = 0) -> tuple[np.nda
             out[i] = vectors[j]
             found += 1
     n = len(vocab) - 2
-    return out, (found / n if n else 1.0)
+    coverage = found / n if n else 1.0
+    if coverage < MIN_COVERAGE:
+        import warnings
+
+        warnings.warn(f"{path}: covers {found} of the {n} vocabulary words ({coverage:.1%}, below "
+                      f"{MIN_COVERAGE:.0%}); the others start from random vectors (a file for another language?)",
+                      EmbeddingCoverageWarning, stacklevel=2)
+    return out, coverage
 
 
 def find_polyglot(lang: str, *dirs: str | Path | None) -> Path | None:

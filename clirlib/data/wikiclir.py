@@ -33,6 +33,12 @@ blank lines and header lines per file, and relevance lines naming a query id tha
 in the queries file (counted, not an error: WikiCLIR's qrels are per language, its queries
 file is shared).
 
+Identifiers are strings, compared as written: ``007`` and ``7`` are two ids (a
+64-bit key per id, :func:`id_key`, is the number itself only for a decimal written
+without leading zeros, else a hash; two different ids with the same hash are refused as a
+collision, never merged). A query id listed twice is refused whether or not the queries
+are sampled (``n_queries`` smaller than the file: the rest of the file is still checked).
+
 The loader works in three steps, each a function: read (``_DocIndex``, ``_MRIndex``:
 one validating pass over the documents and qrels files), select (``_select_queries``,
 ``_judged_sr``: the first ``n_queries`` usable queries and their SR documents) and
@@ -74,9 +80,15 @@ PAPER_N_NR = 40
 _HASH_BIT = 1 << 62  # keys of non-numeric ids live above every numeric id
 
 
+def _canonical_number(s: str) -> bool:
+    """``s`` is a decimal that ``str(int(s))`` gives back (no sign, no leading zero, short)."""
+    return s.isdigit() and len(s) <= 18 and s.isascii() and (s[0] != "0" or s == "0")
+
+
 def id_key(s: str) -> int:
-    """A 64-bit key for an id: the number itself for short decimal ids, else a hash."""
-    if s.isdigit() and len(s) <= 18 and s.isascii():
+    """A 64-bit key for an id string: the number itself for a short decimal written without
+    leading zeros (so ``7`` and ``007`` differ), else a hash above every such number."""
+    if _canonical_number(s):
         return int(s)
     h = int.from_bytes(hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little")
     return (h & (_HASH_BIT - 1)) | _HASH_BIT
@@ -141,7 +153,8 @@ def _line_at(path: Path, lineno: int) -> str:
     with open(path, "rb") as f:
         for i, raw in enumerate(f, 1):
             if i == lineno:
-                return raw.decode("utf-8", "replace").rstrip("\r\n")
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                return line.lstrip("\ufeff") if i == 1 else line  # a byte-order mark is not part of the id
     return ""
 
 
@@ -183,7 +196,8 @@ class _DocIndex:
             if len(cols) != 3 or not did:  # the slow path raises the right error
                 tsv_fields(path, lineno, line, ("doc_id", "title", "text"))
             # id_key, inlined for the common numeric ids (this loop sees every document)
-            keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() else id_key(did))
+            keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() and (did[0] != "0" or did == "0")
+                        else id_key(did))
             lines.append(lineno)
             full.append(has_word(cols[2]))
         self.path = path
@@ -195,7 +209,11 @@ class _DocIndex:
         dup = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
         if len(dup):
             a, b = sorted((int(self._order[dup[0]]), int(self._order[dup[0] + 1])))
-            did = _line_at(path, int(self.lines[b])).split("\t")[0]
+            did = _line_at(path, int(self.lines[b])).split("\t")[0].strip()
+            first = _line_at(path, int(self.lines[a])).split("\t")[0].strip()
+            if first != did:
+                raise DataFormatError(f"document ids {first!r} (line {self.lines[a]}) and {did!r} have the same 64-bit "
+                                      f"key (a hash collision; rename one)", path, int(self.lines[b]))
             raise DataFormatError(f"duplicate document id {did!r} (first on line {self.lines[a]})",
                                   path, int(self.lines[b]))
 
@@ -272,7 +290,7 @@ def _select_queries(files, mr: _MRIndex, docs: _DocIndex, n_queries: int | None,
         qid, _, first_sent = tsv_fields(files.queries, lineno, line, ("query_id", "title", "first_sent"))
         key = id_key(qid)
         if key in seen:
-            raise DataFormatError(f"duplicate query id {qid!r} (first on line {seen[key]})", files.queries, lineno)
+            raise _duplicate_query(files.queries, qid, seen[key], lineno)
         seen[key] = lineno
         read += 1
         js = mr.find(key)
@@ -311,12 +329,31 @@ def _select_queries(files, mr: _MRIndex, docs: _DocIndex, n_queries: int | None,
         q_mr.append(rows)
         if n_queries is not None and len(q_ids) >= n_queries:
             break
-    # The rest of the file: ids only (blank lines there are counted by the same generator).
-    keys = array("q", seen.keys())
-    for _, line in lines:
+    # The rest of the file: ids only (blank lines there are counted by the same generator),
+    # checked for duplicates as the selected ones were.
+    keys, where = array("q", seen.keys()), array("q", seen.values())
+    for lineno, line in lines:
         keys.append(id_key(line.split("\t", 1)[0].strip()))
-    all_keys = np.sort(np.frombuffer(keys, dtype=np.int64)) if keys else np.zeros(0, np.int64)
+        where.append(lineno)
+    all_keys = np.frombuffer(keys, dtype=np.int64) if keys else np.zeros(0, np.int64)
+    order = np.argsort(all_keys, kind="stable")
+    all_keys = all_keys[order]
+    dup = np.flatnonzero(all_keys[1:] == all_keys[:-1])
+    if len(dup):
+        lines_of = np.frombuffer(where, dtype=np.int64)[order]
+        pairs = np.sort(np.stack([lines_of[dup], lines_of[dup + 1]], axis=1), axis=1)  # (k, 2) line numbers
+        first, second = (int(x) for x in pairs[np.argmin(pairs[:, 1])])
+        raise _duplicate_query(files.queries, _line_at(files.queries, second).split("\t", 1)[0].strip(), first, second)
     return _Selection(q_ids, q_tokens, q_mr, read, without_mr, several_mr, why), all_keys
+
+
+def _duplicate_query(path: Path, qid: str, first: int, lineno: int) -> DataFormatError:
+    """A query id listed twice (or, rarely, two ids with one hash key: said so)."""
+    other = _line_at(path, first).split("\t", 1)[0].strip()
+    if other != qid:
+        return DataFormatError(f"query ids {other!r} (line {first}) and {qid!r} have the same 64-bit key "
+                               f"(a hash collision; rename one)", path, lineno)
+    return DataFormatError(f"duplicate query id {qid!r} (first on line {first})", path, lineno)
 
 
 def _no_usable_query(files, sel: _Selection, docs: _DocIndex, unknown: int) -> DataFormatError:
@@ -379,7 +416,7 @@ def _sample_nr(docs: _DocIndex, q_ids: list[str], q_mr, q_sr, n_nr: int, seed: i
         short += len(pos) < n_nr
         q_nr.append(pool[pos])
     if short:
-        skips.add(f"queries with fewer than {n_nr} NR documents (collection too small)", n=short)
+        skips.add(f"queries with fewer than {n_nr} NR documents (collection too small)", n=short, kept=True)
     return q_nr, pool
 
 

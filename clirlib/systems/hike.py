@@ -271,6 +271,11 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
     g = determinism.rng(cfg.data_seed, "hike-kg", cfg.kg)
     full_kg = kg
     if cfg.kg == "half":
+        if len(kg) < 2:
+            from ..validate import ConfigError
+
+            raise ConfigError("kg", f"half keeps half of the KG's entities, and this KG has {len(kg)}: "
+                                    f"it needs at least 2")
         keep = np.sort(g.permutation(len(kg))[: len(kg) // 2])
         kg = kg.subset(keep)
     indptr, indices = kg.adjacency()

@@ -116,6 +116,25 @@ class MDLConfig(SystemConfig):
 
 
 # --------------------------------------------------------------------------- labels
+def check_topics(cfg: MDLConfig, n_pairs: int) -> None:
+    """Refuse (``ConfigError``) an ``m`` / ``n_topics`` that cannot make labels for ``n_pairs``
+    training pairs: m labels per pair need m < C topics (C scaled from the pairs when not
+    given, so only known here), and an explicit C above the number of pairs (the LDA
+    documents) has topics no document can fill. ``labels='true'`` uses neither."""
+    from ..validate import ConfigError
+
+    if cfg.labels == "true":
+        return
+    C = cfg.n_topics if cfg.n_topics is not None else scaled_topics(n_pairs)
+    if cfg.m >= C:
+        how = "given" if cfg.n_topics is not None else f"scaled from {n_pairs} training pairs; set --n-topics above m"
+        raise ConfigError("m", f"MDL needs fewer labels per pair than topics (m < C), got m = {cfg.m} with "
+                               f"C = {C} ({how})")
+    if cfg.n_topics is not None and cfg.n_topics > n_pairs:
+        raise ConfigError("n_topics", f"{cfg.n_topics} topics for {n_pairs} training pairs (the LDA documents): "
+                                      f"at most one topic per pair, so at most {n_pairs}")
+
+
 def top_m(dist: np.ndarray, m: int) -> np.ndarray:
     """Multi-hot (n, C) of the m largest entries of each row of ``dist`` (n, C); ties go to
     the lower topic index (stable sort), so the labels are deterministic."""
@@ -281,6 +300,7 @@ class MDL(System):
         tr = dataset.splits["train"]
         pairs = np.flatnonzero(tr.labels == 2)  # (n,) comparable pairs: query and its MR document
         qrows, drows = tr.qidx[pairs], tr.didx[pairs]
+        check_topics(cfg, len(qrows))  # m against C, now that C is known; before any training
         texts = {"q": token_texts(dataset.q_vocab, dataset.queries, np.unique(tr.qidx)),
                  "d": token_texts(dataset.d_vocab, dataset.docs, np.unique(tr.didx))}
         self.reps = Representations.get(texts, dim=cfg.d2v_dim, epochs=cfg.d2v_epochs, seed=seed, memo=self.memo)

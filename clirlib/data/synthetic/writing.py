@@ -73,12 +73,13 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     root = Path(out_dir) if out_dir is not None else default_dir(profile, seed)
     from ...cache import clean_stale
 
-    # Folders of killed writers (their PID gone, or older than cache.STALE_SECONDS), never a live one's.
+    # Folders of killed writers (the PID in their name gone), never a live one's, however old.
     clean_stale(root.parent, patterns=(f".tmp-{root.name}-*", f".stale-{root.name}-*"))
     if not force and manifest_ok(root, p, seed):
         return root
     if root.exists() and not (root / "manifest.json").exists() and any(root.iterdir()):
-        raise FileExistsError(f"{root} exists and is not a generated benchmark; refusing to replace it")
+        raise FileExistsError(f"{root} exists and is not a generated benchmark (it has files but no manifest.json); "
+                              f"refusing to replace it: move it away or set CLIRLIB_HOME to another folder")
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = root.parent / f".tmp-{root.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
@@ -88,7 +89,7 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
             if not force and manifest_ok(root, p, seed):  # another process finished first
                 shutil.rmtree(tmp)
                 return root
-            stale = root.parent / f".stale-{root.name}-{uuid.uuid4().hex[:8]}"
+            stale = root.parent / f".stale-{root.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             os.rename(root, stale)
             shutil.rmtree(stale, ignore_errors=True)
         os.rename(tmp, root)

@@ -1,0 +1,122 @@
+"""Atomic file writes: the one way every file of the product is written (issue 28).
+
+A writer never opens its destination for writing. :func:`write_bytes` /
+:func:`write_text` / :func:`replacing` write a temporary file in the destination's folder
+(named ``<name>.pid<PID>.<random>.tmp`` and locked with ``flock`` while it is written, so
+:func:`clirlib.cache.clean_stale` can tell a live writer from a dead one), flush it,
+``fsync`` it and rename it over the destination: a reader sees the old file or the new one,
+never a cut one. A failed write (a full disk, a read-only folder) removes the temporary
+file, leaves the old file as it was and raises :class:`WriteError`, whose one-line message
+names the file and says "disk full" or the OS's words.
+
+A destination that exists and is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO)
+cannot be replaced by a rename: it is written in place. A symbolic link is followed (its
+target is replaced, the link stays). A new file gets the permissions ``open`` would give it
+(``0o666`` less the umask); a replaced file keeps its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+#: Suffix of every temporary file of this module (``cache.clean_stale`` looks for it).
+TMP_SUFFIX = ".tmp"
+
+
+class WriteError(OSError):
+    """A file could not be written; the old file (if any) is unchanged. One line."""
+
+    def __init__(self, path: str | os.PathLike, cause: OSError):
+        super().__init__(cause.errno, cause.strerror, str(path))
+        self.path = str(path)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {describe(self.cause)}"
+
+
+def describe(e: OSError) -> str:
+    """A short account of an OS error: ``disk full (...)`` for ENOSPC / EDQUOT, else its words."""
+    what = e.strerror or str(e) or type(e).__name__
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"disk full ({what})"
+    return what
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def tmp_prefix(path: Path) -> str:
+    """``<name>.pid<PID>.``: the start of a temporary file's name (the PID says whose it is)."""
+    return f"{path.name}.pid{os.getpid()}."
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8",
+              newline: str | None = None) -> Iterator[IO]:
+    """``with replacing(path) as f: f.write(...)``: ``path`` replaced when the block ends
+    without an error; an error inside the block or while writing leaves the old file."""
+    target = Path(path)
+    if target.is_symlink():
+        target = target.resolve()
+    binary = "b" in mode
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise WriteError(path, e) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):  # a device or a pipe: in place
+        try:
+            with open(target, "wb" if binary else "w", **({} if binary else {"encoding": encoding, "newline": newline})) as f:
+                yield f
+        except OSError as e:
+            raise WriteError(path, e) from None
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=tmp_prefix(target), suffix=TMP_SUFFIX)
+    except OSError as e:
+        raise WriteError(path, e) from None
+    done = False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the file is renamed (clean_stale)
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) if st is not None else _umask_mode())
+        raw = os.fdopen(fd, "wb" if binary else "w", closefd=False,
+                        **({} if binary else {"encoding": encoding, "newline": newline}))
+        with raw:
+            yield raw
+            raw.flush()
+            os.fsync(fd)
+        os.replace(tmp, target)
+        done = True
+    except OSError as e:
+        raise WriteError(path, e) from None
+    finally:
+        os.close(fd)
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Replace ``path`` by ``data`` atomically (see the module docstring)."""
+    with replacing(path, "wb", encoding=None) as f:
+        f.write(data)
+    return Path(path)
+
+
+def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8", newline: str | None = None) -> Path:
+    """Replace ``path`` by ``text`` atomically (see the module docstring)."""
+    with replacing(path, "w", encoding=encoding, newline=newline) as f:
+        f.write(text)
+    return Path(path)
