@@ -162,6 +162,7 @@ def check() -> None:
     _folder(HOME)
     _folder(IR_DATASETS_HOME)
     force()
+    force_since()
     progress_disabled()
     threads()
     system_workers()
