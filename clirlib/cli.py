@@ -418,8 +418,13 @@ def _executor_env(args: argparse.Namespace):
     return stop
 
 
+#: Papermill's and Jupyter's per-run metadata: when and how long each cell ran.
+RUN_METADATA = ("start_time", "end_time", "duration", "execution")
+
+
 def _strip_paths(nb: Path) -> None:
-    """Keep machine-specific absolute paths out of committed notebooks (papermill metadata)."""
+    """Keep machine-specific absolute paths and run times out of committed notebooks
+    (papermill's metadata), so a rerun that gives the same outputs gives the same file."""
     import nbformat
 
     book = nbformat.read(nb, as_version=4)
@@ -427,6 +432,9 @@ def _strip_paths(nb: Path) -> None:
     for key in ("input_path", "output_path"):
         if meta.get(key):
             meta[key] = Path(meta[key]).name
+    for m in [meta, *(c.metadata for c in book.cells), *(c.metadata.get("papermill", {}) for c in book.cells)]:
+        for key in RUN_METADATA:
+            m.pop(key, None)
     nbformat.write(book, nb)
 
 
