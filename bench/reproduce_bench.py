@@ -112,7 +112,7 @@ def markdown(res: dict, report: dict) -> list[str]:
             L.append(f"| other processes' runnable threads, mean at notebook boundaries (0 = idle) | {rp['other_running']:.1f} |")
         if "differ_from_committed" in rp:
             diff = rp["differ_from_committed"]
-            L.append(f"| tables/figures not byte-identical to the committed ones (made on another CPU? README, Timings) | {len(diff)}"
+            L.append(f"| tables/figures not byte-identical to the committed ones (made on another CPU? docs/timings.md) | {len(diff)}"
                      f"{': ' + ', '.join(diff) if diff else ''} |")
     else:
         L.append(f"| `make reproduce` (default profile, empty cache) | {rp['note']} |")

@@ -3,7 +3,7 @@
 - ``AvgPoolEncoder``: v = tanh(mean of the text's own token embeddings) (Section 3.2).
   Padding never enters the mean: texts are passed as ragged ``(ids, offsets)`` and
   pooled with ``nn.EmbeddingBag(mode="mean")``. (The released code averages over the
-  batch's padded length instead; see the README for why clirlib follows the paper.)
+  batch's padded length instead; docs/conventions.md says why clirlib follows the paper.)
 - ``CNNEncoder``: DSSM-CNN (Shen et al. 2014) as set up in Section 5.1: dropout 0.4 on
   the embeddings, word-3-gram convolution with 300 filters, tanh, max pooling over the
   text's own positions, a fully connected layer to 64, tanh. A text shorter than the

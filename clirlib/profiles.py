@@ -108,7 +108,7 @@ training queries per language on ``default`` (never data for the DSSM models alo
 least 1,500 (360 x 4.2) for DSSM-CNN by the table, more if the LSTM needs more. Every
 run's epochs then take about 4.2 times as long (and the collections need about 4 times
 the documents to keep query concepts a minority): the default's training, about 2,200 s of
-run clocks today (README, "Timings") in a ``make reproduce`` already over its 20-minute
+run clocks today (docs/timings.md) in a ``make reproduce`` already over its 20-minute
 budget, would grow about 4-fold, to 2.5 hours or more, and the DSSM models would need at
 least 2 epochs each. So ``default`` keeps 360 / 329 training queries and its Table 3
 verdicts say "not tested"; ``paper`` (15,000 training queries) is where the DSSM models
