@@ -388,7 +388,10 @@ def _strip_paths(nb: Path) -> None:
     for key in ("input_path", "output_path"):
         if meta.get(key):
             meta[key] = Path(meta[key]).name
-    nbformat.write(book, nb)
+    from . import atomic
+
+    text = nbformat.writes(book)
+    atomic.write_text(nb, text if text.endswith("\n") else text + "\n")  # what nbformat.write(book, nb) writes
 
 
 def _generate(args: argparse.Namespace) -> int:
