@@ -430,6 +430,30 @@ def test_environment_is_checked_before_any_work(capsys, no_training, monkeypatch
     assert run_cli(capsys, "train", "--quiet", "--epochs", "1") == (2, [f"python -m clirlib train: error: {line}"])
 
 
+@pytest.mark.parametrize("case", ["nan embeddings", "duplicate id when sampling", "empty KG", "half of one entity"])
+def test_each_class_of_bad_input_is_one_line_from_the_cli(sandbox, capsys, tmp_path, case):
+    """The classes above through ``python -m clirlib train``: exit 2, one line naming the file
+    (or the option), no traceback."""
+    args = ["train", "--data", str(sandbox), "--n-nr", "5", "--quiet", "--epochs", "1"]
+    if case == "nan embeddings":  # was "non-finite loss ... lr=0.01, clip=5.0", no file named
+        (sandbox / "polyglot").mkdir()
+        path = _pickle(sandbox / "polyglot" / "polyglot-fr.pkl", (WORDS, np.full((6, 4), np.nan, np.float32)))
+        line = f"{path}: 24 values are not finite (NaN or inf; first in the vector of word 0, '<UNK>')"
+    elif case == "duplicate id when sampling":  # the first text won
+        q = sandbox / QUERIES_FILE
+        q.write_text(q.read_text() + "q2\tLyon again\tAnother first sentence\n")
+        args += ["--n-queries", "5"]
+        line = f"{q}, line 13: duplicate query id 'q2' (first on line 2)"
+    else:  # an IndexError before
+        kg = _kg_folder(tmp_path / "kg", entities=() if case == "empty KG" else ("E0",),
+                        labels=None if case != "empty KG" else [])
+        args = ["train", "--system", "hike", "--data", str(sandbox), "--n-nr", "5", "--quiet", "--epochs", "1",
+                "--kg", str(kg)] + (["--kg-mode", "half"] if case == "half of one entity" else [])
+        line = (f"{kg / 'entities.tsv'}: no entities (only the header line): a KG needs at least one" if case == "empty KG"
+                else "--kg-mode: half keeps half of the KG's entities, and this KG has 1: it needs at least 2")
+    assert run_cli(capsys, *args) == (2, [f"python -m clirlib train: error: {line}"])
+
+
 def test_bad_environment_from_the_shell_is_one_line(tmp_path):
     p = subprocess.run([sys.executable, "-m", "clirlib", "generate", "--profile", "ci"], capture_output=True, text=True,
                        env={**os.environ, "CLIRLIB_FORCE": "true"}, timeout=300, cwd=tmp_path)
