@@ -132,7 +132,6 @@ def _train_system(args: argparse.Namespace) -> int:
 def _write_out(path: str, result: dict) -> None:
     """``--out``: the result as JSON, atomically (a failed write leaves the old file and is
     one line, ``atomic.WriteError``)."""
-    from . import atomic
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, json.dumps(result, indent=1, sort_keys=True))
@@ -435,7 +434,10 @@ def _strip_paths(nb: Path) -> None:
     for m in [meta, *(c.metadata for c in book.cells), *(c.metadata.get("papermill", {}) for c in book.cells)]:
         for key in RUN_METADATA:
             m.pop(key, None)
-    nbformat.write(book, nb)
+    from . import atomic
+
+    text = nbformat.writes(book)
+    atomic.write_text(nb, text if text.endswith("\n") else text + "\n")  # what nbformat.write(book, nb) writes
 
 
 def _records_pack(args: argparse.Namespace) -> int:

@@ -174,11 +174,17 @@ TIMING_COLUMNS = ("seconds",)
 
 def save_table(df: pd.DataFrame, path, **to_csv: Any) -> None:
     """Write ``df`` as CSV without its wall-clock columns (a rerun gives the same file);
-    atomically (``clirlib.atomic``), so a failed write leaves the old table."""
+    atomically (:func:`write_csv`), so a failed write leaves the old table."""
+    write_csv(df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]), path, **{"index": False, **to_csv})
+
+
+def write_csv(df: pd.DataFrame, path, **to_csv: Any) -> None:
+    """``df.to_csv(path, **to_csv)``, the same bytes, written atomically (``clirlib.atomic``):
+    a failed write (a full disk) leaves the old table, and says so in one line."""
     from . import atomic
 
     with atomic.replacing(path, "w", newline="") as f:  # newline="": as pandas opens a path
-        df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]).to_csv(f, **{"index": False, **to_csv})
+        df.to_csv(f, **to_csv)
 
 
 def wide(df: pd.DataFrame, key: str, order: Iterable[str]) -> pd.DataFrame:

@@ -59,6 +59,7 @@ from typing import Iterable
 
 import numpy as np
 
+from .. import atomic
 from ..determinism import rng
 from ..profiles import SIZES
 from .errors import DataFormatError, DataSkipWarning
@@ -133,26 +134,27 @@ def _clean(s: str) -> str:
 
 
 def write_kg(kg: KnowledgeGraph, folder: str | Path, gold_links: dict[str, list[str]] | None = None) -> Path:
-    """Write ``kg`` (and optional gold links, query id -> entity ids) in the TSV format above."""
+    """Write ``kg`` (and optional gold links, query id -> entity ids) in the TSV format above,
+    each file atomically (``clirlib.atomic``)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "entities.tsv", "w", encoding="utf-8", newline="\n") as f:
+    with atomic.replacing(folder / "entities.tsv", newline="\n") as f:
         f.write("\t".join(ENTITY_HEADER) + "\n")
         for e, t in zip(kg.ids, kg.types):
             f.write(f"{e}\t{_clean(t)}\n")
-    with open(folder / "labels.tsv", "w", encoding="utf-8", newline="\n") as f:
+    with atomic.replacing(folder / "labels.tsv", newline="\n") as f:
         f.write("\t".join(LABEL_HEADER) + "\n")
         for i, e in enumerate(kg.ids):
             for lang in kg.langs:
                 lab, desc = kg.labels[lang][i], kg.descriptions[lang][i]
                 if lab or desc:
                     f.write(f"{e}\t{lang}\t{_clean(lab)}\t{_clean(desc)}\n")
-    with open(folder / "triples.tsv", "w", encoding="utf-8", newline="\n") as f:
+    with atomic.replacing(folder / "triples.tsv", newline="\n") as f:
         f.write("\t".join(TRIPLE_HEADER) + "\n")
         for h, r, t in zip(kg.heads.tolist(), kg.rels.tolist(), kg.tails.tolist()):
             f.write(f"{kg.ids[h]}\t{kg.relations[r]}\t{kg.ids[t]}\n")
     if gold_links is not None:
-        with open(folder / "gold_links.tsv", "w", encoding="utf-8", newline="\n") as f:
+        with atomic.replacing(folder / "gold_links.tsv", newline="\n") as f:
             f.write("\t".join(LINK_HEADER) + "\n")
             for q, ents in gold_links.items():
                 for e in ents:
