@@ -13,7 +13,7 @@ that never falls below L_0 means the encoders have found no pair-specific signal
 the dev metrics say: such a model ranks at chance.
 
 This is how DSSM-CNN and DSSM-LSTM were diagnosed on the ``default`` profile (see
-``clirlib.profiles``, which also gives the cause: too few training queries): their training
+``docs/profiles.md``, which also gives the cause: too few training queries): their training
 loss sat at L_0 (French SOSL: L_0 = 0.0045) for every epoch measured with the paper's
 optimiser, while average pooling falls below it in its first epoch. Passing the floor is necessary,
 not sufficient: with 360 queries and enough steps DSSM-CNN's loss falls to half of it while

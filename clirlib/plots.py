@@ -2,14 +2,17 @@
 
 Plot functions take tidy DataFrames (read back from the CSVs the notebooks write), so
 re-plotting never retrains. :func:`save` writes PNG and PDF with fixed metadata so the
-same data gives the same files.
+same data gives the same files, and refuses a figure with an unlabelled axis
+(:func:`unlabelled`). Runs of several seeds are drawn one line per seed or as a mean with
+a bar over seeds, never joined into one line; a panel of P_mr@1 carries its chance level
+where the table has it (``dev_chance``: P_mr@1 of a random ranking of the dev lists).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import matplotlib
 
@@ -19,6 +22,8 @@ if "ipykernel" not in sys.modules:
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
@@ -27,15 +32,48 @@ from .losses import mse, sosl  # noqa: E402
 from .labels import MR, NR, SR  # noqa: E402
 from .labels import NAMES as LABEL_NAMES  # noqa: E402
 from .metrics import METRIC_NAMES  # noqa: E402
-from .reported import LOSS_NAMES  # noqa: E402
+from .reported import LANGS, LOSS_NAMES  # noqa: E402
 from .similarity import smooth_cosine, smooth_cosine_grad_q  # noqa: E402
 
 CLASS_COLORS = {NR: "tab:blue", SR: "tab:orange", MR: "tab:green"}
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 120, "font.size": 9, "svg.hashsalt": "clirlib"})
 
 
+#: Line styles of seeds 0, 1, 2, ... in per-seed line plots (cycled beyond four seeds).
+SEED_STYLES = ("-", "--", ":", "-.")
+#: The chance level's label: P_mr@1 of a uniformly random ranking of the dev lists.
+CHANCE_LABEL = "chance P_mr@1 (random ranking, dev lists)"
+
+
+def unlabelled(fig: plt.Figure) -> list[str]:
+    """What a reader could not read in ``fig``: one entry per visible panel without an x or
+    a y label (a label on a panel sharing that axis, or the figure's ``supxlabel`` /
+    ``supylabel``, counts) and per colour bar without a label. Hidden panels (a legend's
+    spare slot, a text panel) need none."""
+    sup = {"x": bool(fig.get_supxlabel()), "y": bool(fig.get_supylabel())}
+    out = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.axison or not ax.get_visible():
+            continue
+        name = f"panel {i}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        bar = getattr(ax, "_colorbar", None)
+        if bar is not None:
+            if not (ax.get_ylabel() if bar.orientation == "vertical" else ax.get_xlabel()):
+                out.append(f"colour bar {i}: no label")
+            continue
+        for axis, shared in (("x", ax.get_shared_x_axes()), ("y", ax.get_shared_y_axes())):
+            get = "get_xlabel" if axis == "x" else "get_ylabel"
+            if not sup[axis] and not any(getattr(sib, get)() for sib in shared.get_siblings(ax)):
+                out.append(f"{name}: no {axis} label")
+    return out
+
+
 def save(fig: plt.Figure, name: str, folder: Path) -> list[Path]:
-    """Write ``name.png`` and ``name.pdf`` into ``folder`` deterministically."""
+    """Write ``name.png`` and ``name.pdf`` into ``folder`` deterministically; a figure with an
+    unlabelled axis (:func:`unlabelled`) raises ``ValueError`` naming it and writes nothing."""
+    problems = unlabelled(fig)
+    if problems:
+        raise ValueError(f"figure {name!r}: {'; '.join(problems)}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = [folder / f"{name}.png", folder / f"{name}.pdf"]
@@ -124,41 +162,163 @@ def figure3(scores: pd.DataFrame, thresholds=(0.2, 0.7)) -> plt.Figure:
         ax.set_title(LOSS_NAMES[loss])
         ax.set_xlim(-1, 1)
         ax.set_xlabel("relevance score r_eps")
+        ax.set_ylabel("density")
+    for ax in axes.ravel()[len(losses):]:
+        ax.set_axis_off()
     axes.ravel()[0].legend()
     return fig
 
 
-def training_curves(hist: pd.DataFrame, hue: str, metric: str = "dev_NDCG@5", labels: dict | None = None) -> plt.Figure:
-    """Training loss and a dev metric per epoch, one line per value of ``hue``."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3), constrained_layout=True)
-    for key, g in hist.groupby(hue, sort=False):
-        lab = (labels or {}).get(key, key)
-        axes[0].plot(g["epoch"], g["train_loss"], marker=".", label=lab)
-        axes[1].plot(g["epoch"], g[metric], marker=".", label=lab)
-    axes[0].set_ylabel("training loss")
+def _need(df: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: the table has no column {', '.join(map(repr, missing))}")
+
+
+def _seed_style(seeds: Iterable) -> dict:
+    return {s: SEED_STYLES[i % len(SEED_STYLES)] for i, s in enumerate(sorted(set(seeds)))}
+
+
+def training_curves(hist: pd.DataFrame, hue: str, metric: str = "dev_NDCG@5", labels: dict | None = None,
+                    title: str = "") -> plt.Figure:
+    """Training loss and a dev metric per epoch, one line per run: colour = value of ``hue``,
+    line style = seed, so the seeds' runs are never joined into one line. Tidy input:
+    ``experiments.history_frame(records, by=[hue, "seed"])``; a table without ``seed``
+    raises."""
+    _need(hist, [hue, "seed", "epoch", "train_loss", metric], "training_curves")
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.2), constrained_layout=True)
+    keys = list(dict.fromkeys(hist[hue]))
+    colors = {k: f"C{i % 10}" for i, k in enumerate(keys)}
+    styles = _seed_style(hist["seed"])
+    for (key, seed), g in hist.groupby([hue, "seed"], sort=False):
+        g = g.sort_values("epoch")
+        for ax, col in zip(axes, ("train_loss", metric)):
+            ax.plot(g["epoch"], g[col], marker=".", ms=3, lw=1, color=colors[key], ls=styles[seed])
+    axes[0].set_ylabel("training loss (log scale)")
     axes[0].set_yscale("log")
     axes[1].set_ylabel(metric.replace("dev_", "dev "))
     for ax in axes:
         ax.set_xlabel("epoch")
-    axes[1].legend(fontsize=7)
+    handles = ([Line2D([], [], color=colors[k], label=(labels or {}).get(k, k)) for k in keys]
+               + [Line2D([], [], color="black", ls=styles[s], label=f"seed {s}") for s in styles])
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7)
+    fig.suptitle(f"{title + ': ' if title else ''}one line per run ({len(styles)} seeds; early stopping ends "
+                 "each at its own epoch)", fontsize=9)
+    return fig
+
+
+# Tables 2 and 3 beside the paper ----------------------------------------------------------
+
+def versus_paper(runs: pd.DataFrame, paper: pd.DataFrame, key: str, names: Mapping[str, str] | None = None,
+                 metrics: Iterable[str] = METRIC_NAMES, chance: str | None = "dev_chance",
+                 title: str = "") -> plt.Figure:
+    """Ours beside the paper per language and metric (Tables 2 and 3): one panel per metric,
+    the languages along x, per value of ``key`` (a loss, an encoder) a bar of ours (mean over
+    seeds, whisker +- one sample standard deviation over seeds) with the paper's value as a
+    black diamond on it; on P_mr@1 our chance level per language (column ``chance``, mean
+    over runs) as a dashed segment. Tidy input: ``runs``, one row per run (lang, ``key``,
+    seed, the metrics); ``paper``, ``reported.table2(wide=False)`` or ``table3(wide=False)``
+    (lang, ``key``, metric, value)."""
+    metrics = list(metrics)
+    _need(runs, ["lang", key, "seed", *metrics, *([chance] if chance else [])], "versus_paper")
+    _need(paper, ["lang", key, "metric", "value"], "versus_paper (the paper's table)")
+    langs = [l for l in LANGS if l in set(runs["lang"])] + [l for l in dict.fromkeys(runs["lang"]) if l not in LANGS]
+    keys = [k for k in (names or {}) if k in set(runs[key])] + [k for k in dict.fromkeys(runs[key])
+                                                                if k not in (names or {})]
+    g = runs.groupby(["lang", key])
+    mean, sd, n_seeds = g[metrics].mean(), g[metrics].std(ddof=1), g["seed"].nunique()
+    ref = paper.set_index(["lang", key, "metric"])["value"]
+    ncol = 4
+    nrow = int(np.ceil((len(metrics) + 1) / ncol))  # one slot more: the legend's
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 2.7 * nrow), constrained_layout=True, squeeze=False)
+    width = 0.8 / max(len(keys), 1)
+    for ax, m in zip(axes.ravel(), metrics):
+        for j, k in enumerate(keys):
+            x = np.arange(len(langs)) + (j - (len(keys) - 1) / 2) * width
+            idx = pd.MultiIndex.from_product([langs, [k]])
+            ax.bar(x, mean[m].reindex(idx), width, yerr=sd[m].reindex(idx), capsize=2, color=f"C{j % 10}",
+                   error_kw={"lw": 0.8})
+            ax.scatter(x, [ref.get((lang, k, m), np.nan) for lang in langs], marker="D", s=14, color="black",
+                       zorder=3)
+        if chance and m == "P_mr@1":
+            level = g[chance].mean().groupby(level="lang").mean()
+            for i, lang in enumerate(langs):
+                ax.hlines(level.get(lang, np.nan), i - 0.45, i + 0.45, color="black", lw=0.9, ls="--", zorder=4)
+        ax.set_xticks(range(len(langs)), langs)
+        ax.set_title(m, fontsize=9)
+        ax.set_xlabel("language")
+        ax.set_ylabel(f"test {m}")
+        ax.set_ylim(bottom=0)
+    for ax in axes.ravel()[len(metrics):]:
+        ax.set_axis_off()
+    handles = [Patch(color=f"C{j % 10}", label=(names or {}).get(k, k)) for j, k in enumerate(keys)]
+    handles.append(Line2D([], [], color="black", marker="D", ms=4, ls="none", label="the paper"))
+    if chance and "P_mr@1" in metrics:
+        handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
+    seeds = sorted(set(n_seeds))
+    axes.ravel()[-1].legend(handles=handles, loc="center", fontsize=8,
+                            title=f"bars: ours, mean ± 1 sd over {'/'.join(map(str, seeds))} seeds", title_fontsize=8)
+    fig.suptitle(f"{title + ': ' if title else ''}ours (bars) against the paper (diamonds)", fontsize=10)
     return fig
 
 
 # Figures 4 and 5 ------------------------------------------------------------------------
 
-def metric_curves(df: pd.DataFrame, x: str, xlabel: str, metrics: Iterable[str] = METRIC_NAMES,
-                  reference: float | None = None) -> plt.Figure:
-    """The seven metrics against ``x`` (Figures 4 and 5), one small panel each."""
+def _seed_note(counts: pd.Series, xlabel: str) -> str:
+    """'3 seeds per point' or '3 seeds at x = 20, 100; 1 seed at x = 30, ...' (no bar)."""
+    groups = {n: [x for x, k in counts.items() if k == n] for n in sorted(set(counts), reverse=True)}
+    if len(groups) == 1:
+        n = next(iter(groups))
+        return f"{n} seed{'s' if n > 1 else ''} per point" + ("" if n > 1 else " (no error bars)")
+    return "; ".join(f"{n} seed{'s' if n > 1 else ''} at {xlabel} = {', '.join(f'{x:g}' for x in xs)}"
+                     + ("" if n > 1 else " (no bar)") for n, xs in groups.items())
+
+
+def metric_curves(runs: pd.DataFrame, x: str, xlabel: str, metrics: Iterable[str] = METRIC_NAMES,
+                  reference: float | None = None, chance: str | None = "dev_chance", title: str = "") -> plt.Figure:
+    """The metrics against ``x`` (Figures 4 and 5), one panel each: every run as a faint dot,
+    the mean over seeds as the line, and +- one sample standard deviation over seeds as a
+    bar where a point has two or more seeds (the seeds per point are printed above the
+    panels); a dotted line at the mean of ``x = reference``; on P_mr@1 the chance level
+    (column ``chance``, mean per ``x``) dashed. Tidy input: one row per run with ``x``,
+    ``seed`` and the metrics."""
     metrics = list(metrics)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(2.1 * len(metrics), 2.4), constrained_layout=True)
-    for ax, m in zip(np.atleast_1d(axes), metrics):
-        ax.plot(df[x], df[m], marker="o", color="tab:red" if m == "P_mr@1" else "tab:blue")
-        if reference is not None:
-            base = df.loc[df[x] == reference, m]
-            if len(base):
-                ax.axhline(float(base.iloc[0]), color="grey", lw=0.8, ls=":")
-        ax.set_title(m)
+    _need(runs, [x, "seed", *metrics, *([chance] if chance else [])], "metric_curves")
+    g = runs.groupby(x)
+    mean, sd, n = g[metrics].mean(), g[metrics].std(ddof=1), g["seed"].nunique()  # rows: x ascending
+    bars = n >= 2
+    ncol = 4
+    nrow = int(np.ceil((len(metrics) + 1) / ncol))  # one slot more: the legend's
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.9 * ncol, 2.5 * nrow), constrained_layout=True, squeeze=False)
+    for ax, m in zip(axes.ravel(), metrics):
+        color = "tab:red" if m == "P_mr@1" else "tab:blue"
+        if (n > 1).any():
+            ax.scatter(runs[x], runs[m], s=9, color=color, alpha=0.35, linewidths=0)
+        ax.plot(mean.index, mean[m], marker="o", ms=4, color=color)
+        if bars.any():
+            ax.errorbar(mean.index[bars], mean.loc[bars, m], yerr=sd.loc[bars, m], fmt="none", ecolor=color, capsize=3)
+        if reference is not None and reference in mean.index:
+            ax.axhline(float(mean.loc[reference, m]), color="grey", lw=0.8, ls=":")
+        if chance and m == "P_mr@1":
+            ax.plot(mean.index, g[chance].mean(), color="black", lw=0.9, ls="--")
+        ax.set_title(m, fontsize=9)
         ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"test {m}")
+    for ax in axes.ravel()[len(metrics):]:
+        ax.set_axis_off()
+    if (n > 1).any():
+        handles = [Line2D([], [], color="tab:blue", marker="o", ms=4, label="mean over seeds"),
+                   Line2D([], [], color="tab:blue", marker="|", ms=8, ls="none", label="± 1 sd over seeds"),
+                   Line2D([], [], color="tab:blue", marker="o", ms=3, alpha=0.35, ls="none", label="one run (seed)")]
+    else:
+        seeds = ", ".join(map(str, sorted(set(runs["seed"]))))
+        handles = [Line2D([], [], color="tab:blue", marker="o", ms=4, label=f"one run per point (seed {seeds})")]
+    if reference is not None:
+        handles.append(Line2D([], [], color="grey", lw=0.8, ls=":", label=f"value at {xlabel} = {reference:g}"))
+    if chance and "P_mr@1" in metrics:
+        handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
+    axes.ravel()[-1].legend(handles=handles, loc="center", fontsize=7)
+    fig.suptitle(f"{title + ': ' if title else ''}{_seed_note(n, xlabel)}", fontsize=9)
     return fig
 
 
@@ -182,6 +342,7 @@ def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Fig
         gap = float(g["gap"].iloc[0])
         ax.axhline(gap, color="tab:red", ls="--", lw=1, label=f"gap to paper ({gap:+.3f})")
         ax.set_xticks(x, g["cause"], rotation=20)
+        ax.set_xlabel("cause (its variant against the baseline)")
         ax.set_title(f"{LOSS_NAMES.get(loss, loss)}: baseline {float(g['baseline'].iloc[0]):.3f}", fontsize=9)
         ax.legend(fontsize=7, loc="upper right")
     np.atleast_1d(axes)[0].set_ylabel(f"{metric}: variant - baseline (95 % CI)")
@@ -205,6 +366,7 @@ def lemma2_gradient_bound(trace: pd.DataFrame, search: pd.DataFrame) -> plt.Figu
     axes[1].loglog(pos["eps"], pos["largest"], marker="o", label="largest found")
     axes[1].loglog(pos["eps"], pos["bound_2_over_eps"], ls="--", label="bound 2/eps")
     axes[1].set_xlabel("eps")
+    axes[1].set_ylabel("largest ||grad_q r_eps|| found")
     axes[1].legend()
     return fig
 
@@ -223,6 +385,7 @@ def lemma2_constants(table: pd.DataFrame) -> plt.Figure:
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("largest observed / bound (red: above the bound)")
+    ax.set_ylabel("checked constant")
     return fig
 
 
@@ -302,6 +465,8 @@ def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
         ax.set_xlim(-0.5, len(metrics) - 0.5)
         ax.set_ylim(len(index) - 0.5, -0.5)
         ax.set_title(f"{table}: effect A - B (o holds, x does not hold)", fontsize=9)
+        ax.set_xlabel("metric")
+        ax.set_ylabel("comparison (A vs B)")
         fig.colorbar(im, ax=ax, shrink=0.8, label="A - B")
     return fig
 
@@ -339,12 +504,21 @@ def stability_traces(trace: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable[str]) -> plt.Figure:
+def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable[str],
+                  chance: Mapping[str, float] | None = None, absent: Mapping[str, str] | None = None,
+                  title: str = "") -> plt.Figure:
     """Notebook 13: one panel per metric, bars per language and system (mean over test
-    queries of seed-averaged values) with 95 % bootstrap intervals. Tidy input:
-    ``families.summary`` (columns label, lang, metric, mean, ci_low, ci_high)."""
+    queries of seed-averaged values) with 95 % bootstrap intervals. A bar of exactly 0 is
+    marked "0" in its colour, so a system at zero is seen, not lost; a system of ``order``
+    the table lacks is named above the panels (with its reason from ``absent``); on P_mr@1
+    the chance level per language (``chance``: lang -> P_mr@1 of a random ranking) is a
+    dashed segment. Tidy input: ``families.summary`` (columns label, lang, metric, mean,
+    ci_low, ci_high)."""
+    _need(summary, ["label", "lang", "metric", "mean", "ci_low", "ci_high"], "families_bars")
     metrics = [m for m in metrics if m in set(summary["metric"])]
+    order = list(order)
     labels = [l for l in order if l in set(summary["label"])]
+    missing = [l for l in order if l not in labels]
     langs = list(dict.fromkeys(summary["lang"]))
     ncol = min(4, max(1, len(metrics)))
     nrow = int(np.ceil(len(metrics) / ncol))
@@ -356,28 +530,61 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
             t = s[s["label"] == label].set_index("lang").reindex(langs)
             x = np.arange(len(langs)) + (j - (len(labels) - 1) / 2) * width
             err = np.vstack([t["mean"] - t["ci_low"], t["ci_high"] - t["mean"]]).clip(min=0)
-            ax.bar(x, t["mean"], width, yerr=err, capsize=2, label=label)
+            ax.bar(x, t["mean"], width, yerr=err, capsize=2, color=f"C{order.index(label) % 10}", error_kw={"lw": 0.8})
+            for xi, v in zip(x, t["mean"]):
+                if v == 0:
+                    ax.annotate("0", (xi, 0), xytext=(0, 1), textcoords="offset points", ha="center", va="bottom",
+                                fontsize=6, fontweight="bold", color=f"C{order.index(label) % 10}")
+        if chance and m == "P_mr@1":
+            for i, lang in enumerate(langs):
+                ax.hlines(chance.get(lang, np.nan), i - 0.45, i + 0.45, color="black", lw=0.9, ls="--", zorder=4)
         ax.set_xticks(range(len(langs)), langs)
         ax.set_title(m, fontsize=9)
+        ax.set_xlabel("language")
+        ax.set_ylabel(f"test {m}")
         ax.set_ylim(bottom=0)
     for ax in axes.ravel()[len(metrics):]:
         ax.set_axis_off()
-    axes.ravel()[0].legend(fontsize=7)
+    handles = [Patch(color=f"C{order.index(l) % 10}", label=l) for l in labels]
+    if chance and "P_mr@1" in metrics:
+        handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
+    spare = axes.ravel()[len(metrics):]
+    where = (spare[-1].legend, {"loc": "center"}) if len(spare) else (fig.legend, {"loc": "outside right upper"})
+    where[0](handles=handles, fontsize=7, title="mean over test queries,\n95 % bootstrap interval", title_fontsize=7,
+             **where[1])
+    head = [title] if title else []
+    head += [f"not shown: {l}" + (f" ({(absent or {})[l]})" if l in (absent or {}) else " (no values in this table)")
+             for l in missing]
+    if head:
+        fig.suptitle("\n".join(head), fontsize=9)
     return fig
 
 
-def mdl_sweep_heatmap(sweep: pd.DataFrame, metric: str) -> plt.Figure:
-    """Notebook 13: MDL's m x C sweep (the MDL paper's Figure 5) as a heat map of ``metric``.
-    Tidy input: one row per run with columns m, n_topics and ``metric``."""
+def mdl_sweep_heatmap(sweep: pd.DataFrame, metric: str, top: float, top_label: str) -> plt.Figure:
+    """Notebook 13: MDL's m x C sweep (the MDL paper's Figure 5) as a heat map of ``metric``
+    on a fixed colour range from 0 to ``top`` (a stated reference, e.g. SOSL's value on the
+    same language), printed in the title: the colours then show how far each setting gets
+    towards the reference, not differences of a few thousandths stretched over the whole
+    scale. Each cell prints its value. Tidy input: one row per run with columns lang, seed,
+    m, n_topics and ``metric``."""
+    _need(sweep, ["lang", "seed", "m", "n_topics", metric], "mdl_sweep_heatmap")
+    if not np.isfinite(top) or top <= 0:
+        raise ValueError(f"mdl_sweep_heatmap: the colour range's top must be a positive number, got {top!r}")
     grid = sweep.pivot_table(index="n_topics", columns="m", values=metric, aggfunc="mean").sort_index()
-    fig, ax = plt.subplots(figsize=(1.1 * grid.shape[1] + 2.2, 0.7 * grid.shape[0] + 1.6), constrained_layout=True)
-    im = ax.imshow(grid.to_numpy(float), cmap="viridis", aspect="auto")
+    values = grid.to_numpy(float)  # (C values, m values)
+    fig, ax = plt.subplots(figsize=(1.1 * grid.shape[1] + 2.6, 0.7 * grid.shape[0] + 1.9), constrained_layout=True)
+    im = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
     ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns])
     ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index])
     ax.set_xlabel("m (labels per pair)")
     ax.set_ylabel("C (LDA topics)")
-    for (i, j), v in np.ndenumerate(grid.to_numpy(float)):
-        ax.text(j, i, f"{v:.3f}", ha="center", va="center", color="white", fontsize=7)
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, f"{v:.3g}", ha="center", va="center", color="white" if v < 0.6 * top else "black", fontsize=7)
     fig.colorbar(im, ax=ax, label=metric)
-    ax.set_title(f"MDL: {metric} over m and C", fontsize=9)
+    langs = ", ".join(map(str, dict.fromkeys(sweep["lang"])))
+    seeds = ", ".join(map(str, sorted(set(sweep["seed"]))))
+    runs = sweep.groupby(["n_topics", "m"]).size()
+    cells = "one run per cell" if (runs == 1).all() else f"mean of {runs.min()}-{runs.max()} runs per cell"
+    ax.set_title(f"MDL on {langs} (seed {seeds}, {cells}): {metric} over m and C\n"
+                 f"colour range fixed: 0 to {top:.3g} = {top_label}", fontsize=9)
     return fig

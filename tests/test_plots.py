@@ -1,15 +1,17 @@
-"""Figure functions of notebooks 09 and 10 (clirlib.plots): panels, series and markers."""
+"""The figure functions (clirlib.plots): panels, series, markers, and labelled axes on every figure."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from clirlib import findings, plots  # noqa: E402
+from clirlib.metrics import METRIC_NAMES  # noqa: E402
 
 
 @pytest.fixture
@@ -148,26 +150,114 @@ def test_figure3_one_panel_per_loss_three_classes():
         plt.close(fig)
 
 
-def test_training_curves_and_metric_curves():
-    hist = pd.DataFrame({"epoch": [1, 2, 1, 2], "train_loss": [1.0, 0.5, 2.0, 1.0],
-                         "dev_NDCG@5": [0.1, 0.2, 0.3, 0.4], "loss": ["sosl", "sosl", "mse", "mse"]})
-    fig = plots.training_curves(hist, hue="loss", labels={"sosl": "SOSL", "mse": "MSE"})
+def test_training_curves_one_line_per_seed():
+    # two losses x two seeds; seed 1 of SOSL stops one epoch earlier (early stopping)
+    hist = pd.DataFrame({"epoch": [1, 2, 3, 1, 2, 1, 2, 1, 2],
+                         "train_loss": [1.0, 0.5, 0.4, 1.1, 0.6, 2.0, 1.0, 2.1, 1.1],
+                         "dev_NDCG@5": [0.1, 0.2, 0.25, 0.12, 0.22, 0.3, 0.4, 0.31, 0.41],
+                         "loss": ["sosl"] * 5 + ["mse"] * 4, "seed": [0, 0, 0, 1, 1, 0, 0, 1, 1]})
+    fig = plots.training_curves(hist, hue="loss", labels={"sosl": "SOSL", "mse": "MSE"}, title="fr")
     try:
         left, right = fig.axes
-        assert [l.get_label() for l in _lines(left)] == ["SOSL", "MSE"]
+        # four runs, four lines per panel; none of them goes back in epoch (seeds never joined)
+        assert len(left.get_lines()) == 4 and len(right.get_lines()) == 4
+        for ln in left.get_lines() + right.get_lines():
+            assert np.all(np.diff(ln.get_xdata()) > 0)
+        assert list(right.get_lines()[1].get_ydata()) == [0.12, 0.22]  # SOSL, seed 1
+        assert right.get_lines()[0].get_color() == right.get_lines()[1].get_color()  # colour = loss
+        assert right.get_lines()[0].get_linestyle() != right.get_lines()[1].get_linestyle()  # style = seed
+        assert [t.get_text() for t in fig.legends[0].get_texts()] == ["SOSL", "MSE", "seed 0", "seed 1"]
         assert right.get_ylabel() == "dev NDCG@5" and left.get_yscale() == "log"
-        assert list(_lines(right)[1].get_ydata()) == [0.3, 0.4]
+        assert fig.get_suptitle().startswith("fr: one line per run (2 seeds")
     finally:
         plt.close(fig)
-    df = pd.DataFrame({"n_nr": [20, 60, 100], "P_mr@1": [0.5, 0.4, 0.3], "MAP": [0.6, 0.55, 0.5]})
+    with pytest.raises(ValueError, match="no column 'seed'"):
+        plots.training_curves(hist.drop(columns="seed"), hue="loss")
+
+
+def test_metric_curves_mean_and_sd_over_seeds():
+    # x = 20: three seeds 0.4, 0.5, 0.6 (mean 0.5, sample sd 0.1); x = 60: seed 0 only
+    df = pd.DataFrame({"n_nr": [20, 20, 20, 60], "seed": [0, 1, 2, 0], "P_mr@1": [0.4, 0.5, 0.6, 0.3],
+                       "MAP": [0.6, 0.6, 0.6, 0.5], "dev_chance": [0.05, 0.05, 0.05, 0.02]})
     fig = plots.metric_curves(df, "n_nr", "NR documents", metrics=["P_mr@1", "MAP"], reference=20)
     try:
-        assert [ax.get_title() for ax in fig.axes] == ["P_mr@1", "MAP"]
-        p, m = fig.axes
-        assert list(p.get_lines()[0].get_ydata()) == [0.5, 0.4, 0.3]
-        assert p.get_lines()[1].get_ydata()[0] == 0.5  # the reference line at n_nr = 20
+        p, m = fig.axes[:2]
+        assert [ax.get_title() for ax in (p, m)] == ["P_mr@1", "MAP"]
+        assert p.get_ylabel() == "test P_mr@1" and p.get_xlabel() == "NR documents"
+        mean_line = p.get_lines()[0]
+        (ref,) = [ln for ln in p.get_lines() if ln.get_linestyle() == ":"]
+        (chance,) = [ln for ln in p.get_lines() if ln.get_linestyle() == "--"]
+        assert list(mean_line.get_xdata()) == [20, 60] and list(mean_line.get_ydata()) == pytest.approx([0.5, 0.3])
+        assert ref.get_ydata()[0] == pytest.approx(0.5)  # the mean at n_nr = 20
+        assert list(chance.get_ydata()) == pytest.approx([0.05, 0.02])  # dev chance, mean per x
+        # one error bar, at x = 20 only (x = 60 has a single seed): 0.5 +- 0.1
+        (bar,) = [c for c in p.collections if isinstance(c, LineCollection)]
+        assert np.asarray(bar.get_segments()).ravel().tolist() == pytest.approx([20, 0.4, 20, 0.6])
+        assert len(p.collections[0].get_offsets()) == 4  # every run as a dot
+        assert fig.get_suptitle() == "3 seeds at NR documents = 20; 1 seed at NR documents = 60 (no bar)"
+        assert not fig.axes[-1].axison and fig.axes[-1].get_legend() is not None  # the legend's own slot
     finally:
         plt.close(fig)
+    fig = plots.metric_curves(df[df["seed"] == 0], "n_nr", "NR documents", metrics=["MAP"], chance=None)
+    try:
+        assert fig.get_suptitle() == "1 seed per point (no error bars)"
+    finally:
+        plt.close(fig)
+
+
+def test_versus_paper_bars_diamonds_and_chance():
+    runs = pd.DataFrame({"lang": ["fr"] * 4 + ["sw"] * 2, "loss": ["sosl", "sosl", "mse", "mse", "sosl", "mse"],
+                         "seed": [0, 1, 0, 1, 0, 0], "P_mr@1": [0.4, 0.6, 0.1, 0.1, 0.3, 0.2],
+                         "dev_chance": [0.02] * 4 + [0.05] * 2})
+    paper = pd.DataFrame({"lang": ["fr", "fr", "sw", "sw"], "loss": ["sosl", "mse", "sosl", "mse"],
+                          "metric": "P_mr@1", "value": [0.438, 0.253, 0.6, 0.351]})  # Table 2's P_mr@1
+    fig = plots.versus_paper(runs, paper, "loss", {"sosl": "SOSL", "mse": "MSE"}, metrics=["P_mr@1"])
+    try:
+        ax = fig.axes[0]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["fr", "sw"]
+        heights = [b.get_height() for b in ax.patches]  # SOSL fr, sw, then MSE fr, sw
+        assert heights == pytest.approx([0.5, 0.3, 0.1, 0.2])
+        diamonds = [c for c in ax.collections if c.get_offsets().shape[0] == 2 and c.get_sizes().size]
+        assert np.asarray(diamonds[0].get_offsets())[:, 1].tolist() == [0.438, 0.6]  # paper, SOSL
+        assert np.asarray(diamonds[1].get_offsets())[:, 1].tolist() == [0.253, 0.351]  # paper, MSE
+        chance = ax.collections[-2:]  # one dashed segment per language
+        assert [float(np.asarray(c.get_segments())[0, 0, 1]) for c in chance] == [0.02, 0.05]
+        legend = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+        assert legend[:3] == ["SOSL", "MSE", "the paper"]
+        assert fig.axes[-1].get_legend().get_title().get_text() == "bars: ours, mean ± 1 sd over 1/2 seeds"
+    finally:
+        plt.close(fig)
+
+
+def test_families_bars_zero_and_absent_systems():
+    summary = pd.DataFrame({"label": ["BM25", "SOSL"], "lang": "fr", "metric": "P_mr@1", "mean": [0.0, 0.5],
+                            "ci_low": [0.0, 0.45], "ci_high": [0.0, 0.55]})
+    fig = plots.families_bars(summary, ["P_mr@1"], ["BM25", "SOSL", "HIKE"], chance={"fr": 0.019},
+                              absent={"HIKE": "pairs only"})
+    try:
+        ax = fig.axes[0]
+        assert [t.get_text() for t in ax.texts] == ["0"]  # BM25's zero bar is marked
+        assert ax.texts[0].get_color() == "C0"  # BM25's colour (first of the order)
+        assert fig.get_suptitle() == "not shown: HIKE (pairs only)"
+        assert float(np.asarray(ax.collections[-1].get_segments())[0, 0, 1]) == 0.019  # chance segment
+        assert [t.get_text() for t in fig.legends[0].get_texts()][:2] == ["BM25", "SOSL"]
+    finally:
+        plt.close(fig)
+
+
+def test_mdl_sweep_heatmap_fixed_colour_range():
+    sweep = pd.DataFrame({"lang": "fr", "seed": 0, "m": [1, 6, 1, 6], "n_topics": [19, 19, 38, 38],
+                          "MAP@1000": [0.0011, 0.0009, 0.0012, 0.0018]})
+    fig = plots.mdl_sweep_heatmap(sweep, "MAP@1000", top=0.0263, top_label="SOSL on fr")
+    try:
+        ax = fig.axes[0]
+        assert ax.images[0].get_clim() == (0.0, 0.0263)  # fixed, not stretched over 0.0009-0.0018
+        assert "0 to 0.0263 = SOSL on fr" in ax.get_title() and "one run per cell" in ax.get_title()
+        assert [t.get_text() for t in ax.texts] == ["0.0011", "0.0009", "0.0012", "0.0018"]
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        plots.mdl_sweep_heatmap(sweep, "MAP@1000", top=0.0, top_label="x")
 
 
 def test_collapse_lemma2_and_theorem3_figures():
@@ -199,5 +289,104 @@ def test_collapse_lemma2_and_theorem3_figures():
         assert [ax.get_title() for ax in fig.axes] == ["fixed steps", "losses (fixed steps)"]
         assert [l.get_label() for l in _lines(fig.axes[1])] == ["sgd, test", "sgd, train", "adam, test", "adam, train"]
         assert fig.axes[0].get_xscale() == "log"
+    finally:
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------- every figure has labelled axes
+
+def _hist(hue, keys):
+    return pd.DataFrame([{"epoch": e, "train_loss": 1.0 / e, "dev_NDCG@5": 0.1 * e, hue: k, "seed": s}
+                         for k in keys for s in (0, 1) for e in (1, 2)])
+
+
+def _runs(key, keys):
+    return pd.DataFrame([{"lang": lang, key: k, "seed": s, "dev_chance": 0.02,
+                          **{m: 0.1 * (i + 1) + 0.01 * s for i, m in enumerate(METRIC_NAMES)}}
+                         for lang in ("fr", "sw") for k in keys for s in (0, 1)])
+
+
+def _paper(key, keys):
+    return pd.DataFrame([{"lang": lang, key: k, "metric": m, "value": 0.5} for lang in ("fr", "sw") for k in keys
+                         for m in METRIC_NAMES])
+
+
+def _families():
+    return pd.DataFrame([{"label": label, "lang": "fr", "metric": m, "mean": v, "ci_low": v, "ci_high": v}
+                         for label, v in (("BM25", 0.0), ("SOSL", 0.5)) for m in ("P_mr@1", "MAP")])
+
+
+_STAGES = pd.DataFrame({"step": [1, 2], "grad_norm": [1.0, 0.5], "regime": "pretrained", "epsilon": [1.0, 1.0],
+                        "clip": ["none", "none"]})
+
+#: One tiny inline input per figure function of clirlib.plots (a new one must be added here).
+BUILDERS = {
+    "figure1": lambda: plots.figure1({0.5: np.ones((3, 3))}, np.array([-1.0, 0.0, 1.0])),
+    "figure2": lambda: plots.figure2(plots.fig2_curves((0.0, 0.5), n=3)),
+    "figure3": lambda: plots.figure3(pd.DataFrame({"loss": "sosl", "label": [0, 0, 1, 1, 2, 2],
+                                                   "score": [-0.2, -0.1, 0.3, 0.4, 0.8, 0.9]})),
+    "training_curves": lambda: plots.training_curves(_hist("loss", ["sosl", "mse"]), hue="loss"),
+    "versus_paper": lambda: plots.versus_paper(_runs("loss", ["sosl", "mse"]), _paper("loss", ["sosl", "mse"]), "loss"),
+    "metric_curves": lambda: plots.metric_curves(
+        pd.DataFrame({"epsilon": [0.0, 0.0, 1.0], "seed": [0, 1, 0], "dev_chance": 0.02,
+                      **{m: [0.1, 0.2, 0.3] for m in METRIC_NAMES}}), "epsilon", "epsilon", reference=0.0),
+    "collapse_attribution": lambda: plots.collapse_attribution(pd.DataFrame(
+        {"loss": ["mse"], "cause": ["balance"], "effect": [0.1], "ci_lo": [0.05], "ci_hi": [0.15], "p_holm": [0.01],
+         "gap": [0.3], "baseline": [0.05]})),
+    "lemma2_gradient_bound": lambda: plots.lemma2_gradient_bound(
+        pd.DataFrame({"eps": [1.0, 1.0], "q_norm": [0.1, 1.0], "max_grad_norm": [1.0, 0.5]}),
+        pd.DataFrame({"eps": [1.0], "largest": [1.9], "bound_2_over_eps": [2.0]})),
+    "lemma2_constants": lambda: plots.lemma2_constants(pd.DataFrame(
+        {"constant": ["L"], "eps": [1.0], "label": [np.nan], "bound": [2.0], "observed_over_bound": [0.5],
+         "within": [True]})),
+    "theorem3_gap": lambda: plots.theorem3_gap(pd.DataFrame(
+        {"optimizer": "sgd", "design": "fixed steps", "n_train_queries": [10, 40], "gap": [0.2, 0.1],
+         "gap_std": [0.01, 0.01], "train_loss": [0.1, 0.1], "test_loss": [0.3, 0.2]})),
+    "seeds_significance": lambda: plots.seeds_significance(pd.DataFrame(
+        [{"table": "Table 2", "hypothesis": "h", "a": "A", "b": "B", "metric": "MAP", "effect": 0.1,
+          "verdict": "holds"}]).reindex(columns=[*findings.SEEDS_TEST_COLUMNS])),
+    "stability_traces": lambda: plots.stability_traces(_STAGES),
+    "families_bars": lambda: plots.families_bars(_families(), ["P_mr@1", "MAP"], ["BM25", "SOSL", "HIKE"],
+                                                 chance={"fr": 0.02}, absent={"HIKE": "pairs only"}),
+    "mdl_sweep_heatmap": lambda: plots.mdl_sweep_heatmap(
+        pd.DataFrame({"lang": "fr", "seed": 0, "m": [1, 6], "n_topics": [19, 19], "MAP": [0.27, 0.28]}), "MAP",
+        top=0.53, top_label="SOSL"),
+}
+
+
+def test_every_figure_function_has_a_builder():
+    import inspect
+
+    made = {name for name, fn in inspect.getmembers(plots, inspect.isfunction)
+            if fn.__module__ == plots.__name__ and inspect.signature(fn).return_annotation in ("plt.Figure", plt.Figure)}
+    assert made == set(BUILDERS)
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_figure_has_labelled_axes(name, tmp_path):
+    fig = BUILDERS[name]()
+    try:
+        assert plots.unlabelled(fig) == []
+        written = plots.save(fig, name, tmp_path)  # save checks the same and writes PNG and PDF
+        assert all(p.stat().st_size > 0 for p in written)
+    finally:
+        plt.close(fig)
+
+
+def test_save_refuses_an_unlabelled_figure(tmp_path):
+    fig, (a, b) = plt.subplots(1, 2)
+    a.set_xlabel("x")
+    a.set_ylabel("y")
+    b.set_title("right")
+    b.set_xlabel("x")
+    fig.colorbar(b.imshow(np.ones((2, 2))), ax=b)
+    try:
+        assert plots.unlabelled(fig) == ["panel 1 ('right'): no y label", "colour bar 2: no label"]
+        with pytest.raises(ValueError, match="figure 'bad': panel 1 \\('right'\\): no y label; colour bar 2"):
+            plots.save(fig, "bad", tmp_path)
+        assert list(tmp_path.iterdir()) == []  # nothing written
+        fig.supylabel("shared y")
+        fig.axes[2].set_ylabel("value")
+        assert plots.unlabelled(fig) == []  # the figure's y label counts for every panel
     finally:
         plt.close(fig)
