@@ -56,6 +56,14 @@ the effect's interval divided by the gap (the paper's number is a constant). A c
 the share's interval is at least :data:`MOST` (it closes at least half of the gap with
 95 % confidence); :func:`sentences` states the outcome, including "none of the three
 accounts for it". Where MSE's and PO's thresholds come from: :func:`thresholds_sentence`.
+
+The study's finding is also a stated hypothesis decided by the procedure of every claim
+(``clirlib.verdicts``, learning gate included): :data:`GAP_HYPOTHESIS`, "class-balanced
+weighting closes most of the gap from MSE and PO to SOSL", i.e. the share
+(balanced - baseline) / (SOSL - baseline) of test P_mr@1 exceeds :data:`MOST` with 95 %
+confidence (Holm over MSE and PO). The gap here is the one within the benchmark (SOSL's
+baseline on the same test queries), not the gap to the paper's number, which comes from
+other data (:func:`decide_gap`).
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import losses, reported, stats
+from . import losses, reported, stats, verdicts
 from .experiments import run, run_many
 from .reproduction import base, languages
 
@@ -91,6 +99,18 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "epochs30": ("H3, too little training", f"all {LONG_EPOCHS} epochs (no early stopping)"),
 }
 CAUSES = tuple(v for v in VARIANTS if v != "baseline")
+
+
+#: The display name of each (loss, variant) run in the stated hypothesis (its ``system`` field).
+GAP_LABELS = {("mse", "baseline"): "MSE", ("po", "baseline"): "PO", ("sosl", "baseline"): "SOSL",
+              ("mse", "balanced"): "MSE, class-balanced", ("po", "balanced"): "PO, class-balanced"}
+#: Notebook 14's finding, stated before it is decided (margin: "most" = more than MOST of the gap).
+GAP_HYPOTHESIS = verdicts.Hypothesis(
+    "balanced_closes_gap", "class-balanced weighting closes most of the gap from MSE and PO to SOSL",
+    "notebook 14 (issue 26)", "ablations", {"system": ["MSE, class-balanced", "PO, class-balanced"]},
+    {"system": ["MSE", "PO"]}, (METRIC,), kind="closes_gap", margin=MOST, ref={"system": "SOSL"}, zipped=True,
+    why_margin=f"'most': more than {MOST:.0%} of the gap, the bar of the attribution table; P_mr@1, the study's "
+               "metric; the gap is SOSL's baseline minus the loss's baseline on the same test queries")
 
 
 def overrides(variant: str) -> dict[str, Any]:
@@ -148,6 +168,18 @@ def per_query(profile: str, dataset: str | None = None, seeds: Iterable[int] = S
                                     "lang": x["config"].lang, "query_id": pq["query_id"].astype(str),
                                     metric: pq[metric]}))
     return pd.concat(frames, ignore_index=True)
+
+
+def gap_records(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS) -> list[dict[str, Any]]:
+    """The cached records :data:`GAP_HYPOTHESIS` compares (baselines of MSE, PO and SOSL,
+    class-balanced MSE and PO), each with its ``label`` (:data:`GAP_LABELS`)."""
+    return [{**run(x["config"]), "label": GAP_LABELS[(x["loss"], x["variant"])]}
+            for x in grid(profile, dataset, seeds) if (x["loss"], x["variant"]) in GAP_LABELS]
+
+
+def decide_gap(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS):
+    """(summary, comparisons) of :data:`GAP_HYPOTHESIS` by ``verdicts.evaluate``."""
+    return verdicts.evaluate({"ablations": gap_records(profile, dataset, seeds)}, (GAP_HYPOTHESIS,))
 
 
 def paper_value(lang: str, loss: str, metric: str = METRIC) -> float:

@@ -214,7 +214,8 @@ def summary(runs: pd.DataFrame, pq: pd.DataFrame, metrics: Iterable[str], seed: 
 def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[verdicts.Hypothesis] = HYPOTHESES,
            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, comparisons) of the claims, by ``verdicts.evaluate_hypothesis`` on
-    ``verdicts.run_table``'s frames (each record's label is its ``system``)."""
+    ``verdicts.run_table``'s frames (each record's label is its ``system``): per claim its
+    row and one row per language, as ``verdicts.evaluate``."""
     records = [{**rec, "label": label} for label, rec in labelled]
     grids = {g: verdicts.run_table(records, g) for g in ("candidates", "collection")}
     rows, comps = [], []
@@ -225,7 +226,7 @@ def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[verdicts.Hypot
             rows.append(verdicts.not_tested(h, f"no {h.grid} runs of {' and '.join(sorted(labels))}"))
             continue
         out = verdicts.evaluate_hypothesis(h, runs, pq, seed=seed)
-        rows.append(out.row)
+        rows.extend(out.rows())  # the claim's row, then one per language
         comps.append(out.comparisons)
     comp = pd.concat(comps, ignore_index=True) if comps else pd.DataFrame()
     return (pd.DataFrame(rows, columns=verdicts.SUMMARY_COLUMNS),
@@ -261,6 +262,7 @@ def carry_over(decided: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     protocol: only the direction is comparable, never the level."""
     rep = reported()
     rows = []
+    decided = verdicts.claim_rows(decided)
     for name, (table, a, b) in PAPER_FINDINGS.items():
         r = decided[decided["hypothesis"] == name]
         if r.empty:

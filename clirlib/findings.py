@@ -188,9 +188,11 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
     :func:`seeds_tests`; ``summary``: ``verdicts.evaluate(...)[0]``; ``mean_std``: the tidy
     frames of :func:`mean_std_table`."""
     hyps = [h for h in hypotheses]
+    summary = verdicts.claim_rows(summary)  # the claims' own rows (language rows aside)
     rows = summary.set_index("hypothesis")
     lines = []
-    tested = tests[tests["hypothesis"].isin([h.name for h in hyps])]
+    # comparisons of systems that failed the learning gate are computed but not decided
+    tested = tests[tests["hypothesis"].isin([h.name for h in hyps]) & (tests["verdict"] != "not tested")]
     n_claims = int(summary["hypothesis"].isin([h.name for h in hyps]).sum())
     n_tested = int((summary["hypothesis"].isin([h.name for h in hyps]) & (summary["verdict"] != "not tested")).sum())
     if len(tested):

@@ -112,6 +112,7 @@ def linking_table(runs: pd.DataFrame) -> pd.DataFrame:
 def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     """Plain words on whether knowledge helps, every number read from the verdict tables."""
     lines = []
+    summary = verdicts.claim_rows(summary)  # the claims' own rows (language rows aside)
     row = summary[summary["hypothesis"] == "hike_kg_helps"]
     if len(row):
         r = row.iloc[0]

@@ -317,3 +317,20 @@ def chance_p_mr1(labels: Any, query_ids: Any) -> float:
     n = np.bincount(inverse)  # (Q,) candidates per query
     mr = np.bincount(inverse, weights=(labels == MR).astype(float), minlength=len(n))  # (Q,)
     return float(np.mean(mr / n))
+
+
+def random_ndcg(k: int, labels: Any, query_ids: Any) -> np.ndarray:
+    """Expected NDCG@k of each query under a uniformly random order of its candidates
+    (queries in order of first appearance, as :func:`evaluate_per_query`), exactly: every
+    rank r <= min(k, n) holds each candidate with probability 1 / n, so
+    E[DCG@k] = sum over r <= min(k, n) of (mean label of the n candidates) / log2(r + 1),
+    while IDCG@k does not depend on the order; 0 for a query without a relevant candidate.
+    The bar of the learning gate (``clirlib.gate``)."""
+    labels = _as_numpy(labels)
+    rl = RankedLists.from_scores(np.zeros(len(labels)), labels, query_ids)  # the order does not matter here
+    disc = 1.0 / np.log2(np.arange(2, k + 2))  # (k,) discount of ranks 1..k
+    cum_disc = np.concatenate(([0.0], np.cumsum(disc)))  # cum_disc[m]: sum of the first m
+    gain = rl.label_counts @ np.array([NR, SR, MR], dtype=np.float64)  # (Q,) sum of labels
+    expected = gain / rl.n_docs * cum_disc[np.minimum(rl.n_docs, k)]  # (Q,)
+    idcg = sum(cum_disc[np.minimum(rl.count_at_least(level), k)] for level in (SR, MR))
+    return np.divide(expected, idcg, out=np.zeros_like(expected), where=idcg > 0)

@@ -75,6 +75,23 @@ def bootstrap_paired_ratio(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_0
     return out
 
 
+def bootstrap_gap_share(a: np.ndarray, b: np.ndarray, ref: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+                        chunk: int = 1000) -> np.ndarray:
+    """Bootstrap distribution ``(n_resamples,)`` of the share of the gap from ``b`` to ``ref``
+    that ``a`` closes, (mean(a) - mean(b)) / (mean(ref) - mean(b)), resampling queries
+    (triples) jointly."""
+    a, b, ref = (np.asarray(x, dtype=float) for x in (a, b, ref))
+    g = rng(seed, "bootstrap-gap-share")
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        idx = g.integers(0, len(a), size=(k, len(a)))  # (k, n)
+        ma, mb, mr = a[idx].mean(axis=1), b[idx].mean(axis=1), ref[idx].mean(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[start:start + k] = (ma - mb) / (mr - mb)
+    return out
+
+
 def bootstrap_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
                        chunk: int = 1000) -> np.ndarray:
     """Bootstrap distribution ``(n_resamples,)`` of mean(a) - mean(b) for independent samples."""

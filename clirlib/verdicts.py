@@ -25,15 +25,37 @@ detected with 80 % power (``stats.min_detectable_effect`` at the Bonferroni leve
 family, the worst case of Holm; for superiority the margin is added, for the others it is
 the distance from the margin that the test resolves).
 
+- ``closes_gap`` (A closes more than ``margin`` of the gap from B up to a reference
+  system ``ref``, e.g. class-balanced MSE closes most of the gap from MSE to SOSL): the
+  share (mean A - mean B) / (mean ref - mean B), queries resampled jointly; *holds* when
+  the Holm-adjusted bootstrap p of "share <= margin" is < 0.05 and the interval's lower
+  end is above the margin; *does not hold* when the Holm-adjusted p of "share >= margin"
+  is < 0.05.
+
+Anything else is *inconclusive*, and ``mde`` says which true effect would have been
+detected with 80 % power (``stats.min_detectable_effect`` at the Bonferroni level of the
+family, the worst case of Holm; for superiority the margin is added, for the others it is
+the distance from the margin that the test resolves).
+
+**The learning gate.** A system enters a verdict only if it learned something: on its dev
+candidate lists its dev NDCG@5 (the metric runs are early-stopped on; mean over seeds)
+beats a uniformly random order of the same lists significantly, by a one-sided test at
+``gate.ALPHA`` = 0.01 against the exact random-order distribution of each dev query's
+value, with the selection of the best epoch accounted for (``clirlib.gate``). The claims
+tables carry each system's gate numbers: dev value, random expectation, p. A claim is
+*not tested* when a system of it fails the gate or has fewer than ``MIN_SEEDS`` seeds;
+its comparisons are still computed and printed (effect, interval, p), only not decided.
+
 A claim quantifies over its comparisons ("in all languages and all metrics"), so it
 *holds* when every comparison holds, *does not hold* when any comparison does not hold,
-and is *inconclusive* otherwise. It is *not tested* when a precondition fails: every
-system needs at least ``MIN_SEEDS`` seeds and a dev P_mr@1 (mean over seeds) of at least
-``CONVERGENCE_FACTOR`` times chance (``metrics.chance_p_mr1``), because a model at chance
-says nothing about the claim. The claim row reports the deciding comparison: the weakest
-holding one for *holds*, the strongest contrary one for *does not hold*, the one furthest
-from holding for *inconclusive*; its ``p_holm`` is that of the test that decided (the
-contrary test's for *does not hold*).
+and is *inconclusive* otherwise. Beside the claim's row, the summary has one row per
+language (per pair of languages when a claim compares languages), decided by the same
+rule on that language's comparisons (Holm over the whole claim); the claim row says in how
+many languages the claim holds, and names the strongest comparison (the one whose
+interval lies furthest beyond the margin in the claim's direction) and the deciding one:
+the weakest holding one for *holds*, the strongest contrary one for *does not hold*, the
+one furthest from holding for *inconclusive* and *not tested*; its ``p_holm`` is that of
+the test that decided (the contrary test's for *does not hold*).
 """
 
 from __future__ import annotations
@@ -45,14 +67,16 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import reported, stats
+from . import gate, reported, stats
 from .metrics import METRIC_NAMES
 
 VERDICTS = ("holds", "does not hold", "inconclusive", "not tested")
 ALPHA = 0.05
 POWER = 0.8
 MIN_SEEDS = 3
-CONVERGENCE_FACTOR = 3.0
+KINDS = ("superiority", "equivalence", "at_most", "closes_gap")
+#: The ``language`` of a claim's own row in the summary (its language rows name theirs).
+ALL_LANGUAGES = "all"
 N_RESAMPLES = 10_000
 #: Metrics a hypothesis may name besides the seven of the tables: NDCG@1 / NDCG@10 of
 #: the metric registry and the whole-collection metrics of ``clirlib.retrieval``.
@@ -78,15 +102,19 @@ class Hypothesis:
     a: Mapping[str, Any]
     b: Mapping[str, Any]
     metrics: tuple[str, ...]
-    kind: str = "superiority"  # superiority | equivalence | at_most
+    kind: str = "superiority"  # superiority | equivalence | at_most | closes_gap
     margin: float = 0.01
     match: tuple[str, ...] = ("lang",)
     paired: bool = True
     why_margin: str = ""
+    ref: Mapping[str, Any] | None = None  # closes_gap: the reference system the gap reaches up to
+    zipped: bool = False  # list-valued fields of a and b pair element by element (not every A with every B)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("superiority", "equivalence", "at_most"):
-            raise ValueError(f"unknown hypothesis kind {self.kind!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown hypothesis kind {self.kind!r}; choose one of {', '.join(KINDS)}")
+        if (self.kind == "closes_gap") != (self.ref is not None):
+            raise ValueError(f"{self.name}: a reference system (ref) is given exactly for kind closes_gap")
         unknown = set(self.metrics) - set(METRIC_NAMES) - set(EXTRA_METRICS)
         if unknown:
             raise ValueError(f"unknown metrics {sorted(unknown)}")
@@ -133,7 +161,9 @@ def hypothesis(name: str) -> Hypothesis:
 # --------------------------------------------------------------------------- inputs
 def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, per_query) frames of cached run records: one row per run with its config,
-    dev P_mr@1 and dev chance, and one row per (run, test query) with its metrics:
+    its dev P_mr@1 and chance, its dev value on the gate's metric (``gate.METRIC``), the data
+    fields its dev lists come from (``gate.data_key``) and the epochs its dev value was chosen
+    from (``gate.epochs_chosen_from``), and one row per (run, test query) with its metrics:
     ``where="candidates"`` the candidate lists' (``test_per_query``), ``"collection"`` the
     whole-collection ones (``collection.per_query`` of ``experiments.run_system``; records
     without one are left out)."""
@@ -146,17 +176,22 @@ def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -
         cfg = rec["config"]
         row = {k: _hashable(cfg.get(k)) for k in SYSTEM_FIELDS}
         row["system"] = rec.get("label") or cfg.get("system") or "sosl"
-        row.update(run=i, seed=cfg["seed"], dev_p1=rec["dev"]["P_mr@1"], dev_chance=rec["dev_chance"])
+        row.update(run=i, seed=cfg["seed"], dev_p1=rec["dev"]["P_mr@1"], dev_chance=rec["dev_chance"],
+                   dev_value=rec["dev"].get(gate.METRIC, np.nan), data_key=gate.data_key(cfg),
+                   epochs=gate.epochs_chosen_from(rec))
         runs.append(row)
         f = pd.DataFrame(rec["test_per_query"] if where == "candidates" else rec["collection"]["per_query"])
         f["run"] = i
         frames.append(f)
     if not runs:
-        return (pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed", "dev_p1", "dev_chance"]),
+        return (pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed", *_RUN_COLUMNS]),
                 pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed"]))
     runs_df = pd.DataFrame(runs)
     pq = pd.concat(frames, ignore_index=True).merge(runs_df[["run", *SYSTEM_FIELDS, "seed"]], on="run")
     return runs_df, pq
+
+
+_RUN_COLUMNS = ("dev_p1", "dev_chance", "dev_value", "data_key", "epochs")
 
 
 def _hashable(v: Any) -> Any:
@@ -196,23 +231,48 @@ def _label(flt: Mapping[str, Any]) -> str:
 
 
 def pairs(h: Hypothesis, runs: pd.DataFrame) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The (A filter, B filter) pairs of ``h``: list-valued fields expanded, and with ``match``
-    one pair per value of the matched fields present in the runs."""
+    """The (A filter, B filter) pairs of ``h``: list-valued fields expanded (every A group
+    with every B group, or element by element when ``h.zipped``), and with ``match`` one
+    pair per value of the matched fields present in the runs."""
     out = []
     values = [sorted(runs[m].dropna().unique().tolist()) for m in h.match]
+    ga_all, gb_all = _groups(h.a), _groups(h.b)
+    if h.zipped and len(ga_all) != len(gb_all):
+        raise ValueError(f"{h.name}: zipped sides need as many A groups as B groups, got {len(ga_all)} and {len(gb_all)}")
+    combos = list(zip(ga_all, gb_all)) if h.zipped else list(itertools.product(ga_all, gb_all))
     for combo in itertools.product(*values) if h.match else [()]:
         fixed = dict(zip(h.match, combo))
-        for ga in _groups(h.a):
-            for gb in _groups(h.b):
-                out.append(({**ga, **fixed}, {**gb, **fixed}))
+        for ga, gb in combos:
+            out.append(({**ga, **fixed}, {**gb, **fixed}))
     return out
 
 
+def _ref_filter(h: Hypothesis, fa: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reference system's filter for the pair whose A filter is ``fa``: ``h.ref`` with the
+    matched fields of the pair (those ``ref`` does not fix itself)."""
+    if h.ref is None:
+        return None
+    return {**h.ref, **{m: fa[m] for m in h.match if m in fa and m not in h.ref}}
+
+
+def _pair_language(fa: Mapping[str, Any], fb: Mapping[str, Any], runs: pd.DataFrame) -> str:
+    """The language of a pair: its filters' ``lang``, else the language of the runs they select;
+    "sw vs fr" when the two sides are in different languages."""
+    def lang(flt):
+        if "lang" in flt:
+            return str(flt["lang"])
+        langs = sorted(str(x) for x in _select(runs, flt)["lang"].dropna().unique())
+        return "/".join(langs) if langs else "?"
+
+    la, lb = lang(fa), lang(fb)
+    return la if la == lb else f"{la} vs {lb}"
+
+
 # --------------------------------------------------------------------------- one comparison
-def _compare(h: Hypothesis, a: pd.Series, b: pd.Series, seed: int) -> dict[str, Any]:
+def _compare(h: Hypothesis, a: pd.Series, b: pd.Series, seed: int, ref: pd.Series | None = None) -> dict[str, Any]:
     """Effect, interval, raw p-values and power of one metric's comparison."""
     if h.paired:
-        if set(a.index) != set(b.index):
+        if set(a.index) != set(b.index) or (ref is not None and set(ref.index) != set(a.index)):
             raise ValueError(f"{h.name}: paired sides have different test queries")
         b = b.reindex(a.index)
         d = a.to_numpy(float) - b.to_numpy(float)  # (n,)
@@ -230,7 +290,13 @@ def _compare(h: Hypothesis, a: pd.Series, b: pd.Series, seed: int) -> dict[str, 
         boot = stats.bootstrap_paired_ratio(a.to_numpy(float), b.to_numpy(float), N_RESAMPLES, seed)
         effect = effect / mean_a if mean_a > 0 else float("nan")
         se = float(np.nanstd(boot, ddof=1))
-    lo, hi = np.quantile(boot, [ALPHA / 2, 1 - ALPHA / 2])
+    if h.kind == "closes_gap":  # share of the gap B -> ref that A closes, resampling queries jointly
+        r = ref.reindex(a.index).to_numpy(float)
+        boot = stats.bootstrap_gap_share(a.to_numpy(float), b.to_numpy(float), r, N_RESAMPLES, seed)
+        gap = float(r.mean()) - mean_b
+        effect = effect / gap if gap != 0 else float("nan")
+        se = float(np.nanstd(boot, ddof=1))
+    lo, hi = np.nanquantile(boot, [ALPHA / 2, 1 - ALPHA / 2])
     m = h.margin
     if h.kind == "superiority":
         p = (stats.paired_randomization(a, b, N_RESAMPLES, seed) if h.paired
@@ -239,11 +305,17 @@ def _compare(h: Hypothesis, a: pd.Series, b: pd.Series, seed: int) -> dict[str, 
     elif h.kind == "equivalence":
         p = _boot_p(max((boot <= -m).mean(), (boot >= m).mean()))
         p_against = _boot_p(min((boot <= m).mean(), (boot >= -m).mean()))
-    else:  # at_most
+    elif h.kind == "at_most":
         p = _boot_p((boot >= m).mean())
         p_against = _boot_p((boot <= m).mean())
-    return {"effect": effect, "ci_low": float(lo), "ci_high": float(hi), "p": p, "p_against": p_against,
-            "se": se, "n_queries": n, "mean_a": mean_a, "mean_b": mean_b}
+    else:  # closes_gap
+        p = _boot_p(np.mean(~(boot > m)))  # a resample with no gap (NaN) counts against the claim
+        p_against = _boot_p(np.mean(~(boot < m)))
+    out = {"effect": effect, "ci_low": float(lo), "ci_high": float(hi), "p": p, "p_against": p_against,
+           "se": se, "n_queries": n, "mean_a": mean_a, "mean_b": mean_b}
+    if ref is not None:
+        out["mean_ref"] = float(ref.mean())
+    return out
 
 
 def _boot_p(frac: float) -> float:
@@ -263,12 +335,27 @@ def _comparison_verdict(h: Hypothesis, r: Mapping[str, Any]) -> str:
             return "holds"
         if sig_against:
             return "does not hold"
-    else:  # at_most
+    elif h.kind == "at_most":
         if sig and r["ci_high"] < h.margin:
             return "holds"
         if sig_against:
             return "does not hold"
+    else:  # closes_gap
+        if sig and r["ci_low"] > h.margin:
+            return "holds"
+        if sig_against:
+            return "does not hold"
     return "inconclusive"
+
+
+def _support(h: Hypothesis, comp: pd.DataFrame) -> pd.Series:
+    """How far each comparison's interval lies beyond the margin in the claim's direction
+    (negative: short of it); the strongest comparison has the largest."""
+    if h.kind in ("superiority", "closes_gap"):
+        return comp["ci_low"] - h.margin
+    if h.kind == "equivalence":
+        return h.margin - np.maximum(comp["ci_low"].abs(), comp["ci_high"].abs())
+    return h.margin - comp["ci_high"]  # at_most
 
 
 def _mde(h: Hypothesis, se: float, family: int) -> float:
@@ -280,28 +367,44 @@ def _mde(h: Hypothesis, se: float, family: int) -> float:
 # --------------------------------------------------------------------------- a claim
 @dataclass
 class Outcome:
-    """A claim's verdict row and the table of its comparisons."""
+    """A claim's verdict row, its rows per language and the table of its comparisons."""
 
     row: dict[str, Any]
     comparisons: pd.DataFrame = field(repr=False)
+    languages: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The claim's row, then its language rows: the claim's lines of the summary."""
+        return [self.row, *self.languages]
 
 
-def _preconditions(h: Hypothesis, runs: pd.DataFrame, groups: list[dict[str, Any]]) -> list[str]:
-    problems = []
+def group_gate(sel: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
+    """``gate.test`` of one system's runs (rows of :func:`run_table`'s runs frame)."""
+    lists = [gate.Lists.of(*gate.dev_lists(k), e) for k, e in zip(sel["data_key"], sel["epochs"])]
+    return gate.test(sel["dev_value"], lists, seed)
+
+
+def _check_groups(runs: pd.DataFrame, groups: list[dict[str, Any]], seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Per group label: its seeds, its gate (``gate.test``) and the problems that keep it out
+    of a verdict (no runs, too few seeds, failing the learning gate)."""
+    out = {}
     for flt in groups:
-        sel = _select(runs, flt)
         label = _label(flt)
-        if sel.empty:
-            problems.append(f"no runs for {label}")
+        if label in out:
             continue
-        seeds = sel["seed"].nunique()
+        sel = _select(runs, flt)
+        if sel.empty:
+            out[label] = {"seeds": 0, "gate": None, "problems": [f"no runs for {label}"]}
+            continue
+        seeds = int(sel["seed"].nunique())
+        g = group_gate(sel, seed)
+        problems = []
         if seeds < MIN_SEEDS:
             problems.append(f"{label} has {seeds} seed(s), fewer than {MIN_SEEDS}")
-        dev, chance = float(sel["dev_p1"].mean()), float(sel["dev_chance"].mean())
-        if dev < CONVERGENCE_FACTOR * chance:
-            problems.append(f"{label} did not converge: dev P_mr@1 {dev:.3f} < {CONVERGENCE_FACTOR:g} x chance "
-                            f"{chance:.3f} = {CONVERGENCE_FACTOR * chance:.3f}")
-    return problems
+        if not g["passes"]:
+            problems.append(f"{label} did not pass the learning gate ({gate.words(label, g)})")
+        out[label] = {"seeds": seeds, "gate": g, "problems": problems}
+    return out
 
 
 def _base_row(h: Hypothesis) -> dict[str, Any]:
@@ -309,43 +412,98 @@ def _base_row(h: Hypothesis) -> dict[str, Any]:
             "metrics": ", ".join(h.metrics)}
 
 
-def not_tested(h: Hypothesis, reason: str, n_seeds: int = 0) -> dict[str, Any]:
-    return {**_base_row(h), "verdict": "not tested", "deciding": "", "effect": np.nan, "ci_low": np.nan,
-            "ci_high": np.nan, "p_holm": np.nan, "mde": np.nan, "n_queries": 0, "n_seeds": n_seeds,
-            "n_comparisons": 0, "reason": reason}
+def not_tested(h: Hypothesis, reason: str, n_seeds: int = 0, language: str = ALL_LANGUAGES) -> dict[str, Any]:
+    """A summary row of a claim that could not be compared at all (no runs, no data)."""
+    row = {c: np.nan for c in SUMMARY_COLUMNS}
+    row.update({**_base_row(h), "language": language, "verdict": "not tested", "deciding": "", "strongest": "",
+                "gate_a": "", "gate_b": "", "n_languages": 0, "n_languages_tested": 0, "n_languages_holding": 0,
+                "n_queries": 0,
+                "n_seeds": n_seeds, "n_comparisons": 0, "reason": reason})
+    return row
+
+
+def _gate_side(checks: dict[str, dict[str, Any]], labels: Iterable[str]) -> dict[str, Any]:
+    """The side's system nearest to failing the gate (largest p; first on ties): label and numbers."""
+    best = None
+    for label in dict.fromkeys(labels):
+        g = checks[label]["gate"]
+        if g is not None and (best is None or g["p"] > best[1]["p"]):
+            best = (label, g)
+    if best is None:
+        return {"": "", "_dev": np.nan, "_random": np.nan, "_p": np.nan}
+    return {"": best[0], "_dev": best[1]["dev"], "_random": best[1]["random"], "_p": best[1]["p"]}
+
+
+def _decide_rows(h: Hypothesis, comp: pd.DataFrame, checks: dict[str, dict[str, Any]], language: str,
+                 n_seeds: int) -> dict[str, Any]:
+    """One summary row (the claim's, or one language's) from its comparisons."""
+    labels_a, labels_b = list(comp["a"]), list(comp["b"])
+    problems = [p for lab in dict.fromkeys(labels_a + labels_b) for p in checks[lab]["problems"]]
+    row = {**_base_row(h), "language": language, "n_seeds": n_seeds, "n_comparisons": len(comp), "reason": ""}
+    for side, labels in (("a", labels_a), ("b", labels_b)):
+        row.update({f"gate_{side}{k}": v for k, v in _gate_side(checks, labels).items()})
+    # decided as if every system had passed; "not tested" overrides the word, never the numbers
+    verdict, idx = _aggregate(h, comp.assign(verdict=comp["would_be"]))
+    d = comp.loc[idx]
+    p_decided = d["p_against_holm"] if verdict == "does not hold" else d["p_holm"]
+    strong = comp.loc[_support(h, comp).idxmax()] if _support(h, comp).notna().any() else d
+    row.update({"verdict": "not tested" if problems else verdict, "deciding": f"{d['a']} vs {d['b']}, {d['metric']}",
+                "effect": d["effect"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_holm": p_decided,
+                "mde": d["mde"], "strongest": f"{strong['a']} vs {strong['b']}, {strong['metric']}",
+                "strongest_effect": strong["effect"], "strongest_ci_low": strong["ci_low"],
+                "strongest_ci_high": strong["ci_high"], "strongest_p_holm": strong["p_holm"],
+                "n_queries": int(d["n_queries"]), "reason": "; ".join(problems)})
+    return row
 
 
 def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFrame, seed: int = 0) -> Outcome:
-    """Decide ``h`` from the runs and per-query values of its grid."""
+    """Decide ``h`` from the runs and per-query values of its grid: the claim's row, one row
+    per language and every comparison (computed even for systems that fail the gate)."""
     prs = pairs(h, runs)
-    groups = list({tuple(sorted(g.items())): g for pr in prs for g in pr}.values())
-    base = _base_row(h)
-    problems = _preconditions(h, runs, groups)
-    n_seeds = int(min((_select(runs, g)["seed"].nunique() for g in groups), default=0))
-    if problems:
-        return Outcome(not_tested(h, "; ".join(problems), n_seeds), pd.DataFrame())
+    refs = [_ref_filter(h, fa) for fa, _ in prs]
+    groups = list({tuple(sorted(g.items())): g for pr, r in zip(prs, refs) for g in (*pr, *([r] if r else []))}
+                  .values())
+    checks = _check_groups(runs, groups, seed)
+    n_seeds = int(min((c["seeds"] for c in checks.values()), default=0))
     rows = []
-    for fa, fb in prs:
-        qa = _select(per_query, fa).groupby("query_id")[list(h.metrics)].mean()  # averaged over seeds
-        qb = _select(per_query, fb).groupby("query_id")[list(h.metrics)].mean()
+    for (fa, fb), fr in zip(prs, refs):
+        sides = [fa, fb, *([fr] if fr else [])]
+        if any(checks[_label(f)]["seeds"] == 0 for f in sides):
+            continue  # a side without runs: nothing to compare (the claim is not tested)
+        q = [_select(per_query, f).groupby("query_id")[list(h.metrics)].mean() for f in sides]  # over seeds
+        pair_problems = [p for f in sides for p in checks[_label(f)]["problems"]]
         for metric in h.metrics:
-            r = _compare(h, qa[metric], qb[metric], seed)
-            rows.append({"hypothesis": h.name, "a": _label(fa), "b": _label(fb), "metric": metric, **r,
-                         "n_seeds": int(min(_select(runs, fa)["seed"].nunique(), _select(runs, fb)["seed"].nunique()))})
+            r = _compare(h, q[0][metric], q[1][metric], seed, q[2][metric] if fr else None)
+            ga, gb = checks[_label(fa)]["gate"], checks[_label(fb)]["gate"]
+            rows.append({"hypothesis": h.name, "language": _pair_language(fa, fb, runs), "a": _label(fa),
+                         "b": _label(fb), "ref": _label(fr) if fr else "", "metric": metric, **r,
+                         "n_seeds": int(min(checks[_label(f)]["seeds"] for f in sides)),
+                         "gate_dev_a": ga["dev"], "gate_random_a": ga["random"], "gate_p_a": ga["p"],
+                         "gate_dev_b": gb["dev"], "gate_random_b": gb["random"], "gate_p_b": gb["p"],
+                         "tested": not pair_problems})
+    if not rows:
+        problems = [p for c in checks.values() for p in c["problems"]]
+        return Outcome(not_tested(h, "; ".join(problems) or "no comparisons", n_seeds), pd.DataFrame())
     comp = pd.DataFrame(rows)
     comp["p_holm"] = stats.holm(comp["p"])
     comp["p_against_holm"] = stats.holm(comp["p_against"])
     comp["mde"] = [_mde(h, se, len(comp)) for se in comp["se"]]
-    comp["verdict"] = [_comparison_verdict(h, r) for r in comp.to_dict("records")]
-    verdict, idx = _aggregate(h, comp)
-    d = comp.loc[idx]
-    # the p-value of the test that decided: the contrary test's for "does not hold"
-    p_decided = d["p_against_holm"] if verdict == "does not hold" else d["p_holm"]
-    row = {**base, "verdict": verdict, "deciding": f"{d['a']} vs {d['b']}, {d['metric']}",
-           "effect": d["effect"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_holm": p_decided,
-           "mde": d["mde"], "n_queries": int(d["n_queries"]), "n_seeds": n_seeds, "n_comparisons": len(comp),
-           "reason": ""}
-    return Outcome(row, comp)
+    comp["would_be"] = [_comparison_verdict(h, r) for r in comp.to_dict("records")]
+    comp["verdict"] = comp["would_be"].where(comp["tested"], "not tested")
+    langs = [_decide_rows(h, g, checks, lang, int(g["n_seeds"].min()))
+             for lang, g in comp.groupby("language", sort=False)]
+    row = _decide_rows(h, comp, checks, ALL_LANGUAGES, n_seeds)
+    missing = [p for c in checks.values() if c["seeds"] == 0 for p in c["problems"]]
+    if missing:  # a side without runs: not tested, whatever the other comparisons say
+        row["verdict"] = "not tested"
+        row["reason"] = "; ".join(dict.fromkeys(missing + ([row["reason"]] if row["reason"] else [])))
+    row["n_languages"] = len(langs)
+    row["n_languages_tested"] = sum(r["verdict"] != "not tested" for r in langs)
+    row["n_languages_holding"] = sum(r["verdict"] == "holds" for r in langs)
+    for r in langs:
+        r["n_languages"], r["n_languages_holding"] = 1, int(r["verdict"] == "holds")
+        r["n_languages_tested"] = int(r["verdict"] != "not tested")
+    return Outcome(row, comp.drop(columns=["would_be", "tested"]), langs)
 
 
 def _aggregate(h: Hypothesis, comp: pd.DataFrame) -> tuple[str, int]:
@@ -357,14 +515,15 @@ def _aggregate(h: Hypothesis, comp: pd.DataFrame) -> tuple[str, int]:
         return "holds", int(comp.sort_values("p_holm", ascending=False, kind="stable").index[0])
     # furthest from holding: largest adjusted p, then the effect furthest below the margin
     rest = comp[v != "holds"]
-    gap = rest["effect"] - h.margin if h.kind == "superiority" else -rest["effect"].abs()
+    gap = rest["effect"] - h.margin if h.kind in ("superiority", "closes_gap") else -rest["effect"].abs()
     order = rest.assign(_gap=gap).sort_values(["p_holm", "_gap"], ascending=[False, True], kind="stable")
     return "inconclusive", int(order.index[0])
 
 
 def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
              hypotheses: Iterable[Hypothesis] = HYPOTHESES, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary, comparisons): one verdict row per claim and every comparison behind it.
+    """(summary, comparisons): per claim its verdict row followed by one row per language
+    (``language``; the claim's own row says ``ALL_LANGUAGES``), and every comparison behind it.
 
     ``records_by_grid`` maps a grid name (``table2``, ``table3``, ``figure4``, ``figure5``)
     to the cached run records of that grid (``reproduction.verdict_records``). A claim whose
@@ -377,61 +536,89 @@ def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
             rows.append(not_tested(h, f"no runs of grid {h.grid!r} for these data"))
             continue
         out = evaluate_hypothesis(h, *tables[h.grid], seed=seed)
-        rows.append(out.row)
+        rows.extend(out.rows())
         comps.append(out.comparisons)
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     comparisons = pd.concat(comps, ignore_index=True) if comps else pd.DataFrame()
     return summary, comparisons.reindex(columns=COMPARISON_COLUMNS)  # same columns when nothing was tested
 
 
+def claim_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """The claims' own rows of a summary (``language == ALL_LANGUAGES``), without the language rows."""
+    return summary[summary["language"] == ALL_LANGUAGES].reset_index(drop=True)
+
+
 #: Fixed column orders, so the CSVs are byte-identical however the runs were obtained.
-SUMMARY_COLUMNS = ["claim", "source", "hypothesis", "kind", "metrics", "margin", "verdict", "deciding", "effect",
-                   "ci_low", "ci_high", "p_holm", "mde", "n_queries", "n_seeds", "n_comparisons", "reason"]
-COMPARISON_COLUMNS = ["hypothesis", "a", "b", "metric", "mean_a", "mean_b", "effect", "ci_low", "ci_high", "p",
-                      "p_holm", "p_against", "p_against_holm", "mde", "se", "n_queries", "n_seeds", "verdict"]
+#: gate_a / gate_b: the system of each side nearest to failing the learning gate (largest p)
+#: within the row's scope, with its dev value, random expectation and p (``clirlib.gate``).
+SUMMARY_COLUMNS = ["claim", "source", "hypothesis", "kind", "metrics", "margin", "language", "verdict",
+                   "n_languages", "n_languages_tested", "n_languages_holding", "deciding", "effect", "ci_low", "ci_high", "p_holm", "mde",
+                   "strongest", "strongest_effect", "strongest_ci_low", "strongest_ci_high", "strongest_p_holm",
+                   "n_queries", "n_seeds", "n_comparisons", "gate_a", "gate_a_dev", "gate_a_random", "gate_a_p",
+                   "gate_b", "gate_b_dev", "gate_b_random", "gate_b_p", "reason"]
+COMPARISON_COLUMNS = ["hypothesis", "language", "a", "b", "ref", "metric", "mean_a", "mean_b", "mean_ref", "effect",
+                      "ci_low", "ci_high", "p", "p_holm", "p_against", "p_against_holm", "mde", "se", "n_queries",
+                      "n_seeds", "gate_dev_a", "gate_random_a", "gate_p_a", "gate_dev_b", "gate_random_b",
+                      "gate_p_b", "verdict"]
 
 
 # --------------------------------------------------------------------------- words
-def _effect_words(r: Mapping[str, Any]) -> str:
+def _effect_words(r: Mapping[str, Any], prefix: str = "") -> str:
+    e, lo, hi = r[f"{prefix}effect"], r[f"{prefix}ci_low"], r[f"{prefix}ci_high"]
+    p = r[f"{prefix}p_holm"]
     if r["kind"] == "at_most":
-        return (f"relative drop {r['effect']:+.1%} (95 % CI {r['ci_low']:+.1%} to {r['ci_high']:+.1%}, "
-                f"p_Holm = {r['p_holm']:.3g}; margin {r['margin']:.0%})")
-    return (f"difference {r['effect']:+.3f} (95 % CI {r['ci_low']:+.3f} to {r['ci_high']:+.3f}, "
-            f"p_Holm = {r['p_holm']:.3g}; margin {r['margin']:g})")
+        return (f"relative drop {e:+.1%} (95 % CI {lo:+.1%} to {hi:+.1%}, p_Holm = {p:.3g}; "
+                f"margin {r['margin']:.0%})")
+    if r["kind"] == "closes_gap":
+        return f"closes {e:.0%} of the gap (95 % CI {lo:.0%} to {hi:.0%}, p_Holm = {p:.3g}; margin {r['margin']:.0%})"
+    return f"difference {e:+.3f} (95 % CI {lo:+.3f} to {hi:+.3f}, p_Holm = {p:.3g}; margin {r['margin']:g})"
+
+
+def _holds_in(r: Mapping[str, Any]) -> str:
+    n, untested = int(r["n_languages"]), int(r["n_languages"]) - int(r["n_languages_tested"])
+    return (f"holds in {int(r['n_languages_holding'])} of {n} language{'s' if n != 1 else ''}"
+            + (f" ({untested} not tested)" if untested else ""))
 
 
 def sentence(r: Mapping[str, Any]) -> str:
-    """One Markdown sentence for a row of the summary, every number taken from the row."""
+    """One Markdown sentence for a claim's row of the summary, every number taken from the row."""
     head = f"**{r['claim']}** ({r['source']}): *{r['verdict']}*."
-    if r["verdict"] == "not tested":
-        return f"{head} Not tested because {r['reason']}."
     n = f"{int(r['n_queries'])} test queries, {int(r['n_seeds'])} seeds, {int(r['n_comparisons'])} comparisons"
+    if r["verdict"] == "not tested":
+        if not isinstance(r["deciding"], str) or not r["deciding"] or not np.isfinite(r["effect"]):
+            return f"{head} Not tested because {r['reason']}."
+        return (f"{head} Not tested because {r['reason']}. Its comparisons, undecided: the weakest is "
+                f"{r['deciding']}: {_effect_words(r)} ({n}).")
+    where = f" It {_holds_in(r)}; strongest {r['strongest']}: {_effect_words(r, 'strongest_')}."
     if r["verdict"] == "holds":
-        return f"{head} Every comparison holds; the weakest is {r['deciding']}: {_effect_words(r)} ({n})."
+        return f"{head} Every comparison holds; the weakest is {r['deciding']}: {_effect_words(r)} ({n}).{where}"
     if r["verdict"] == "does not hold":
-        return f"{head} Contradicted by {r['deciding']}: {_effect_words(r)} ({n})."
-    unit = "relative drop" if r["kind"] == "at_most" else "difference"
-    mde = f"{r['mde']:.1%}" if r["kind"] == "at_most" else f"{r['mde']:.3f}"
+        return f"{head} Contradicted by {r['deciding']}: {_effect_words(r)} ({n}).{where}"
+    unit = {"at_most": "relative drop", "closes_gap": "share of the gap"}.get(r["kind"], "difference")
+    mde = f"{r['mde']:.1%}" if r["kind"] in ("at_most", "closes_gap") else f"{r['mde']:.3f}"
     reach = ("a true effect of at least" if r["kind"] == "superiority"
              else "a true distance from the margin of at least")
     return (f"{head} Furthest from holding: {r['deciding']}: {_effect_words(r)}; {reach} {mde} ({unit}) would be "
-            f"detected with {POWER:.0%} power ({n}).")
+            f"detected with {POWER:.0%} power ({n}).{where}")
 
 
 def sentences(summary: pd.DataFrame) -> str:
-    """The summary as a Markdown list, one computed sentence per claim."""
-    return "\n".join(f"- {sentence(r)}" for r in summary.to_dict("records"))
+    """The summary as a Markdown list, one computed sentence per claim (language rows aside)."""
+    return "\n".join(f"- {sentence(r)}" for r in claim_rows(summary).to_dict("records"))
 
 
 def check_consistent(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Claims that hold in one summary and do not hold in the other (profiles must never flip);
-    returns the joined verdicts and raises ``AssertionError`` naming any flip."""
-    j = a[["hypothesis", "verdict"]].merge(b[["hypothesis", "verdict"]], on="hypothesis", suffixes=("_a", "_b"))
+    """Claims (and claims in one language) that hold in one summary and do not hold in the
+    other (profiles must never flip); returns the joined verdicts and raises
+    ``AssertionError`` naming any flip."""
+    j = a[["hypothesis", "language", "verdict"]].merge(b[["hypothesis", "language", "verdict"]],
+                                                       on=["hypothesis", "language"], suffixes=("_a", "_b"))
     flips = j[((j.verdict_a == "holds") & (j.verdict_b == "does not hold"))
               | ((j.verdict_a == "does not hold") & (j.verdict_b == "holds"))]
     if len(flips):
         raise AssertionError("verdicts flip between profiles: " + "; ".join(
-            f"{r.hypothesis}: {r.verdict_a} vs {r.verdict_b}" for r in flips.itertuples()))
+            f"{r.hypothesis}{'' if r.language == ALL_LANGUAGES else f' ({r.language})'}: {r.verdict_a} vs {r.verdict_b}"
+            for r in flips.itertuples()))
     return j
 
 
@@ -442,35 +629,54 @@ def hypothesis_table(hypotheses: Iterable[Hypothesis] = HYPOTHESES) -> pd.DataFr
                           "paired": h.paired, "why this margin": h.why_margin} for h in hypotheses])
 
 
-def convergence(records: Iterable[Mapping[str, Any]], by: Iterable[str] = ("lang", "encoder")) -> pd.DataFrame:
-    """The convergence precondition per system: dev P_mr@1 (mean over seeds), chance, the bar
-    (``CONVERGENCE_FACTOR`` x chance), seeds, and whether the system may enter a verdict."""
+def gate_table(records: Iterable[Mapping[str, Any]], by: Iterable[str] = ("lang", "encoder"),
+               seed: int = 0) -> pd.DataFrame:
+    """The learning gate per system (``by`` groups the runs): dev value on ``gate.METRIC``
+    (mean over seeds), its random expectation, the one-sided p, the epochs the dev value was
+    chosen from, seeds, dev P_mr@1 and its chance level, and whether the system may enter
+    a verdict (passes the gate with at least ``MIN_SEEDS`` seeds)."""
     runs, _ = run_table(list(records))
-    g = runs.groupby(list(by), sort=False)
-    out = pd.DataFrame({"dev_P_mr@1": g["dev_p1"].mean(), "chance": g["dev_chance"].mean(),
-                        "seeds": g["seed"].nunique()})
-    out["bar"] = CONVERGENCE_FACTOR * out["chance"]
-    out["enters_verdicts"] = (out["dev_P_mr@1"] >= out["bar"]) & (out["seeds"] >= MIN_SEEDS)
-    return out.reset_index()
+    rows = []
+    for key, sel in runs.groupby(list(by), sort=False):
+        g = group_gate(sel, seed)
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                     f"dev_{gate.METRIC}": g["dev"], "random": g["random"], "p": g["p"],
+                     "epochs_chosen_from": int(sel["epochs"].max()), "seeds": int(sel["seed"].nunique()),
+                     "dev_P_mr@1": float(sel["dev_p1"].mean()), "chance_P_mr@1": float(sel["dev_chance"].mean()),
+                     "enters_verdicts": bool(g["passes"] and sel["seed"].nunique() >= MIN_SEEDS)})
+    return pd.DataFrame(rows)
 
 
 README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
 
 
+def _cell(r: Mapping[str, Any], prefix: str) -> str:
+    """'A vs B, metric: effect [CI], p' of the deciding (prefix '') or strongest comparison."""
+    e = r[f"{prefix}effect"]
+    if not (isinstance(e, float) and np.isfinite(e)):
+        return ""
+    pct = r["kind"] in ("at_most", "closes_gap")
+    f = (lambda v: f"{v:+.1%}") if pct else (lambda v: f"{v:+.3f}")
+    name = r["deciding"] if prefix == "" else r["strongest"]
+    return (f"{name}: {f(e)} [{f(r[f'{prefix}ci_low'])}, {f(r[f'{prefix}ci_high'])}], "
+            f"p {r[f'{prefix}p_holm']:.3g}")
+
+
 def markdown_table(summary: pd.DataFrame) -> str:
-    """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``)."""
-    lines = ["| claim | source | verdict | deciding comparison | effect [95 % CI] | p (Holm) | MDE | queries x seeds |",
-             "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
-    for r in summary.to_dict("records"):
-        if r["verdict"] == "not tested":
-            lines.append(f"| {r['claim']} | {r['source']} | not tested | {r['reason']} | | | | |")
-            continue
-        pct = r["kind"] == "at_most"
-        f = (lambda v: f"{v:+.1%}") if pct else (lambda v: f"{v:+.3f}")
-        mde = f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}"
-        lines.append(f"| {r['claim']} | {r['source']} | **{r['verdict']}** | {r['deciding']} | "
-                     f"{f(r['effect'])} [{f(r['ci_low'])}, {f(r['ci_high'])}] | {r['p_holm']:.3g} | {mde} | "
-                     f"{int(r['n_queries'])} x {int(r['n_seeds'])} |")
+    """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``):
+    one line per claim with the languages it holds in, its strongest and its weakest
+    (deciding) comparison, effect and interval printed also when it is not tested."""
+    lines = ["| claim | source | verdict | languages | strongest comparison: effect [95 % CI], p (Holm) | "
+             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |",
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |"]
+    for r in claim_rows(summary).to_dict("records"):
+        pct = r["kind"] in ("at_most", "closes_gap")
+        mde = "" if not np.isfinite(r["mde"]) else (f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}")
+        word = r["verdict"] if r["verdict"] == "not tested" else f"**{r['verdict']}**"
+        langs = _holds_in(r) if int(r["n_languages"]) else ""
+        size = f"{int(r['n_queries'])} x {int(r['n_seeds'])}" if int(r["n_queries"]) else ""
+        lines.append(f"| {r['claim']} | {r['source']} | {word} | {langs} | {_cell(r, 'strongest_')} | {_cell(r, '')} | "
+                     f"{mde} | {size} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
     return "\n".join(lines)
 
 

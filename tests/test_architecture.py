@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("training", ("encoders", "fast", "train_config", "train", "convergence", "systems", "retrieval", "entity_linking",
                   "transe")),
     ("experiments", ("experiments", "executors", "raycluster", "shipped", "verify")),
-    ("studies", ("reproduction", "verdicts", "findings", "scores", "stability", "theory", "ablations", "plots",
+    ("studies", ("reproduction", "verdicts", "gate", "findings", "scores", "stability", "theory", "ablations", "plots",
                  "families", "knowledge")),
     ("front", ("cli", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py
 ]

@@ -7,6 +7,8 @@ import pytest
 from clirlib import findings, stability, verdicts
 from clirlib.metrics import METRIC_NAMES
 
+import _gate_lists
+
 N = 40  # test queries per fixture
 LANGS = ("fr", "it", "sw", "tl")
 
@@ -15,7 +17,14 @@ def record(loss, lang, seed, values, encoder="avgpool"):
     per_query = {"query_id": [f"{lang}{i}" for i in range(N)], **{m: list(values) for m in METRIC_NAMES}}
     config = {"lang": lang, "loss": loss, "encoder": encoder, "epsilon": 1.0, "thresholds": [0.2, 0.7],
               "n_nr": 40, "seed": seed}
-    return {"config": config, "dev": {"P_mr@1": 0.5}, "dev_chance": 0.02, "test_per_query": per_query}
+    return {"config": config, "dev": {"P_mr@1": 0.5, "NDCG@5": 0.6}, "dev_chance": 0.02, "test_per_query": per_query}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _dev_lists():
+    with pytest.MonkeyPatch.context() as mp:
+        _gate_lists.use(mp)  # every run's dev lists: 20 queries, random-order NDCG@5 0.336
+        yield
 
 
 def runs_frame(recs):

@@ -7,16 +7,26 @@ import pytest
 from clirlib import verdicts
 from clirlib.metrics import METRIC_NAMES
 
+import _gate_lists
+
 N = 40  # test queries per fixture
 
 
-def record(loss, lang="fr", seed=0, values=None, dev_p1=0.5, chance=0.02, **cfg):
+@pytest.fixture(scope="module", autouse=True)
+def _dev_lists():
+    with pytest.MonkeyPatch.context() as mp:
+        _gate_lists.use(mp)  # every run's dev lists: 20 queries, random-order NDCG@5 0.336
+        yield
+
+
+def record(loss, lang="fr", seed=0, values=None, dev_p1=0.5, chance=0.02, dev_ndcg=0.6, **cfg):
     """A cached-run record with per-query test values ``values`` (same for every metric)."""
     values = np.zeros(N) if values is None else np.asarray(values, dtype=float)
     per_query = {"query_id": [f"q{i}" for i in range(len(values))], **{m: values.tolist() for m in METRIC_NAMES}}
     config = {"lang": lang, "loss": loss, "encoder": "avgpool", "epsilon": 1.0, "thresholds": [0.2, 0.7],
               "n_nr": 40, "seed": seed, **cfg}
-    return {"config": config, "dev": {"P_mr@1": dev_p1}, "dev_chance": chance, "test_per_query": per_query}
+    return {"config": config, "dev": {"P_mr@1": dev_p1, "NDCG@5": dev_ndcg}, "dev_chance": chance,
+            "test_per_query": per_query}
 
 
 def superiority(metrics=("P_mr@1",)):
@@ -116,13 +126,63 @@ def test_unpaired_languages():
 
 def test_preconditions_not_tested():
     base = np.linspace(0, 1, N)
-    at_chance = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base, dev_p1=0.05))
-    # 0.05 < 3 x 0.02 = 0.06
+    # b's dev NDCG@5 0.38 against 0.336 for a random order of the fixture's lists (tests/_gate_lists.py)
+    at_chance = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base, dev_ndcg=0.38))
     assert at_chance.row["verdict"] == "not tested"
-    assert "b fr did not converge: dev P_mr@1 0.050 < 3 x chance 0.020 = 0.060" in at_chance.row["reason"]
+    assert "b fr did not pass the learning gate (b fr: dev NDCG@5 0.380 vs 0.336 for a random order, p = " \
+        in at_chance.row["reason"] and ">= 0.01)" in at_chance.row["reason"]
+    # the comparison is still computed and printed: every per-query difference is 0.2
+    assert at_chance.row["effect"] == pytest.approx(0.2) and at_chance.row["ci_low"] == pytest.approx(0.2)
+    assert at_chance.comparisons["verdict"].tolist() == ["not tested"]
+    assert at_chance.row["gate_b"] == "b fr" and at_chance.row["gate_b_dev"] == pytest.approx(0.38)
+    assert at_chance.row["gate_b_random"] == pytest.approx(_gate_lists.RANDOM_NDCG5, abs=1e-6)
+    assert at_chance.row["gate_b_p"] >= 0.01 and at_chance.row["gate_a_p"] == pytest.approx(1 / 10001)
+    s = verdicts.sentence(at_chance.row)
+    assert "Not tested because" in s and "+0.200" in s
     two_seeds = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)[:2])
     assert two_seeds.row["verdict"] == "not tested" and "b fr has 2 seed(s)" in two_seeds.row["reason"]
     assert "Not tested because" in verdicts.sentence(two_seeds.row)
+
+
+def test_language_rows_and_strongest_comparison():
+    base = np.linspace(0, 0.5, N)
+    noise = np.tile([0.3, -0.3], N // 2)
+    recs = (three_seeds("a", base + 0.2) + three_seeds("b", base)
+            + [record("a", "it", s, base + noise) for s in range(3)] + [record("b", "it", s, base) for s in range(3)])
+    out = decide(superiority(), recs)
+    rows = pd.DataFrame(out.rows())
+    assert rows["language"].tolist() == ["all", "fr", "it"]
+    assert rows["verdict"].tolist() == ["inconclusive", "holds", "inconclusive"]
+    r = out.row
+    assert (r["n_languages"], r["n_languages_tested"], r["n_languages_holding"]) == (2, 2, 1)
+    # strongest: fr, every difference +0.2; weakest (deciding): it, differences +-0.3 around 0
+    assert r["strongest"] == "a fr vs b fr, P_mr@1" and r["strongest_effect"] == pytest.approx(0.2)
+    assert r["deciding"] == "a it vs b it, P_mr@1" and r["effect"] == pytest.approx(0.0)
+    assert "holds in 1 of 2 languages" in verdicts.sentence(r)
+    # a language failing the gate is not tested there, and so is the claim
+    recs[-1] = record("b", "it", 2, base, dev_ndcg=0.2)  # mean over seeds (0.6 + 0.6 + 0.2) / 3 = 0.467
+    recs[-2] = record("b", "it", 1, base, dev_ndcg=0.2)  # (0.6 + 0.2 + 0.2) / 3 = 0.333 < 0.336
+    rows = pd.DataFrame(decide(superiority(), recs).rows())
+    assert rows["verdict"].tolist() == ["not tested", "holds", "not tested"]
+    assert rows["n_languages_tested"].tolist() == [1, 1, 0]
+
+
+def test_closes_gap_with_reference_and_zipped_sides():
+    h = verdicts.Hypothesis("g", "C closes most of the gap", "test", "g", {"loss": ["c1", "c2"]}, {"loss": ["b1", "b2"]},
+                            ("P_mr@1",), kind="closes_gap", margin=0.5, ref={"loss": "r"}, zipped=True)
+    base = np.linspace(0, 0.4, N)
+    recs = (three_seeds("b1", base) + three_seeds("b2", base) + three_seeds("r", base + 0.4)
+            + three_seeds("c1", base + 0.3) + three_seeds("c2", base + 0.1))
+    out = decide(h, recs)
+    comp = out.comparisons.set_index("a")
+    assert list(comp.index) == ["c1 fr", "c2 fr"] and list(comp["b"]) == ["b1 fr", "b2 fr"]  # zipped, not 2 x 2
+    # c1 closes 0.3 of a gap of 0.4 on every query: share 0.75 in every resample; c2 closes 0.25
+    assert comp.loc["c1 fr", "effect"] == pytest.approx(0.75) and comp.loc["c1 fr", "verdict"] == "holds"
+    assert comp.loc["c2 fr", "effect"] == pytest.approx(0.25) and comp.loc["c2 fr", "verdict"] == "does not hold"
+    assert comp.loc["c1 fr", "ref"] == "r fr" and comp.loc["c1 fr", "mean_ref"] == pytest.approx(0.6)
+    assert out.row["verdict"] == "does not hold" and "closes 25% of the gap" in verdicts.sentence(out.row)
+    with pytest.raises(ValueError, match="reference system"):
+        verdicts.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="closes_gap")
 
 
 def test_evaluate_missing_grid_and_fixed_columns():
@@ -140,12 +200,17 @@ def test_sentence_numbers_come_from_the_row():
 
 
 def test_consistency_check_raises_on_flip():
-    a = pd.DataFrame({"hypothesis": ["x", "y"], "verdict": ["holds", "inconclusive"]})
-    ok = pd.DataFrame({"hypothesis": ["x", "y"], "verdict": ["inconclusive", "not tested"]})
+    a = pd.DataFrame({"hypothesis": ["x", "y", "y"], "language": ["all", "all", "fr"],
+                      "verdict": ["holds", "inconclusive", "holds"]})
+    ok = pd.DataFrame({"hypothesis": ["x", "y", "y"], "language": ["all", "all", "fr"],
+                       "verdict": ["inconclusive", "not tested", "inconclusive"]})
     verdicts.check_consistent(a, ok)
-    flip = pd.DataFrame({"hypothesis": ["x", "y"], "verdict": ["does not hold", "inconclusive"]})
+    flip = pd.DataFrame({"hypothesis": ["x", "y"], "language": ["all", "all"], "verdict": ["does not hold", "inconclusive"]})
     with pytest.raises(AssertionError, match="x: holds vs does not hold"):
         verdicts.check_consistent(a, flip)
+    lang_flip = ok.assign(verdict=["holds", "inconclusive", "does not hold"])
+    with pytest.raises(AssertionError, match=r"y \(fr\): holds vs does not hold"):
+        verdicts.check_consistent(a, lang_flip)
 
 
 def test_hypotheses_are_well_formed():
@@ -158,13 +223,15 @@ def test_hypotheses_are_well_formed():
 
 def test_readme_block_regenerated(tmp_path):
     base = np.linspace(0, 1, N)
-    summary = pd.DataFrame([decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).row])
+    summary = pd.DataFrame(decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).rows())
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{verdicts.README_START}\nold\n{verdicts.README_END}\nrest\n")
     assert verdicts.update_readme(readme, summary)
     text = readme.read_text()
-    # effect +0.200 with interval [+0.200, +0.200], 40 queries x 3 seeds (the fixture)
-    assert "| A beats B | test | **holds** | a fr vs b fr, P_mr@1 | +0.200 [+0.200, +0.200] |" in text
+    # effect +0.200 with interval [+0.200, +0.200], 40 queries x 3 seeds (the fixture); one line per claim
+    cell = "a fr vs b fr, P_mr@1: +0.200 [+0.200, +0.200], p 0.0001"
+    assert f"| A beats B | test | **holds** | holds in 1 of 1 language | {cell} | {cell} |" in text
+    assert text.count("| A beats B |") == 1
     assert "| 40 x 3 |" in text and text.startswith("intro\n") and text.endswith("rest\n")
     assert not verdicts.update_readme(readme, summary)  # unchanged the second time
     readme.write_text("no block")
