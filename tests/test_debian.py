@@ -1,0 +1,304 @@
+"""The Debian real-text benchmark builder (clirlib.data.debian) on hand-written index files.
+
+The fixture imitates apt's ``Packages`` / ``Translation-<lang>`` files of one archive area:
+multi-paragraph descriptions with " ." lines and a pre-formatted list, a package without a
+French translation (frob-doc), one English text shared by two packages (gizmo, gizmo-nox),
+two English texts whose French translations have the same tokens (widget, widget-legacy),
+a French translation with no English description (orphan), a byte-order mark and CRLF
+line ends (the French file), a continued field the builder does not keep (Tag).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from clirlib.data.debian import build, stats_table
+from clirlib.data.debian.build import first_sentence, query_text, remove_names
+from clirlib.data.debian.index import description, find_index_files, paragraphs, relation_names
+from clirlib.data.errors import DataFormatError, MissingDataError
+
+M = {k: str(k) * 32 for k in range(1, 10)}  # md5 of description k: "111...1", "222...2", ...
+
+PACKAGES = f"""\
+Package: frobnicate
+Source: frob
+Version: 1.0-1
+Architecture: amd64
+Depends: libfrob2 (>= 2.1), perl:any | perl-base [amd64]
+Recommends: frob-data
+Description: Frobnication tool for text files
+Description-md5: {M[1]}
+Tag: role::program,
+ use::editing
+
+Package: frob-data
+Source: frob (1.0-1)
+Version: 1.0-1
+Description: Data for the frobnication tool
+Description-md5: {M[2]}
+
+Package: frob-doc
+Source: frob
+Description-md5: {M[3]}
+
+Package: libfrob2
+Source: frob
+Description-md5: {M[4]}
+
+Package: perl
+Description-md5: {M[5]}
+
+Package: gizmo
+Description-md5: {M[6]}
+
+Package: gizmo-nox
+Depends: widget
+Description-md5: {M[6]}
+
+Package: widget
+Description-md5: {M[7]}
+
+Package: widget-legacy
+Source: widget
+Description-md5: {M[8]}
+"""
+
+ENGLISH = f"""\
+Package: frobnicate
+Description-md5: {M[1]}
+Description-en: Frobnication tool for text files
+ Frobnicate rewrites text files in place. It keeps a backup.
+ .
+ Use frobnicate for speed:
+   * fast mode
+   * safe mode
+
+Package: frob-data
+Description-md5: {M[2]}
+Description-en: Data for the frobnication tool
+ This package contains the data of frob-data. Nothing else.
+
+Package: frob-doc
+Description-md5: {M[3]}
+Description-en: Documentation for the frobnication tool
+
+Package: libfrob2
+Description-md5: {M[4]}
+Description-en: Frobnication library
+ Shared library of frobnication.
+
+Package: perl
+Description-md5: {M[5]}
+Description-en: Larry Wall's Practical Extraction and Report Language
+ Perl is a highly capable programming language. More text.
+
+Package: gizmo
+Description-md5: {M[6]}
+Description-en: Gizmo viewer
+ Gizmo shows gizmos. The gizmo-nox variant needs no X.
+
+Package: gizmo-nox
+Description-md5: {M[6]}
+Description-en: Gizmo viewer
+ Gizmo shows gizmos. The gizmo-nox variant needs no X.
+
+Package: widget
+Description-md5: {M[7]}
+Description-en: Widget toolkit
+ A toolkit of widgets.
+
+Package: widget-legacy
+Description-md5: {M[8]}
+Description-en: Widget toolkit (legacy version)
+ A toolkit of widgets, old version.
+"""
+
+FRENCH = f"""\
+Package: frobnicate
+Description-md5: {M[1]}
+Description-fr: outil de frobnication pour fichiers text
+ Frobnicate réécrit les fichiers text en place. Il garde une copie.
+ .
+ Utilisez frobnicate pour la vitesse.
+
+Package: frob-data
+Description-md5: {M[2]}
+Description-fr: Données pour l'outil de frobnication
+ Ce paquet contient les data de frob-data.
+
+Package: libfrob2
+Description-md5: {M[4]}
+Description-fr: Bibliothèque de frobnication
+ Bibliothèque partagée de frobnication.
+
+Package: perl
+Description-md5: {M[5]}
+Description-fr: Practical Extraction and Report Language de Larry Wall
+ Perl est un langage de programmation très performant.
+
+Package: gizmo
+Description-md5: {M[6]}
+Description-fr: Visionneuse gizmo
+ Gizmo montre des gizmos.
+
+Package: widget
+Description-md5: {M[7]}
+Description-fr: Boîte à outils de widgets
+ Une boîte à outils de widgets.
+
+Package: widget-legacy
+Description-md5: {M[8]}
+Description-fr: boîte à outils de widgets
+ Une boîte à outils de Widgets !
+
+Package: orphan
+Description-md5: {M[9]}
+Description-fr: Paquet orphelin
+"""
+
+
+def write_index(folder, lz4: bool = False):
+    """The three index files; the French one with a byte-order mark and CRLF line ends."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "Packages").write_bytes(PACKAGES.encode())
+    english = ENGLISH.encode()
+    if lz4:
+        import lz4.frame
+
+        (folder / "Translation-en.lz4").write_bytes(lz4.frame.compress(english))
+    else:
+        (folder / "Translation-en").write_bytes(english)
+    (folder / "Translation-fr").write_bytes(b"\xef\xbb\xbf" + FRENCH.replace("\n", "\r\n").encode())
+    return folder
+
+
+def test_deb822_paragraphs_and_descriptions(tmp_path):
+    write_index(tmp_path)
+    paras = list(paragraphs(tmp_path / "Translation-fr"))
+    assert len(paras) == 8 and paras[0][0] == 1 and paras[1][0] == 8  # CRLF and the BOM change nothing
+    assert paras[0][1]["Package"] == "frobnicate"  # not "\ufeffPackage"
+    d = description(paras[0][1]["Description-fr"])
+    assert d.synopsis == "outil de frobnication pour fichiers text"
+    assert d.paragraphs == ("Frobnicate réécrit les fichiers text en place. Il garde une copie.",
+                            "Utilisez frobnicate pour la vitesse.")
+    en = description(dict(paragraphs(tmp_path / "Translation-en"))[1]["Description-en"])
+    assert en.paragraphs[1] == "Use frobnicate for speed: * fast mode * safe mode"  # pre-formatted lines joined
+    pk = dict(paragraphs(tmp_path / "Packages", frozenset({"Package", "Tag"})))
+    assert pk[1] == {"Package": "frobnicate", "Tag": "role::program,\n use::editing"}
+
+
+def test_relations_sentences_and_names():
+    assert relation_names("libfrob2 (>= 2.1), perl:any | perl-base [amd64], foo <!nocheck>") == \
+        ["libfrob2", "perl", "perl-base", "foo"]
+    assert first_sentence("0 A.D. (pronounced zero) is a game. It is free.") == "0 A.D. (pronounced zero) is a game."
+    assert remove_names("Vim is vim-gtk3's base; see vim.", ["vim"]) == "is vim-gtk3's base; see"
+    d = description("Gizmo viewer\n Gizmo shows gizmos. The gizmo-nox variant needs no X.")
+    assert query_text(d, ["gizmo", "gizmo-nox"]) == "viewer shows gizmos."
+
+
+@pytest.mark.parametrize("lz4", [False, True])
+def test_build_writes_the_wikiclir_layout(tmp_path, lz4):
+    info = build(tmp_path / "out", "fr", write_index(tmp_path / "lists", lz4=lz4), embeddings=False)
+    wc = tmp_path / "out" / "wiki-clir"
+    queries = (wc / "english" / "wiki_en.queries").read_text().splitlines()
+    assert [q.split("\t")[0] for q in queries] == [M[k] for k in range(1, 9)]  # every English text, md5 order
+    assert queries[0] == f"{M[1]}\tfrobnicate\tFrobnication tool for text files rewrites text files in place."
+    assert queries[2] == f"{M[3]}\tfrob-doc\tDocumentation for the frobnication tool"  # synopsis only
+    assert queries[5] == f"{M[6]}\tgizmo,gizmo-nox\tviewer shows gizmos."  # one query for the shared text
+    docs = (wc / "french" / "wiki_fr.documents").read_text().splitlines()
+    # widget-legacy's translation has widget's tokens: one document (id: the smaller md5); orphan has no English
+    assert [d.split("\t")[0] for d in docs] == [M[k] for k in (1, 2, 4, 5, 6, 7)]
+    assert docs[0].split("\t")[2] == ("outil de frobnication pour fichiers text Frobnicate réécrit les fichiers text "
+                                      "en place. Il garde une copie. Utilisez frobnicate pour la vitesse.")
+    assert docs[5].split("\t")[1] == "widget,widget-legacy"
+    rel = (wc / "french" / "en2fr.rel").read_text().splitlines()
+    assert rel == [
+        f"{M[1]} {M[1]} 2", f"{M[1]} {M[2]} 1", f"{M[1]} {M[4]} 1", f"{M[1]} {M[5]} 1",  # source + depends
+        f"{M[2]} {M[2]} 2", f"{M[2]} {M[1]} 1", f"{M[2]} {M[4]} 1",  # same source (frob-doc: no translation)
+        f"{M[4]} {M[4]} 2", f"{M[4]} {M[1]} 1", f"{M[4]} {M[2]} 1",
+        f"{M[5]} {M[5]} 2",
+        f"{M[6]} {M[6]} 2", f"{M[6]} {M[7]} 1",  # gizmo-nox depends on widget
+        f"{M[7]} {M[7]} 2",  # widget-legacy (same source) is this very document: left out
+        f"{M[8]} {M[7]} 2",
+    ]
+    assert info["queries"] == 7 and info["documents"] == 6 and info["translations_merged"] == 1
+    assert info["translations_without_english"] == 1 and info["sr_links_to_mr_left_out"] == 2
+    assert info["sr_per_query"] == pytest.approx(8 / 7)  # SR counts 3, 2, 2, 0, 1, 0, 0 (above)
+    assert info["sr_pairs_by_link"] == {"same source only": 4, "depends/recommends only": 2, "both": 2}
+    # Query tokens found in the MR document, by hand per query (md5 1, 2, 4, 5, 6, 7, 8):
+    # frobnication, text, text, place of 10; data, frobnication, data of 11; frobnication x2 of 6;
+    # larry wall practical extraction and report language x2 of 14 (not s, is, a, ...);
+    # gizmos of 3; widgets of 5 (toolkit a toolkit of widgets); widgets of 10.
+    shares = [4 / 10, 3 / 11, 2 / 6, 8 / 14, 1 / 3, 1 / 5, 1 / 10]
+    assert info["query_tokens_in_mr"] == pytest.approx(np.mean(shares))
+
+
+def test_the_loader_reads_it_and_same_files_give_same_bytes(tmp_path):
+    from clirlib.data import load_dataset
+
+    lists = write_index(tmp_path / "lists")
+    build(tmp_path / "a", "fr", lists, seed=0)
+    build(tmp_path / "b", "fr", lists, seed=0)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert [str(f) for f in files] == ["debian-fr.json", "polyglot/polyglot-en.pkl", "polyglot/polyglot-fr.pkl",
+                                       "wiki-clir/english/wiki_en.queries", "wiki-clir/french/en2fr.rel",
+                                       "wiki-clir/french/wiki_fr.documents"]
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    ds = load_dataset(tmp_path / "a", "fr", n_queries=7, n_nr=2)
+    assert ds.info["n_queries"] == 7 and ds.info["sr_per_query"] == pytest.approx(8 / 7)
+    assert ds.info["n_docs_collection"] == 6
+    assert ds.info["embeddings"]["d"]["source"].endswith("polyglot-fr.pkl")
+    assert ds.d_vectors.shape[1] == 64
+
+
+def test_embeddings_are_monolingual_polyglot_files(tmp_path):
+    from clirlib.data.polyglot import read_polyglot
+
+    info = build(tmp_path / "out", "fr", write_index(tmp_path / "lists"))
+    words, vec = read_polyglot(tmp_path / "out" / "polyglot" / "polyglot-fr.pkl")
+    assert words[:4] == ["<UNK>", "<S>", "</S>", "<PAD>"] and vec.shape == (len(words), 64)
+    # words occurring at least twice in the six French documents, most frequent first; "de" is
+    # in five of them and twice in two (frob-data's and widget's), 7 times in all
+    assert words[4] == "de" and "orphelin" not in words
+    assert "frobnication" not in read_polyglot(tmp_path / "out" / "polyglot" / "polyglot-en.pkl")[0][:4]
+    assert info["embeddings"]["fr"]["texts"] == 6 and info["embeddings"]["en"]["texts"] == 8
+
+
+def test_missing_or_bad_files_say_what_to_do(tmp_path):
+    with pytest.raises(MissingDataError, match="apt-get update -o Acquire::Languages=en,fr,de,it"):
+        find_index_files(tmp_path, "fr")
+    write_index(tmp_path)
+    (tmp_path / "Translation-fr").write_text("Package: x\n continued\n bad\nno colon here\n")
+    with pytest.raises(DataFormatError, match=r"Translation-fr, line 4: expected 'Field: value'"):
+        build(tmp_path / "out", "fr", tmp_path)
+    (tmp_path / "Translation-fr").write_text(" orphan continuation\n")
+    with pytest.raises(DataFormatError, match=r"line 1: continuation line"):
+        build(tmp_path / "out", "fr", tmp_path)
+    (tmp_path / "Translation-fr").write_text(f"Package: x\nDescription-md5: {M[1]}\n")
+    with pytest.raises(DataFormatError, match=r"line 1: paragraph without a Description-fr field"):
+        build(tmp_path / "out", "fr", tmp_path)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "clirlib", "data", "debian", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_builds_and_prints_the_statistics(tmp_path):
+    lists = write_index(tmp_path / "lists")
+    p = _cli("--lang", "fr", "--out", str(tmp_path / "out"), "--from", str(lists), "--no-embeddings")
+    assert p.returncode == 0, p.stderr
+    assert "queries" in p.stdout and "query_tokens_in_mr" in p.stdout
+    table = stats_table(tmp_path / "out", ["fr", "it"])
+    assert list(table["lang"]) == ["fr"] and table["queries"].iloc[0] == 7
+    assert table["candidates_per_query"].iloc[0] == round(1 + 8 / 7 + 40, 1)
+    p = _cli("--lang", "fr", "--out", str(tmp_path / "out"), "--from", str(tmp_path / "empty"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert "apt-get update" in p.stderr
+    assert json.loads((tmp_path / "out" / "debian-fr.json").read_text())["queries"] == 7

