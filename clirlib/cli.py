@@ -41,7 +41,7 @@ SYSTEM_OPTIONS = {
     "sosl": frozenset({"loss", "encoder", "epsilon", "thresholds", "epochs", "batch_size", "lr", "clip",
                        "select_metric", "lstm_readout"}),
     "bm25": frozenset({"no_collection"}),
-    "mdl": frozenset({"m", "n_topics", "labels", "criterion", "epochs", "batch_size", "lr", "no_collection"}),
+    "mdl": frozenset({"m", "n_topics", "labels", "criterion", "space", "epochs", "batch_size", "lr", "no_collection"}),
     "hike": frozenset({"kg", "kg_mode", "bert_path", "epochs", "batch_size", "select_metric"}),
     "e5": frozenset({"e5_path", "no_collection"}),
 }
@@ -83,7 +83,7 @@ def _train_system(args: argparse.Namespace) -> int:
     kw = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
           "n_queries": args.n_queries, "n_nr": args.n_nr}
     if args.system == "mdl":
-        kw.update(m=args.m, n_topics=args.n_topics, labels=args.labels, criterion=args.criterion)
+        kw.update(m=args.m, n_topics=args.n_topics, labels=args.labels, criterion=args.criterion, space=args.space)
     if args.system == "hike":
         kw.update(_hike_fields(args))
     if args.system == "e5":
@@ -520,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--n-topics", type=int, help="mdl: LDA topics C (default: scaled to the training pairs)")
     t.add_argument("--labels", default="lda", choices=["lda", "random", "true"], help="mdl: where labels come from")
     t.add_argument("--criterion", default="en", choices=["en", "doc"], help="mdl: the language LDA runs on")
+    t.add_argument("--space", default="code", choices=["code", "label"],
+                   help="mdl: compare codes z (default) or their label-space part H z (clirlib.systems.mdl)")
     t.add_argument("--no-collection", action="store_true", help="bm25 / mdl / e5: skip whole-collection retrieval")
     t.add_argument("--kg", help="HIKE: a KG folder (TSV format of clirlib.data.kg); default: the benchmark's own, "
                                 "none on real data (the vanilla cross-encoder)")

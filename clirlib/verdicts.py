@@ -611,6 +611,8 @@ def check_consistent(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """Claims (and claims in one language) that hold in one summary and do not hold in the
     other (profiles must never flip); returns the joined verdicts and raises
     ``AssertionError`` naming any flip."""
+    # a summary written before the language rows existed has claim rows only
+    a, b = (x if "language" in x.columns else x.assign(language=ALL_LANGUAGES) for x in (a, b))
     j = a[["hypothesis", "language", "verdict"]].merge(b[["hypothesis", "language", "verdict"]],
                                                        on=["hypothesis", "language"], suffixes=("_a", "_b"))
     flips = j[((j.verdict_a == "holds") & (j.verdict_b == "does not hold"))

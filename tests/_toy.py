@@ -39,3 +39,42 @@ def toy_dataset(seed: int = 0, n_concepts: int = 60, n_meanings: int = 40) -> Ra
         q_vocab=Vocab(list(itos)), d_vocab=Vocab(list(itos)), splits=splits,
         q_vectors=None, d_vectors=None, info={"source": "toy", "candidates_per_query": 12.0},
     )
+
+
+def dictionary_dataset(seed: int = 0, n_topics: int = 10, words_per_topic: int = 10, n_concepts: int = 300,
+                       query_len: int = 8, n_nr: int = 9) -> RankingDataset:
+    """A task a cross-lingual ranker must solve: every document is the word-for-word rendering
+    of its query under a fixed one-to-one dictionary (query word w -> document word 2 +
+    perm[w - 2]), and every query draws its words from one topic's vocabulary (topic i % n_topics,
+    ``words_per_topic`` words each, disjoint). Candidates of query i: its MR document and
+    ``n_nr`` NR documents of queries of *other* topics, so the MR document is the only
+    candidate that shares the query's topic, and a system that learned either the dictionary
+    or the topics ranks it first. Concepts are split 60 / 20 / 20 % at random (train / dev / test)."""
+    rng = np.random.default_rng(seed)
+    n_words = n_topics * words_per_topic
+    perm = rng.permutation(n_words)
+    topic = np.arange(n_concepts) % n_topics
+    queries = [(2 + topic[i] * words_per_topic + rng.integers(0, words_per_topic, query_len)).tolist()
+               for i in range(n_concepts)]
+    docs = [[2 + int(perm[w - 2]) for w in q] for q in queries]
+    rows = []
+    for i in range(n_concepts):
+        rows.append((i, i, 2))
+        others = np.flatnonzero(topic != topic[i])
+        rows += [(i, int(j), 0) for j in rng.choice(others, n_nr, replace=False)]
+    rows = np.array(rows)
+    order = rng.permutation(n_concepts)
+    a, b = int(0.6 * n_concepts), int(0.8 * n_concepts)
+    parts = {"train": order[:a], "dev": order[a:b], "test": order[b:]}
+    splits = {}
+    for name, qs in parts.items():
+        m = np.isin(rows[:, 0], qs)
+        splits[name] = Split(rows[m, 0], rows[m, 1], rows[m, 2])
+    q_itos = ["<PAD>", "<UNK>"] + [f"en{w}" for w in range(n_words)]
+    d_itos = ["<PAD>", "<UNK>"] + [f"xx{w}" for w in range(n_words)]
+    return RankingDataset(
+        lang="xx", query_ids=[f"q{i}" for i in range(n_concepts)], doc_ids=[f"d{i}" for i in range(n_concepts)],
+        queries=Ragged.from_lists(queries), docs=Ragged.from_lists(docs),
+        q_vocab=Vocab(q_itos), d_vocab=Vocab(d_itos), splits=splits,
+        q_vectors=None, d_vectors=None, info={"source": "toy", "candidates_per_query": float(n_nr + 1)},
+    )

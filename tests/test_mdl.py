@@ -111,14 +111,14 @@ def test_true_domains_replay_the_generator():
     assert set(ds.query_ids) <= set(dom)
 
 
-def test_random_label_control_near_chance_on_ci():
-    from clirlib import experiments, systems
-    from clirlib.verdicts import CONVERGENCE_FACTOR
+def test_random_label_control_fails_the_learning_gate_on_ci():
+    from clirlib import experiments, systems, verdicts
 
     rec = experiments.run_system(systems.config("mdl", dataset="ci", lang="sw", labels="random", m=5), collection=False)
-    # near chance: below the verdict procedure's convergence bar (3 x chance) on dev and test
-    assert rec["dev"]["P_mr@1"] < CONVERGENCE_FACTOR * rec["dev_chance"]
-    assert rec["test"]["P_mr@1"] < CONVERGENCE_FACTOR * rec["dev_chance"]
+    # random labels carry nothing from one language to the other: the run does not beat a
+    # random order of its dev lists (clirlib.gate; MDL selects no epoch, so E = 1)
+    g = verdicts.group_gate(verdicts.run_table([rec])[0])
+    assert not g["passes"] and g["p"] >= 0.01
     assert rec["config"]["labels"] == "random" and len(rec["history"]) == 50
 
 
@@ -131,3 +131,38 @@ def test_same_config_same_scores():
     a = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
     b = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
     assert np.array_equal(a, b)
+
+
+def test_learns_the_dictionary_task_in_the_label_space():
+    """MDL must succeed on ``_toy.dictionary_dataset``: every document is its query rendered
+    word for word, each query draws its 20 words from one of 10 disjoint topic vocabularies,
+    and the MR document is the only candidate of the query's topic (chance P_mr@1 = 1 / 10).
+    LDA on the queries finds the 10 topics (the labels' only job here), so codes that fit
+    their labels rank the MR document first: measured P_mr@1 1.0 in the label space H z
+    (60 test queries, seed 0); the test asks for 0.9. The same fit compared by the codes'
+    cosine ranks by 32 directions of which only C = 10 are aligned across languages (the
+    rest, shaped by each side's reconstruction alone, hold about 88 % of the code's squared
+    norm): measured 0.35; the test asks for below 0.6 (docs/mdl_below_chance.md)."""
+    import dataclasses
+
+    from _toy import dictionary_dataset
+    from clirlib.metrics import evaluate
+
+    ds = dictionary_dataset(query_len=20)
+    cfg = mdl.MDLConfig(dataset="toy", lang="xx", m=1, n_topics=10, epochs=300, hidden=128, code=32, d2v_dim=32,
+                        d2v_epochs=50, space="label")
+    fitted = mdl.MDL(cfg, workers=1, memo=False).fit(ds, 0)
+    te = ds.splits["test"]
+    label = evaluate(fitted.score(ds, "test"), te.labels, te.qidx, ("P_mr@1",))["P_mr@1"]
+    fitted.config = dataclasses.replace(cfg, space="code")
+    code = evaluate(fitted.score(ds, "test"), te.labels, te.qidx, ("P_mr@1",))["P_mr@1"]
+    assert label >= 0.9 and code < 0.6
+
+
+def test_space_field_keeps_the_cached_keys():
+    # "code" (the default) is left out of the config dict, so runs cached before the field
+    # existed keep their key and record; "label" is another run
+    code, label = mdl.MDLConfig(dataset="ci"), mdl.MDLConfig(dataset="ci", space="label")
+    assert "space" not in code.to_dict() and label.to_dict()["space"] == "label" and code.key() != label.key()
+    with pytest.raises(ValueError, match="unknown space"):
+        mdl.MDLConfig(space="codes").resolved()

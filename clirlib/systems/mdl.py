@@ -33,7 +33,16 @@ module is our reading of it, on clirlib's splits:
    gives none), batch 256, 50 epochs, no early stopping (the paper's fixed schedule).
    The English side and the document side are trained separately, each on its half of
    the training pairs, into the space fixed by H and the shared labels.
-4. **Scoring** (Sec. 4.1): cosine of the query's and the document's codes.
+4. **Scoring** (Sec. 4.1): cosine of the query's and the document's representations in
+   the shared space. ``space="code"`` (the default, what every cached run used): the codes
+   z themselves. ``space="label"``: H z, the part of the code the loss aligns across
+   languages. When C >= code (the paper's C = 1000 > 512) H has orthonormal columns, so
+   H z keeps all of z's geometry and both give the same ranking; when C < code (every
+   profile here: C = 10 on ``ci``, 19 on ``default``) only C of the code's directions are
+   tied to the labels, and the other code - C, shaped by each language's reconstruction
+   alone, are not aligned across languages yet dominate the cosine of the codes
+   (docs/mdl_below_chance.md: on a toy task MDL.1 ranks the MR document first for every
+   test query in the label space and for 35 % of them by the codes' cosine).
 
 Scale. The schedule is the MDL paper's (50 epochs of batch 256), not tuned here. On its
 18,903 training pairs that is about 3,700 Adam steps per language; on clirlib's 72 (``ci``)
@@ -81,6 +90,7 @@ PAIRS_PER_TOPIC = 18.903
 MIN_TOPICS = 10
 LABELS = ("lda", "random", "true")
 CRITERIA = ("en", "doc")
+SPACES = ("code", "label")
 _INIT_LOCK = threading.Lock()
 
 
@@ -105,9 +115,18 @@ class MDLConfig(SystemConfig):
     d2v_dim: int = 100
     d2v_epochs: int = 20
     lda_iter: int = 20
+    space: str = "code"  # where queries and documents are compared: "code" (z) or "label" (H z)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if d["space"] == "code":  # the default is left out, so every cached run keeps its key and record
+            del d["space"]
+        return d
 
     def resolved(self) -> "MDLConfig":
         super().resolved()
+        if self.space not in SPACES:
+            raise ValueError(f"unknown space {self.space!r}; choose one of {', '.join(SPACES)}")
         if self.labels not in LABELS:
             raise ValueError(f"unknown labels {self.labels!r}; choose one of {', '.join(LABELS)}")
         if self.criterion not in CRITERIA:
@@ -347,9 +366,10 @@ class MDL(System):
         return self.reps.of(side, token_texts(vocab, texts, np.asarray(rows, dtype=np.int64)), self.workers)
 
     @torch.no_grad()
-    def _encode(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, code)
+    def _encode(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, code) or (n, C)
         x = torch.from_numpy(self._vectors(dataset, side, np.asarray(rows, dtype=np.int64)))
-        return self.enc[side].f(x).numpy()
+        z = self.enc[side].f(x)  # (n, code)
+        return (z @ self.H.T).numpy() if self.config.space == "label" else z.numpy()
 
     def encode_queries(self, dataset, rows: np.ndarray) -> np.ndarray:  # (n, code)
         return self._encode(dataset, "q", rows)
