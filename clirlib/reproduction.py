@@ -120,6 +120,16 @@ def figure4_seed_configs(profile: str, best: pd.DataFrame, dataset: str | None =
             for r in best.itertuples() for seed in settings(profile)["seeds"]]
 
 
+def figure4_seed_runs(profile: str, best: pd.DataFrame, dataset: str | None = None, lang: str = "fr",
+                      force: bool | None = None) -> pd.DataFrame:
+    """One row per run of :func:`figure4_seed_configs` (every eps at the thresholds seed 0
+    chose, every seed): the figure's means and error bars over seeds. Seed 0's runs are
+    ``best``'s rows; the other seeds' runs are the smoothing verdict's."""
+    others = [c for c in figure4_seed_configs(profile, best, dataset, lang) if c.seed not in set(best["seed"])]
+    frames = [best] + ([run_many(others, force=force, desc="Figure 4, other seeds")] if others else [])
+    return pd.concat(frames, ignore_index=True).sort_values(["epsilon", "seed"], kind="stable").reset_index(drop=True)
+
+
 def figure5_configs(profile: str, dataset: str | None = None, lang: str = "fr"):
     """Seed 0 at every NR count (the figure), plus the other seeds at the two ends (the verdicts)."""
     ends = (min(NR_COUNTS), max(NR_COUNTS))
@@ -133,6 +143,13 @@ def figure5(profile: str, dataset: str | None = None, lang: str = "fr", force: b
     df = run_many(configs, force=force, desc="Figure 5")
     df["sr_per_query"] = [run(c)["data_info"].get("sr_per_query", np.nan) for c in configs]
     return df[df["seed"] == 0].reset_index(drop=True)
+
+
+def figure5_seed_runs(profile: str, dataset: str | None = None, lang: str = "fr") -> pd.DataFrame:
+    """One row per run of :func:`figure5_configs` (the cached runs of :func:`figure5`): seed 0
+    at every NR count, the other seeds at the two ends; the figure's means and error bars."""
+    df = run_many(figure5_configs(profile, dataset, lang), force=False, desc="Figure 5, every seed")
+    return df.sort_values(["n_nr", "seed"], kind="stable").reset_index(drop=True)
 
 
 GRIDS = ("table2", "table3", "figure4", "figure5")

@@ -1,4 +1,4 @@
-"""Unit tests on hand-made inputs: Figure 4's tie-break, clipping_inactive, theory helpers."""
+"""Unit tests on hand-made inputs: Figure 4's tie-break and seed runs, clipping_inactive, theory helpers."""
 
 from __future__ import annotations
 
@@ -28,6 +28,31 @@ def test_figure4_tie_break_goes_to_the_first_grid_entry():
     assert swapped.loc[swapped["epsilon"] == 0.5, "NDCG@5"].item() == 3
     # another selection metric picks by that metric
     assert reproduction.best_per_epsilon(runs, "MAP")["thresholds"].tolist() == [(0.2, 0.7), (0.1, 0.5)]
+
+
+def test_figure4_seed_runs_adds_the_other_seeds_without_retraining_seed_0(monkeypatch):
+    # ci: seeds (0, 1, 2); seed 0's two runs are `best`'s rows, only seeds 1 and 2 go to the runner
+    asked = []
+
+    def fake_run_many(configs, force=None, desc=""):
+        asked.extend(configs)
+        return pd.DataFrame([{"epsilon": c.epsilon, "thresholds": tuple(c.thresholds), "seed": c.seed, "n_nr": c.n_nr,
+                              "MAP": 0.1 * c.seed} for c in configs])
+
+    monkeypatch.setattr(reproduction, "run_many", fake_run_many)
+    best = pd.DataFrame({"epsilon": [0.0, 1.0], "thresholds": [(0.2, 0.7), (0.1, 0.5)], "seed": [0, 0],
+                         "n_nr": [40, 40], "MAP": [0.5, 0.6]})
+    out = reproduction.figure4_seed_runs("ci", best)
+    assert sorted((c.epsilon, tuple(c.thresholds), c.seed) for c in asked) == [
+        (0.0, (0.2, 0.7), 1), (0.0, (0.2, 0.7), 2), (1.0, (0.1, 0.5), 1), (1.0, (0.1, 0.5), 2)]
+    assert out[["epsilon", "seed"]].values.tolist() == [[0.0, 0], [0.0, 1], [0.0, 2], [1.0, 0], [1.0, 1], [1.0, 2]]
+    assert out["MAP"].tolist() == pytest.approx([0.5, 0.1, 0.2, 0.6, 0.1, 0.2])  # seed 0 from best, others run
+    # Figure 5: every config of figure5_configs, read from the cache (never forced), by NR count then seed
+    asked.clear()
+    out5 = reproduction.figure5_seed_runs("ci")
+    assert len(asked) == 9 + 2 * 2  # seed 0 at 20..100, seeds 1 and 2 at 20 and 100
+    assert out5[["n_nr", "seed"]].values.tolist()[:4] == [[20, 0], [20, 1], [20, 2], [30, 0]]
+    assert out5[["n_nr", "seed"]].values.tolist()[-3:] == [[100, 0], [100, 1], [100, 2]]
 
 
 @pytest.mark.parametrize("record, inactive", [
