@@ -302,3 +302,10 @@ def test_cli_builds_and_prints_the_statistics(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "apt-get update" in p.stderr
     assert json.loads((tmp_path / "out" / "debian-fr.json").read_text())["queries"] == 7
+
+
+def test_invalid_utf8_is_named(tmp_path):
+    write_index(tmp_path)
+    (tmp_path / "Translation-fr").write_bytes(b"Package: x\nDescription-md5: " + b"1" * 32 + b"\nDescription-fr: \xff\n")
+    with pytest.raises(DataFormatError, match=r"Translation-fr, line 3: not valid UTF-8"):
+        build(tmp_path / "out", "fr", tmp_path)

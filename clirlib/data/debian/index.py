@@ -34,22 +34,36 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _FIELD = re.compile(r"([^\s:][^:\s]*):(.*)")
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """The file as text (UTF-8, byte-order mark dropped), lz4-decompressed when it is lz4."""
+def open_binary(path: Path) -> io.BufferedIOBase:
+    """The file's bytes, lz4-decompressed when it is lz4 (by its magic number)."""
     if not path.is_file():
         raise MissingDataError("file not found", path)
     with open(path, "rb") as f:
-        lz4 = f.read(4) == _LZ4_MAGIC
-    if lz4:
-        try:
-            import lz4.frame
-        except ModuleNotFoundError:
-            raise ModuleNotFoundError(f"{path} is lz4-compressed: install the `lz4` package "
-                                      "(pip install -r requirements.txt)") from None
-        raw = lz4.frame.open(path, "rb")
-    else:
-        raw = open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline=None)  # newline=None: CRLF -> "\n"
+        compressed = f.read(4) == _LZ4_MAGIC
+    if not compressed:
+        return open(path, "rb")
+    try:
+        import lz4.frame
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(f"{path} is lz4-compressed: install the `lz4` package "
+                                  "(pip install -r requirements.txt)") from None
+    return lz4.frame.open(path, "rb")
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """The file as text (UTF-8, byte-order mark dropped, CRLF read as "\\n")."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", newline=None)
+
+
+def _bad_line(path: Path) -> int | None:
+    """The number of the first line that is not valid UTF-8."""
+    with open_binary(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return lineno
+    return None
 
 
 def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tuple[int, dict[str, str]]]:
@@ -92,7 +106,8 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
                 if fields is None or name in fields:
                     para[name] = m.group(2).strip()
         except UnicodeDecodeError as e:
-            raise DataFormatError(f"not valid UTF-8 ({e.reason})", path) from None
+            # text mode decodes ahead in chunks: rescan the bytes to name the line
+            raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, _bad_line(path)) from None
     if names:
         yield start, para
 
