@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import _gate_lists
-from clirlib import families
+from clirlib import families, verdicts
 from clirlib.metrics import METRIC_NAMES
 from clirlib.retrieval import COLLECTION_METRICS
 
@@ -65,7 +65,9 @@ def test_claims_decided_on_hand_made_records():
             labelled += [("SOSL", _record("sosl", lang, seed, 0.6)), ("MDL.6", _record("mdl", lang, seed, 0.2, 6)),
                          ("MDL.1", _record("mdl", lang, seed, 0.2, 1))]
     decided, comp = families.decide(labelled)
-    row = decided.set_index("hypothesis")
+    # each claim's row, then one row per language
+    assert decided[decided["hypothesis"] == "sosl_vs_mdl6"]["language"].tolist() == ["all", "fr", "sw"]
+    row = verdicts.claim_rows(decided).set_index("hypothesis")
     # SOSL's per-query values are 3x MDL.6's on every query: a difference of 0.3 (mean of 0.4 and 0.2)
     assert row.loc["sosl_vs_mdl6", "verdict"] == "holds"
     assert abs(row.loc["sosl_vs_mdl6_collection", "effect"] - 0.3) < 1e-9
