@@ -36,7 +36,7 @@ def test_figure4_seed_runs_adds_the_other_seeds_without_retraining_seed_0(monkey
 
     def fake_run_many(configs, force=None, desc=""):
         asked.extend(configs)
-        return pd.DataFrame([{"epsilon": c.epsilon, "thresholds": tuple(c.thresholds), "seed": c.seed, "n_nr": c.n_nr,
+        return pd.DataFrame([{"epsilon": c.epsilon, "thresholds": c.thresholds, "seed": c.seed, "n_nr": c.n_nr,
                               "MAP": 0.1 * c.seed} for c in configs])
 
     monkeypatch.setattr(reproduction, "run_many", fake_run_many)
