@@ -144,7 +144,7 @@ def test_same_seed_same_scores_and_record(ci_fr, tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
     rec = run_system(HikeConfig(**TINY), dataset=ci_fr)
     assert set(rec) == {"key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history",
-                        "seconds", "data_info", "test_per_query", "created", "collection_supported", "checksum"}
+                        "seconds", "data_info", "test_per_query", "created", "provenance", "collection_supported", "checksum"}
     assert set(rec["test"]) == set(ALL_METRICS) and rec["config"]["system"] == "hike"
     assert rec["data_info"]["kg"]["entities"] == 1600
     assert run_system(HikeConfig(**TINY), dataset=ci_fr) == rec  # read back from the cache
