@@ -209,6 +209,19 @@ def training_curves(hist: pd.DataFrame, hue: str, metric: str = "dev_NDCG@5", la
 
 # Tables 2 and 3 beside the paper ----------------------------------------------------------
 
+
+def _language_axis(ax, m: str, langs: list, chance_level=None) -> None:
+    """One metric's panel over languages: the chance line per language (P_mr@1 only, when
+    ``chance_level`` maps language to level), ticks, labels and a y axis from 0."""
+    if chance_level is not None and m == "P_mr@1":
+        for i, lang in enumerate(langs):
+            ax.hlines(chance_level.get(lang, np.nan), i - 0.45, i + 0.45, color="black", lw=0.9, ls="--", zorder=4)
+    ax.set_xticks(range(len(langs)), langs)
+    ax.set_title(m, fontsize=9)
+    ax.set_xlabel("language")
+    ax.set_ylabel(f"test {m}")
+    ax.set_ylim(bottom=0)
+
 def versus_paper(runs: pd.DataFrame, paper: pd.DataFrame, key: str, names: Mapping[str, str] | None = None,
                  metrics: Iterable[str] = METRIC_NAMES, chance: str | None = "dev_chance",
                  title: str = "") -> plt.Figure:
@@ -240,15 +253,8 @@ def versus_paper(runs: pd.DataFrame, paper: pd.DataFrame, key: str, names: Mappi
                    error_kw={"lw": 0.8})
             ax.scatter(x, [ref.get((lang, k, m), np.nan) for lang in langs], marker="D", s=14, color="black",
                        zorder=3)
-        if chance and m == "P_mr@1":
-            level = g[chance].mean().groupby(level="lang").mean()
-            for i, lang in enumerate(langs):
-                ax.hlines(level.get(lang, np.nan), i - 0.45, i + 0.45, color="black", lw=0.9, ls="--", zorder=4)
-        ax.set_xticks(range(len(langs)), langs)
-        ax.set_title(m, fontsize=9)
-        ax.set_xlabel("language")
-        ax.set_ylabel(f"test {m}")
-        ax.set_ylim(bottom=0)
+        level = g[chance].mean().groupby(level="lang").mean() if chance and m == "P_mr@1" else None
+        _language_axis(ax, m, langs, level)
     for ax in axes.ravel()[len(metrics):]:
         ax.set_axis_off()
     handles = [Patch(color=f"C{j % 10}", label=(names or {}).get(k, k)) for j, k in enumerate(keys)]
@@ -535,14 +541,7 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
                 if v == 0:
                     ax.annotate("0", (xi, 0), xytext=(0, 1), textcoords="offset points", ha="center", va="bottom",
                                 fontsize=6, fontweight="bold", color=f"C{order.index(label) % 10}")
-        if chance and m == "P_mr@1":
-            for i, lang in enumerate(langs):
-                ax.hlines(chance.get(lang, np.nan), i - 0.45, i + 0.45, color="black", lw=0.9, ls="--", zorder=4)
-        ax.set_xticks(range(len(langs)), langs)
-        ax.set_title(m, fontsize=9)
-        ax.set_xlabel("language")
-        ax.set_ylabel(f"test {m}")
-        ax.set_ylim(bottom=0)
+        _language_axis(ax, m, langs, chance or None)
     for ax in axes.ravel()[len(metrics):]:
         ax.set_axis_off()
     handles = [Patch(color=f"C{order.index(l) % 10}", label=l) for l in labels]
