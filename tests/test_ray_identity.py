@@ -83,6 +83,7 @@ import matplotlib.pyplot as plt
 from clirlib import plots
 fig, ax = plt.subplots()
 ax.plot([0, 1, 2], [0.1, 0.5, 0.2], label="a")
+ax.set(xlabel="x", ylabel="y")  # plots.save refuses unlabelled axes
 ax.legend()
 plots.save(fig, "f", sys.argv[1])
 """

@@ -580,8 +580,13 @@ def test_local_cluster_listens_on_loopback_only_and_a_dead_node_is_reported(tmp_
     import threading
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    # Ray's GCS marks a silent node dead after health checks fail (default: 5 misses 3 s
+    # apart); on a fast machine a short grid ended before that, and nothing was reported.
+    # Checks every 0.5 s, dead after 2 misses, and a grid that outlasts the kill by far.
+    monkeypatch.setenv("RAY_health_check_period_ms", "500")
+    monkeypatch.setenv("RAY_health_check_failure_threshold", "2")
     write_wikiclir(tmp_path / "wc")
-    grid = [TrainConfig(dataset=str(tmp_path / "wc"), lang="fr", epochs=30, n_nr=5, seed=s) for s in range(4)]
+    grid = [TrainConfig(dataset=str(tmp_path / "wc"), lang="fr", epochs=120, n_nr=5, seed=s) for s in range(4)]
     import ray
 
     import tempfile
