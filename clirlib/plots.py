@@ -68,9 +68,11 @@ def unlabelled(fig: plt.Figure) -> list[str]:
     return out
 
 
-def save(fig: plt.Figure, name: str, folder: Path) -> list[Path]:
+def save(fig: plt.Figure, name: str, folder: Path) -> None:
     """Write ``name.png`` and ``name.pdf`` into ``folder`` deterministically; a figure with an
-    unlabelled axis (:func:`unlabelled`) raises ``ValueError`` naming it and writes nothing."""
+    unlabelled axis (:func:`unlabelled`) raises ``ValueError`` naming it and writes nothing.
+    Returns nothing, so a notebook cell ending in it shows the figure alone (nbval runs
+    cells outside IPython's history, where a trailing ``;`` does not hide a value)."""
     problems = unlabelled(fig)
     if problems:
         raise ValueError(f"figure {name!r}: {'; '.join(problems)}")
@@ -82,7 +84,6 @@ def save(fig: plt.Figure, name: str, folder: Path) -> list[Path]:
     with atomic.replacing(out[1], "wb", encoding=None) as f:
         fig.savefig(f, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
                     bbox_inches="tight")
-    return out
 
 
 # Figure 1 -------------------------------------------------------------------------------

@@ -243,7 +243,8 @@ def test_figures_are_written_atomically_with_the_same_bytes(tmp_path):
     fig, ax = plots.plt.subplots(figsize=(2, 2))
     ax.plot([0, 1], [1, 0])
     ax.set(xlabel="x", ylabel="y")  # save refuses a figure with unlabelled axes
-    png, pdf = plots.save(fig, "f", tmp_path / "a")
+    plots.save(fig, "f", tmp_path / "a")
+    png, pdf = tmp_path / "a" / "f.png", tmp_path / "a" / "f.pdf"
     (tmp_path / "b").mkdir()
     fig.savefig(tmp_path / "b" / "f.png", metadata={"Software": None}, bbox_inches="tight")  # what it did before
     fig.savefig(tmp_path / "b" / "f.pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None,
