@@ -21,17 +21,16 @@ FORCE      ?= 0
 # make verify: how many shipped records to retrain, and the seed of the draw.
 N          ?= 3
 SEED       ?= 0
-# how many shipped records make test retrains (make verify with N=VERIFY_N)
-VERIFY_N   ?= 2
 # EXECUTOR=ray trains the grids' runs as Ray tasks; ADDRESS=<host:port> (or RAY_ADDRESS) joins a cluster.
 EXECUTOR   ?= serial
 ADDRESS    ?=
 
 NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
-# nbval re-executes every notebook (01-14 on default, from records/; 15 on the profile its
-# parameters name) without comparing outputs yet: under nbval a cell ending in
-# `plots.save(...);` shows its return value that papermill's run suppressed (notebook 07,
-# cell 5), so a comparing run (--nbval) fails until that is settled.
+# make test runs pytest and nbval on two workers (pytest-xdist; --dist loadfile keeps a
+# file's tests, and a notebook's cells, on one worker in order). nbval re-executes every
+# notebook on the profile its committed parameters name (default, from records/) and
+# compares every output cell, after tests/nbval_sanitize.cfg's sanitizers.
+XDIST      ?= -n 2 --dist loadfile
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND     := Agg
@@ -67,9 +66,9 @@ verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every 
 records: $(STAMP) ## Refresh the shipped run records (records/) from the local cache results/runs
 	$(PY) -m clirlib records pack --profile default
 
-test: $(STAMP) ## pytest over tests/ (ci profile), nbval running every notebook (01-14 on default, from records/)
-	$(PY) -m pytest -q tests
-	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+test: $(STAMP) ## pytest over tests/ (ci profile) and nbval comparing every notebook's outputs (default, from records/)
+	$(PY) -m pytest -q $(XDIST) tests
+	$(PY) -m pytest -q $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
 
 test-fast: $(STAMP) ## Run pytest only (no notebooks)
 	$(PY) -m pytest -q tests

@@ -233,6 +233,57 @@ def _notebooks() -> list[Path]:
     return sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
+def _run_notebook(pm, nb: Path, args: argparse.Namespace, params: dict, out_dir: Path, in_place: bool) -> bool:
+    """Execute one notebook with papermill; on failure say so in one line and return False."""
+    from . import notebook  # imports torch and the studies: only when notebooks run
+
+    print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
+    try:
+        pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
+                            cwd=str(nb.parent), progress_bar=False, log_output=False)
+    except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
+        what = (str(e.evalue).strip().splitlines() or [""])[0]
+        print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
+              f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
+        return False
+    except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
+        what = (str(e).strip().splitlines() or [""])[0]
+        print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+              f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})",
+              file=sys.stderr, flush=True)
+        return False
+    if in_place:
+        shutil.copyfile(out_dir / nb.name, nb)
+        notebook.committed_form(nb)
+    return True
+
+
+def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: dict, out_dir: Path,
+                   in_place: bool, eta, total: float) -> bool:
+    """Run ``notebooks``, ``args.jobs`` at a time (each reads and writes only its own tables
+    and figures, so the order does not change a byte); after a failure no new one starts.
+    Returns True when one failed."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    todo, running, failed = list(notebooks), {}, False
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        while todo or running:
+            while todo and not failed and len(running) < args.jobs:
+                nb = todo.pop(0)
+                running[pool.submit(_run_notebook, pm, nb, args, params, out_dir, in_place)] = (nb, time.perf_counter())
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                nb, t0 = running.pop(fut)
+                if not fut.result():
+                    failed = True
+                    continue
+                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
+                      f"{eta.after(nb, time.perf_counter() - total) if eta else ''}", flush=True)
+    return failed
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from .paths import RESULTS_DIR
     from .precheck import precheck
@@ -242,6 +293,14 @@ def _reproduce(args: argparse.Namespace) -> int:
     _check_address(args)
     import papermill as pm
 
+    if args.jobs is None:
+        args.jobs = 1 if args.force else 2
+    if args.jobs < 1:
+        raise ValueError(f"--jobs: expected at least 1 notebook at a time, got {args.jobs}")
+    if not args.data and args.jobs > 1:  # written once here, not by two kernels at the same time
+        from .data.synthetic import generate_benchmark
+
+        generate_benchmark(args.profile)
     env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
     # A failed cell is reported below in one line; papermill's / nbclient's own error logs
     # (a kernel killed by Ctrl-C, for example) would add more.
@@ -258,28 +317,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     try:
         with _kernel_stderr_to(out_dir / "kernels.log"), _relay_ray_events():
-            for nb in notebooks:
-                t0 = time.perf_counter()
-                print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
-                try:
-                    pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
-                                        cwd=str(nb.parent), progress_bar=False, log_output=False)
-                except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
-                    what = (str(e.evalue).strip().splitlines() or [""])[0]
-                    print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
-                          f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
-                    return 1
-                except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
-                    what = (str(e).strip().splitlines() or [""])[0]
-                    print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
-                          f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})",
-                          file=sys.stderr, flush=True)
-                    return 1
-                if in_place:
-                    shutil.copyfile(out_dir / nb.name, nb)
-                    _strip_paths(nb)
-                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
-                      f"{eta.after(nb, time.perf_counter() - total) if eta else ''}", flush=True)
+            failed = _run_notebooks(pm, notebooks, args, params, out_dir, in_place, eta, total)
+        if failed:
+            return 1
     finally:
         stop_ray()
     print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}"
@@ -421,29 +461,6 @@ def _executor_env(args: argparse.Namespace):
     return stop
 
 
-#: Papermill's and Jupyter's per-run metadata: when and how long each cell ran.
-RUN_METADATA = ("start_time", "end_time", "duration", "execution")
-
-
-def _strip_paths(nb: Path) -> None:
-    """Keep machine-specific absolute paths and run times out of committed notebooks
-    (papermill's metadata), so a rerun that gives the same outputs gives the same file."""
-    import nbformat
-
-    book = nbformat.read(nb, as_version=4)
-    meta = book.metadata.get("papermill", {})
-    for key in ("input_path", "output_path"):
-        if meta.get(key):
-            meta[key] = Path(meta[key]).name
-    for m in [meta, *(c.metadata for c in book.cells), *(c.metadata.get("papermill", {}) for c in book.cells)]:
-        for key in RUN_METADATA:
-            m.pop(key, None)
-    from . import atomic
-
-    text = nbformat.writes(book)
-    atomic.write_text(nb, text if text.endswith("\n") else text + "\n")  # what nbformat.write(book, nb) writes
-
-
 def _records_pack(args: argparse.Namespace) -> int:
     from . import shipped
 
@@ -544,6 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a running Ray cluster (default: $RAY_ADDRESS, else a local loopback instance)")
     r.add_argument("--notebooks", nargs="+", metavar="PREFIX",
                    help="run only the notebooks whose names start with these prefixes (e.g. 06 07)")
+    r.add_argument("--jobs", type=int, default=None,
+                   help="notebooks run at once (default: 2, one per core, reading records; 1 with --force, "
+                        "where each notebook's training uses the cores)")
     r.set_defaults(func=_reproduce)
 
     rec = sub.add_parser("records", help="shipped run records: pack them from the cache, or verify a sample")

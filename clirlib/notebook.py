@@ -5,6 +5,9 @@ makes runs deterministic (``clirlib.determinism``), sets pandas' display, picks 
 folders of the run (``clirlib.paths.output_dirs``: the committed ``figures/`` and
 ``tables/`` only for the default profile on the embedded benchmark) and the paper's
 languages the data has, and prints the settings the notebook runs with.
+
+:func:`committed_form` rewrites an executed notebook into the form that is committed: the
+same outputs always give the same bytes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from . import determinism, env, paths, profiles, reproduction
+from . import atomic, determinism, env, paths, profiles, reproduction
 
 
 class Setup(NamedTuple):
@@ -40,3 +43,42 @@ def setup(profile: str, dataset: str | None = "", force: bool = False, *, width:
     print(f"languages: {', '.join(langs)} | most epochs: {settings['epochs']} | "
           f"patience: {settings['patience']} | seeds: {settings['seeds']}")
     return Setup(figs, tables, langs)
+
+
+#: Papermill's and Jupyter's per-run metadata: when and how long each cell ran.
+RUN_METADATA = ("start_time", "end_time", "duration", "execution")
+#: The id of the cell papermill injects with the run's parameters (it draws a random one).
+INJECTED_ID = "injected-parameters"
+
+
+def committed_form(nb: Path) -> None:
+    """Rewrite the executed notebook ``nb`` so that a rerun with the same outputs gives the
+    same file: papermill's absolute paths become file names; run times go; the injected
+    parameters cell gets a fixed id; consecutive printed (stream) outputs of a cell are
+    joined, since how the kernel splits them into messages depends on timing (nbval joins
+    them the same way before it compares)."""
+    import nbformat
+
+    book = nbformat.read(nb, as_version=4)
+    meta = book.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if meta.get(key):
+            meta[key] = Path(meta[key]).name
+    for m in [meta, *(c.metadata for c in book.cells), *(c.metadata.get("papermill", {}) for c in book.cells)]:
+        for key in RUN_METADATA:
+            m.pop(key, None)
+    for cell in book.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.id = INJECTED_ID
+        if cell.cell_type == "code":
+            joined: list = []
+            for out in cell.outputs:
+                last = joined[-1] if joined else None
+                if (out.output_type == "stream" and last is not None and last.output_type == "stream"
+                        and last.name == out.name):
+                    last.text += out.text
+                else:
+                    joined.append(out)
+            cell.outputs = joined
+    text = nbformat.writes(book)
+    atomic.write_text(nb, text if text.endswith("\n") else text + "\n")  # what nbformat.write(book, nb) writes

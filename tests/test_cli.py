@@ -130,3 +130,9 @@ def test_reproduce_checks_its_prefixes_first():
     p = cli("reproduce", "--profile", "ci", "--notebooks", "01", "99")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "starts with '99'" in p.stderr, p.stderr
+
+
+def test_reproduce_refuses_zero_jobs_in_one_line():
+    p = cli("reproduce", "--profile", "ci", "--notebooks", "02", "--jobs", "0")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip() == "python -m clirlib reproduce: error: --jobs: expected at least 1 notebook at a time, got 0"

@@ -13,8 +13,10 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -58,13 +60,15 @@ def serial_records(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ray")
+def cluster():
+    # Ray's socket paths must stay under 108 bytes: a short folder of its own, not
+    # pytest's tmp_path (under pytest-xdist it gains a popen-gw<N> level and overflows)
+    short = tempfile.TemporaryDirectory(prefix="clirlib-ray-")
     old = {k: os.environ.get(k) for k in LOOPBACK_ENV}
     os.environ.update(LOOPBACK_ENV)  # before ray is imported: it reads them once
     import ray
 
-    with LocalCluster(tmp, [1, 1]) as c:
+    with short, LocalCluster(Path(short.name), [1, 1]) as c:
         ex = executors.RayExecutor(c.address, threads=1)
         ex.connect()
         assert len([n for n in ray.nodes() if n["Alive"]]) == 2

@@ -13,8 +13,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 from clirlib import cache, experiments, paths, reproduction, shipped
 
 NOTEBOOK = "07_fig5_negatives.ipynb"
@@ -27,8 +25,6 @@ def _fig5_key():
     return experiments.cache_key(cfg)
 
 
-@pytest.mark.skip(reason="nbval does not compare outputs yet (Makefile: notebook 07 cell 5 differs under nbval); "
-                         "turn on with --nbval in make test")
 def test_a_changed_shipped_number_fails_nbval(tmp_path):
     home = tmp_path / "home"
     (home / "notebooks").mkdir(parents=True)
