@@ -13,8 +13,8 @@ import torch
 from clirlib import profiles
 from clirlib.data import generate_benchmark, synthetic
 from clirlib.data.errors import DataFormatError, DataSkipWarning
-from clirlib.data.kg import (KnowledgeGraph, ensure_benchmark_kg, read_gold_links, read_kg, read_wikidata_json,
-                             write_kg)
+from clirlib.data.kg import KnowledgeGraph, read_gold_links, read_kg, read_wikidata_json, write_kg
+from clirlib.data.synthetic.kg import ensure_benchmark_kg, write_benchmark_kg
 from clirlib.data.text import tokenize
 from clirlib.data.languages import WIKICLIR_LANGUAGES
 from clirlib.entity_linking import label_index, link, link_quality
@@ -247,8 +247,6 @@ def test_linker_against_the_generators_truth(ci_root):
 
 def test_kg_costs_little_generation_time(tmp_path):
     import time
-
-    from clirlib.data.kg import write_benchmark_kg
 
     p, d = profiles.SIZES["ci"], synthetic.DIFFICULTY
     lex = synthetic.lexicons(p.n_meanings, 0, d)

@@ -337,7 +337,8 @@ class Hike(System):
 
     # ---- data
     def _kg(self, dataset):
-        from ..data.kg import ensure_benchmark_kg, read_gold_links, read_kg
+        from ..data.kg import read_gold_links, read_kg
+        from ..data.synthetic.kg import ensure_benchmark_kg
 
         cfg = self.config
         if cfg.kg == "none":

@@ -8,7 +8,8 @@ byte-identical files; the sizes per profile are ``clirlib.profiles.SIZES``.
 One module per stage: ``settings`` (languages, Table 1's SR counts, the difficulty
 knobs), ``lexicon`` (the words of every language), ``concepts`` (concepts, domains,
 keywords, the link graph), ``texts`` (token streams of queries and articles), ``writing``
-(embeddings, the WikiCLIR files, the manifest; ``generate_benchmark``).
+(embeddings, the WikiCLIR files, the manifest; ``generate_benchmark``), ``kg`` (HIKE's
+knowledge graph of the benchmark).
 
 No word string is shared between English and a document language, so a model has to
 learn the cross-lingual alignment. The difficulty (``DIFFICULTY``) is set by a
