@@ -250,7 +250,7 @@ def test_kg_costs_little_generation_time(tmp_path):
 
     p, d = profiles.SIZES["ci"], synthetic.DIFFICULTY
     lex = synthetic.lexicons(p.n_meanings, 0, d)
-    universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in synthetic.LANGS}
+    universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in profiles.LANGS}
     t0 = time.perf_counter()
     write_benchmark_kg(tmp_path, p, 0, d, lex, universes)
     # Budget 5 s on the default profile; ci's KG took 0.23 s and default's 1.0 s under load.

@@ -35,6 +35,7 @@ properties and lexemes) is counted in ``skipped`` too, with a ``DataSkipWarning`
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -314,8 +315,6 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
             rels.append(rel_index[prop])
             tails.append(index[tail])
     if skipped:
-        import warnings
-
         warnings.warn(f"{name}: left out " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(skipped.items())),
                       DataSkipWarning, stacklevel=2)
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),

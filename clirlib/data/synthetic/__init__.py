@@ -20,8 +20,8 @@ similarity, encoder or trainer (a test checks this), so it cannot favour a metho
 
 from .concepts import build_universe, sr_per_query
 from .lexicon import lexicons
-from .settings import CATEGORIES, DIFFICULTY, LANGS, SR_PER_QUERY, Difficulty
+from .settings import CATEGORIES, DIFFICULTY, SR_PER_QUERY, Difficulty
 from .writing import GENERATOR_VERSION, default_dir, generate_benchmark, write_texts
 
-__all__ = ["CATEGORIES", "DIFFICULTY", "GENERATOR_VERSION", "LANGS", "SR_PER_QUERY", "Difficulty", "build_universe",
+__all__ = ["CATEGORIES", "DIFFICULTY", "GENERATOR_VERSION", "SR_PER_QUERY", "Difficulty", "build_universe",
            "default_dir", "generate_benchmark", "lexicons", "sr_per_query", "write_texts"]

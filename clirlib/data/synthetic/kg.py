@@ -27,11 +27,11 @@ import numpy as np
 
 from ... import atomic
 from ...determinism import rng
-from ...profiles import SIZES
+from ...profiles import LANGS, SIZES
 from ..kg import KnowledgeGraph, write_kg
 from .concepts import build_universe, query_ids
 from .lexicon import candidates, lexicons
-from .settings import DIFFICULTY, LANGS
+from .settings import DIFFICULTY
 from .texts import query_meanings, title_strings
 
 RELATIONS = ("linked_same_domain", "linked_other_domain")

@@ -18,7 +18,7 @@ import numpy as np
 from ... import atomic, paths
 from ...cache import clean_stale
 from ...determinism import rng
-from ...profiles import SIZES, Profile
+from ...profiles import LANGS, SIZES, Profile
 from ..blas import single_threaded_blas
 from ..embeddings import train_embeddings
 from ..languages import WIKICLIR_LANGUAGES
@@ -26,7 +26,7 @@ from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from .concepts import build_universe, query_ids
 from .kg import write_benchmark_kg
 from .lexicon import Lexicon, lexicons
-from .settings import DIFFICULTY, LANGS, Difficulty
+from .settings import DIFFICULTY, Difficulty
 from .texts import lengths_of, meanings, query_meanings, strings, title_strings
 
 #: Bump when the generated files change, so cached collections are regenerated.
