@@ -183,7 +183,7 @@ def other_running(samples: int = 5, interval: float = 0.01, own_tree: int | None
     for k in range(samples):
         n = 0
         # rebuilt at each sample: the measured tree starts and ends processes as it runs
-        # (notebook kernels, the worker processes of experiments.system_runs)
+        # (notebook kernels, the worker processes of grid_runs.system_runs)
         mine = _tree(own_tree) if own_tree is not None else set()
         for d in Path("/proc").iterdir():
             if not d.name.isdigit() or int(d.name) == me or int(d.name) in mine:

@@ -28,7 +28,7 @@ of ``run_all.py`` (``make bench``); standalone:
   the controls' cost taken as the full run's): build + 15 epochs (the maximum; early
   stopping only shortens it) of training + dev evaluation, then test scoring, scaled per
   language by its dev / test pair counts at the measured scoring rate; one run at a time
-  (``make reproduce`` trains two at once, ``experiments.system_runs``: docs/timings.md gives that
+  (``make reproduce`` trains two at once, ``grid_runs.system_runs``: docs/timings.md gives that
   measured wall time).
 
 Numbers measured on a loaded machine are upper bounds; run it alone for real numbers.

@@ -73,8 +73,10 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import losses, reported, stats, verdicts
-from .experiments import run, run_many
+from . import hypotheses, losses, reported, stats, verdicts
+from .experiments import run
+from .grid_runs import run_many
+from .hypotheses import ALPHA
 from .reproduction import base, languages
 
 #: The losses under study and the reference.
@@ -88,7 +90,6 @@ TARGET_SCALE = 0.5
 LONG_EPOCHS = 30
 #: A cause "accounts for the gap" when the lower end of its share's 95 % interval is >= MOST.
 MOST = 0.5
-ALPHA = 0.05
 METRIC = "P_mr@1"
 
 #: variant -> (cause it removes, short label)
@@ -105,7 +106,7 @@ CAUSES = tuple(v for v in VARIANTS if v != "baseline")
 GAP_LABELS = {("mse", "baseline"): "MSE", ("po", "baseline"): "PO", ("sosl", "baseline"): "SOSL",
               ("mse", "balanced"): "MSE, class-balanced", ("po", "balanced"): "PO, class-balanced"}
 #: Notebook 14's finding, stated before it is decided (margin: "most" = more than MOST of the gap).
-GAP_HYPOTHESIS = verdicts.Hypothesis(
+GAP_HYPOTHESIS = hypotheses.Hypothesis(
     "balanced_closes_gap", "class-balanced weighting closes most of the gap from MSE and PO to SOSL",
     "notebook 14 (issue 26)", "ablations", {"system": ["MSE, class-balanced", "PO, class-balanced"]},
     {"system": ["MSE", "PO"]}, (METRIC,), kind="closes_gap", margin=MOST, ref={"system": "SOSL"}, zipped=True,
@@ -142,11 +143,6 @@ def grid(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS)
              "config": base(profile, dataset or None, lang, loss=loss, seed=seed, **overrides(v))}
             for v in VARIANTS for loss in LOSS_ORDER for seed in seeds
             if loss in STUDIED or v == "baseline"]
-
-
-def mse_po_configs(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS):
-    """The study's ``TrainConfig`` list (MSE and PO x four variants x seeds, SOSL's baselines)."""
-    return [g["config"] for g in grid(profile, dataset, seeds)]
 
 
 def mse_po_study(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS,

@@ -21,8 +21,10 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import stat
 import tempfile
+import uuid
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -120,3 +122,26 @@ def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8", newl
     with replacing(path, "w", encoding=encoding, newline=newline) as f:
         f.write(text)
     return Path(path)
+
+
+@contextlib.contextmanager
+def temp_folder(dest: str | os.PathLike) -> Iterator[Path]:
+    """A folder path ``.tmp-<name>-<PID>-<random>`` beside ``dest`` (``cache.clean_stale`` reads the PID),
+    removed with what is left in it when the block ends; fill it, then :func:`replace_folder`."""
+    dest = Path(dest)
+    tmp = dest.parent / f".tmp-{dest.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def replace_folder(src: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Rename folder ``src`` to ``dest``; an existing ``dest`` is first renamed aside
+    (``.stale-<name>-<PID>-<random>``) and removed: a reader sees the old folder or the new one."""
+    dest = Path(dest)
+    if dest.exists():
+        stale = dest.parent / f".stale-{dest.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        os.rename(dest, stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    os.rename(src, dest)

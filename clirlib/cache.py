@@ -39,6 +39,8 @@ from typing import Any
 
 from . import atomic
 
+#: Bump when a change of the code changes results, so old cache entries are not reused.
+CACHE_VERSION = 5  # 5: the run field `data` became `dataset` (old entries are misses)
 #: Keys every finished-run entry holds.
 REQUIRED = ("key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history",
             "test_per_query", "data_info", "created")

@@ -23,11 +23,14 @@ fine-tuned.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
 
+from .determinism import torch_generator
 from .similarity import smooth_cosine
 
 ENCODER_NAMES = ("avgpool", "cnn", "lstm")
@@ -295,10 +298,6 @@ class Ranker(nn.Module):
               q_vectors: np.ndarray | None = None, d_vectors: np.ndarray | None = None,
               eps: float = 1.0, init_scale: float | None = None, seed: int = 0,
               lstm_readout: str = "final") -> "Ranker":
-        from functools import partial
-
-        from .determinism import torch_generator
-
         try:
             enc = ENCODERS[encoder]
         except KeyError:

@@ -17,7 +17,7 @@
                           (``make reproduce EXECUTOR=ray`` sets it for the kernels)
 ``RAY_ADDRESS``           an existing Ray cluster to run the grids on (Ray's own name)
 ``CLIRLIB_SYSTEM_WORKERS`` processes that train the uncached runs of a grid of whole
-                          systems at once (``experiments.system_runs``; default: 2, or
+                          systems at once (``grid_runs.system_runs``; default: 2, or
                           1 on a one-core machine); the numbers do not depend on it
 ========================  ==========================================================
 

@@ -31,7 +31,7 @@ on stderr and appended to ``results/logs/ray-events.log`` (:func:`report_event`;
 its log), and the grid ends with one line saying how many nodes died and that every run
 still finished.
 
-The executor of :func:`clirlib.experiments.run_many` is chosen in one place,
+The executor of :func:`clirlib.grid_runs.run_many` is chosen in one place,
 :func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
 and ``RAY_ADDRESS`` (an existing cluster; without it ``ray.init`` starts a local instance
 in this process, listening on 127.0.0.1 only; ``reproduce`` instead starts one loopback
@@ -41,7 +41,8 @@ sets both for the notebooks it runs.
 
 from __future__ import annotations
 
-import os
+import copy
+import dataclasses
 import sys
 import time
 import traceback
@@ -50,8 +51,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from . import determinism, experiments, paths
 from . import env as env_vars
-from . import experiments
+from .data import load_dataset
+from .raycluster import probe
 from .train import TrainConfig
 
 EXECUTORS = ("serial", "ray")
@@ -67,8 +70,6 @@ WATCH_SECONDS = 2.0
 
 def events_log():
     """``results/logs/ray-events.log``: what happened to the cluster during grids, one line each."""
-    from . import paths
-
     return paths.RESULTS_DIR / "logs" / "ray-events.log"
 
 
@@ -220,8 +221,6 @@ def dataset_key(config: TrainConfig) -> tuple:
 
 
 def _load(key: tuple):
-    from .data import load_dataset
-
     dataset, lang, n_queries, n_nr, seed = key
     return load_dataset(dataset, lang, n_queries=n_queries, n_nr=n_nr, seed=seed)
 
@@ -235,10 +234,7 @@ def worker_dataset(box: list):
     """The dataset behind ``box = [object_ref]``, read from the node's object store once
     per worker process. Ray would resolve a bare ref before every task, unpickling the
     vocabularies and id lists each time; boxed, the worker keeps what it read."""
-    import copy
-    import dataclasses
-
-    import ray
+    import ray  # optional (the `ray` extra), only in a Ray worker
 
     key = box[0].hex()
     if key not in _WORKER_DATASETS:
@@ -264,8 +260,6 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None = None, *, threads: int | None = None, max_retries: int = 3):
-        from . import determinism
-
         self.address = address
         self.threads = threads if threads is not None else determinism.DEFAULT_THREADS
         self.max_retries = max_retries
@@ -274,15 +268,13 @@ class RayExecutor:
         """``ray``, initialised: joined to ``address`` (probed first, ``raycluster.probe``) or
         a new local instance on 127.0.0.1."""
         if self.address:
-            from .raycluster import probe
-
             probe(self.address, option="Ray address")
         if not self.address or self.address.split(":")[0] in ("127.0.0.1", "localhost"):
             # Ray replaces 127.0.0.1 by the machine's reachable address (where a loopback
             # cluster does not listen) unless multi-node clusters are off; a local instance
             # then listens on loopback only. Read when ray is first imported.
             env_vars.set_default("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        import ray
+        import ray  # optional (the `ray` extra); read after the environment above is set
 
         if not ray.is_initialized():
             env = env_vars.snapshot(WORKER_ENV_KEYS)

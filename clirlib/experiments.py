@@ -2,7 +2,7 @@
 
 The notebooks never train directly: they describe runs as ``TrainConfig`` objects and call
 :func:`run` / :func:`run_many`, which return the cached result when the same resolved
-config (plus ``CACHE_VERSION``) was trained before. Each entry holds the full config,
+config (plus ``cache.CACHE_VERSION``) was trained before. Each entry holds the full config,
 test / dev metrics, the per-epoch history, per-query test metrics (for significance
 tests) and, when asked, a sample of training scores per class (Figure 3). Entries are
 written atomically (temporary file, then rename), so an interrupted ``make reproduce``
@@ -12,7 +12,7 @@ checksum and is checked on read (``clirlib.cache``): a damaged entry is moved to
 
 :func:`run` is :func:`cached_record`, else :func:`compute_record` then :func:`store_record`;
 :mod:`clirlib.executors` runs whole grids with the same three steps, serially or as Ray
-tasks (``run_many(..., executor=)``).
+tasks (``grid_runs.run_many(..., executor=)``); :mod:`clirlib.grid_runs` turns records into tables.
 
 Set ``force=True`` (or the environment variable ``CLIRLIB_FORCE=1``, or
 ``make reproduce FORCE=1``) to retrain instead of reading the cache.
@@ -26,21 +26,23 @@ every input file, so a changed file is a cache miss without ``force``; the recor
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
-import pandas as pd
-from tqdm.auto import tqdm
 
-from . import cache, determinism, env, paths, profiles, shipped
-from .metrics import METRIC_NAMES
+from . import cache, determinism, env, paths, profiles, retrieval, shipped, systems
+from .data import kg, load, load_for
+from .data.digests import file_digest
+from .cache import CACHE_VERSION
+from .data.synthetic import GENERATOR_VERSION
+from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
 from .train import KEY_DEFAULTS, NonFiniteError, TrainConfig, train
+from .validate import ConfigError
 
-#: Bump when a change of the code changes results, so old cache entries are not reused.
-CACHE_VERSION = 5  # 5: the run field `data` became `dataset` (old entries are misses)
 #: Scores kept per class for the density plots (Figure 3).
 SCORE_SAMPLE = 3000
 
@@ -68,8 +70,6 @@ def cache_key(config: TrainConfig, inputs: dict[str, str] | None = None) -> str:
     change of the code's results, of the embedded benchmark's files or of a real-data input
     file (:func:`input_tag`) never serves an old entry. ``inputs``: the digests when known
     (a loaded dataset's ``info["inputs"]``), else computed from the files."""
-    from .data.synthetic import GENERATOR_VERSION
-
     return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.key()}{input_tag(config, inputs)}"
 
 
@@ -79,15 +79,11 @@ def input_digests(config: Any, inputs: dict[str, str] | None = None) -> dict[str
     files found; ``inputs`` when the caller has them already) and, for a system with a
     ``kg_dir`` and a KG mode other than ``none``, the KG folder's files (``kg/<name>``).
     Empty for a run on an embedded benchmark profile with its own KG."""
-    from .data import kg, load
-
     out: dict[str, str] = {}
     if config.dataset not in profiles.SIZES:
         out.update(inputs if inputs is not None else load.input_digests_of(config.dataset, config.lang))
     kg_dir = getattr(config, "kg_dir", None)
     if kg_dir is not None and getattr(config, "kg", "none") != "none":
-        from .data.digests import file_digest
-
         out.update({f"kg/{p.name}": file_digest(p) for p in kg.kg_files(kg_dir, config.lang)})
     return out
 
@@ -97,8 +93,6 @@ def input_tag(config: Any, inputs: dict[str, str] | None = None) -> str:
     KG folder; ``""`` for a run on an embedded benchmark profile: its files' bytes are
     fixed by ``GENERATOR_VERSION``, the profile and ``data_seed``, which the key holds
     already, so its key is what it always was (the shipped records stay valid)."""
-    import hashlib
-
     digests = input_digests(config, inputs)
     if not digests:
         return ""
@@ -211,60 +205,9 @@ def compute_record(config: TrainConfig, *, dataset=None, allow_nonfinite: bool =
     return record
 
 
-def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc: str = "runs",
-             executor=None) -> pd.DataFrame:
-    """Run (or load) every config; one tidy row per run: config columns, then the metrics.
-
-    ``executor``: ``"serial"``, ``"ray"`` or an executor object of :mod:`clirlib.executors`;
-    ``None`` takes the one ``CLIRLIB_EXECUTOR`` names (serial by default)."""
-    from .executors import get_executor
-
-    records = get_executor(executor).run(list(configs), force=force, desc=desc)
-    return pd.DataFrame([summary_row(r) for r in records])
-
-
-#: Config fields whose table column has another name.
-TABLE_COLUMNS = {"dataset": "data"}
-
-
-def summary_row(record: dict[str, Any]) -> dict[str, Any]:
-    # Config columns in TrainConfig's field order: a record read back from the cache (JSON
-    # with sorted keys) and one just trained then give the same table, byte for byte.
-    order = [f.name for f in dataclasses.fields(TrainConfig)]
-    cfg = {k: record["config"][k] for k in sorted(record["config"], key=lambda k: (k not in order, order.index(k) if k in order else 0, k))}
-    cfg["thresholds"] = tuple(cfg["thresholds"])
-    # The tables keep their column name `data` for the run's source (byte-identical tables
-    # across the rename of the config field to `dataset`, issue 16).
-    cfg = {TABLE_COLUMNS.get(k, k): v for k, v in cfg.items()}
-    row = {**cfg, "best_epoch": record["best_epoch"], "epochs_run": record["epochs_run"],
-           "dev_chance": record["dev_chance"], "seconds": record["seconds"]}
-    row.update({m: record["test"][m] for m in METRIC_NAMES})
-    row.update({f"dev_{m}": record["dev"][m] for m in METRIC_NAMES})
-    return row
-
-
-def history_frame(records: Iterable[dict[str, Any]], by: Iterable[str]) -> pd.DataFrame:
-    """Per-epoch histories of several runs, labelled with the config fields ``by``."""
-    frames = []
-    for rec in records:
-        h = pd.DataFrame(rec["history"])
-        for k in by:
-            v = rec["config"][k]
-            # a list-valued field (thresholds) is one tuple per row; a bare tuple would be spread over the rows
-            h[k] = [tuple(v)] * len(h) if isinstance(v, list) else v
-        frames.append(h)
-    return pd.concat(frames, ignore_index=True)
-
-
-def per_query_frame(record: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame(record["test_per_query"])
-
-
 def config(**kw: Any) -> TrainConfig:
     """``TrainConfig`` from keyword settings; an unknown key raises ``ConfigError`` naming it
     (a misspelt setting would otherwise silently train the default)."""
-    from .validate import ConfigError
-
     names = [f.name for f in dataclasses.fields(TrainConfig)]
     unknown = sorted(set(kw) - set(names))
     if unknown:
@@ -296,8 +239,6 @@ def jsonable(x: Any) -> Any:
 def system_cache_key(config: Any, inputs: dict[str, str] | None = None) -> str:
     """``v<cache version>-g<generator version>-<system>-<config hash>[-i<inputs hash>]`` for a
     system run (:func:`input_tag`, as :func:`cache_key`)."""
-    from .data.synthetic import GENERATOR_VERSION
-
     return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.system}-{config.key()}{input_tag(config, inputs)}"
 
 
@@ -331,7 +272,7 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
     is re-run when ``collection=True``.
     """
     cfg = config.resolved()
-    record = _cached_system(cfg, collection, force)
+    record = cached_system(cfg, collection, force)
     if record is not None:
         return record
     record = system_record(cfg, dataset=dataset, collection=collection)
@@ -340,15 +281,10 @@ def run_system(config: Any, *, force: bool | None = None, dataset=None, collecti
 
 def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system without the cache (``run_system``'s record)."""
-    from . import systems
-    from .metrics import chance_p_mr1, evaluate, evaluate_per_query
-
     cfg = config.resolved()
     determinism.configure()
     determinism.seed_everything(cfg.seed)
     if dataset is None:
-        from .data import load_for
-
         dataset = load_for(cfg)
     t0 = time.perf_counter()
     system = systems.get(cfg.system)(cfg).fit(dataset, cfg.seed)
@@ -386,8 +322,6 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     supported = bool(getattr(system, "is_dual_encoder", False) or hasattr(system, "score_matrix"))
     record["collection_supported"] = supported
     if collection and supported:
-        from . import retrieval
-
         t1 = time.perf_counter()
         coll = retrieval.evaluate_system(system, dataset, "test")
         record["collection"] = {
@@ -399,111 +333,11 @@ def system_record(config: Any, *, dataset=None, collection: bool = True) -> dict
     return record
 
 
-def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str = "system runs",
-                workers: int | None = None) -> list[dict[str, Any]]:
-    """``run_system`` of every config (cached), with a progress bar; records in ``configs``' order.
-
-    The runs not in the cache are trained by ``workers`` processes at once (``None``:
-    ``CLIRLIB_SYSTEM_WORKERS``, default 2, :func:`env.system_workers`); 1 trains them here,
-    one after the other (the reference path). Each run seeds everything from its config and
-    sets its own torch threads (``system_record``), so a record has the same numbers
-    whichever process trained it (``tests/test_system_pool.py``); HIKE trains on one
-    thread, so two runs at once use both cores. Only this process writes cache entries,
-    each as soon as its run (or group) is back: an interrupted grid loses only the runs in
-    flight. Runs of a system that ``shares_per_seed`` (MDL's doc2vec memo) go to one worker
-    together per (dataset, language, seed), so the memo is shared as in a serial run."""
-    configs = [c.resolved() for c in configs]  # a bad config raises here, before anything runs
-    workers = env.system_workers() if workers is None else workers
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    out: list[dict[str, Any] | None] = [None] * len(configs)
-    for i, c in enumerate(configs):
-        out[i] = _cached_system(c, force=force)
-    todo = [i for i, r in enumerate(out) if r is None]
-    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
-               disable=env.progress_disabled(), leave=False)
-    with bar:
-        if workers == 1 or len(todo) < 2:
-            for i in todo:
-                out[i] = run_system(configs[i], force=True)
-                bar.update()
-        else:
-            for group, records in _pool_runs([(i, configs[i]) for i in todo], workers):
-                for i, rec in zip(group, records):
-                    out[i] = _atomic_write_json(runs_dir() / f"{rec['key']}.json", rec)
-                    bar.update()
-    return out  # type: ignore[return-value]
-
-
-def _cached_system(cfg: Any, collection: bool = True, force: bool | None = None) -> dict[str, Any] | None:
+def cached_system(cfg: Any, collection: bool = True, force: bool | None = None) -> dict[str, Any] | None:
     """``run_system``'s cached record of a resolved config, or None (missing, damaged or without
-    the whole-collection part it needs); local or shipped, as ``_read_cached``."""
+    the whole-collection part it needs); local or shipped, as :func:`cached_record`."""
     record = _read_cached(system_cache_key(cfg), cfg.to_dict(), {}, False, force)
     if record is not None and (not collection or "collection" in record
                                or record.get("collection_supported") is False):
         return record
     return None
-
-
-def _groups(indexed: list[tuple[int, Any]]) -> list[list[tuple[int, Any]]]:
-    """One group per run, except that runs of a system that ``shares_per_seed`` are grouped by
-    (system, data fields, seed), in first-appearance order."""
-    from . import systems
-
-    groups: dict[Any, list[tuple[int, Any]]] = {}
-    for i, c in indexed:
-        share = systems.get(c.system).shares_per_seed
-        key = (c.system, c.dataset, c.lang, c.seed, c.data_seed, c.n_queries, c.n_nr) if share else i
-        groups.setdefault(key, []).append((i, c))
-    return list(groups.values())
-
-
-def _pool_runs(indexed: list[tuple[int, Any]], workers: int):
-    """Yield (indices, records) of each group as a worker process finishes it."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    from .data.synthetic import generate_benchmark
-    from .profiles import SIZES
-
-    # The benchmark once, here, before the workers would each start writing it.
-    for name, seed in sorted({(c.dataset, c.data_seed) for _, c in indexed if c.dataset in SIZES}):
-        generate_benchmark(name, seed=seed)
-    groups = _groups(indexed)
-    # spawn, not fork: a forked copy of a process whose torch thread pool has run can hang
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(groups)), initializer=_worker_init,
-                               mp_context=multiprocessing.get_context("spawn"))
-    finished = False
-    try:
-        pending = {pool.submit(_run_group, [c for _, c in g]): [i for i, _ in g] for g in groups}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: pending[f][0]):  # same-time finishes in grid order
-                yield pending.pop(fut), fut.result()  # a worker's exception is raised here
-        finished = True
-    finally:
-        procs = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown forgets them
-        pool.shutdown(wait=finished, cancel_futures=True)
-        if not finished:  # an error or an interrupt: end the runs still in flight, by their PIDs
-            for p in procs:
-                if p.is_alive():
-                    p.terminate()
-
-
-def _worker_init() -> None:
-    """A worker ends with the process that started it (Linux: PR_SET_PDEATHSIG), so a killed
-    driver leaves no orphan training on; its runs show no bars of their own (the driver's bar
-    counts them)."""
-    import signal
-    import sys
-
-    env.set_for_children(**{env.PROGRESS: "0"})  # whatever the user set: the driver's bar is the one
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
-
-
-def _run_group(configs: list[Any]) -> list[dict[str, Any]]:
-    """In a worker: ``system_record`` of each config of one group, in order."""
-    return [system_record(c) for c in configs]

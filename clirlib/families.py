@@ -25,9 +25,14 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import experiments, profiles, stats, systems, verdicts
+from . import experiments, grid_runs, profiles, stats, systems, verdicts
+from .hypotheses import Hypothesis, run_table
 from .metrics import METRIC_NAMES
+from .paths import REPORTED_DIR
+from .reproduction import languages as all_languages
+from .reproduction import source
 from .retrieval import COLLECTION_METRICS
+from .systems.mdl import scaled_topics
 
 #: The four systems of the comparison: label -> (system, config fields).
 FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -51,34 +56,32 @@ _ABS = "0.01 absolute, as the paper's claims (clirlib.verdicts)"
 
 #: Claims, with margins fixed before any run. Candidate-list claims use the seven metrics,
 #: whole-collection ones the MDL paper's measure (MAP@1000) or retrieval measures.
-HYPOTHESES: tuple[verdicts.Hypothesis, ...] = (
-    verdicts.Hypothesis("sosl_vs_mdl6", "SOSL beats MDL.6 on candidate lists, every metric and language",
+HYPOTHESES: tuple[Hypothesis, ...] = (
+    Hypothesis("sosl_vs_mdl6", "SOSL beats MDL.6 on candidate lists, every metric and language",
                         "issue 13 (no paper compares them)", "candidates", {"system": "SOSL"}, {"system": "MDL.6"},
                         METRIC_NAMES, why_margin=_ABS),
-    verdicts.Hypothesis("sosl_vs_mdl6_collection", "SOSL beats MDL.6 over the whole collection",
+    Hypothesis("sosl_vs_mdl6_collection", "SOSL beats MDL.6 over the whole collection",
                         "issue 13 (no paper compares them)", "collection", {"system": "SOSL"}, {"system": "MDL.6"},
                         ("MAP@1000", "R@100", "MRR"), why_margin=_ABS),
-    verdicts.Hypothesis("learned_vs_bm25", "SOSL beats the lexical floor (BM25) on candidate lists",
+    Hypothesis("learned_vs_bm25", "SOSL beats the lexical floor (BM25) on candidate lists",
                         "issue 13", "candidates", {"system": "SOSL"}, {"system": "BM25"}, ("P_mr@1", "MRR_mr"),
                         why_margin=_ABS),
-    verdicts.Hypothesis("hike_vs_sosl", "HIKE (a cross-encoder with the KG) beats SOSL on candidate lists",
+    Hypothesis("hike_vs_sosl", "HIKE (a cross-encoder with the KG) beats SOSL on candidate lists",
                         "issue 14 (no paper compares them)", "candidates", {"system": "HIKE"}, {"system": "SOSL"},
                         METRIC_NAMES, why_margin=_ABS),
-    verdicts.Hypothesis("mdl6_vs_mdl1", "multilabels (MDL.6) beat a single label (MDL.1) over the whole collection",
+    Hypothesis("mdl6_vs_mdl1", "multilabels (MDL.6) beat a single label (MDL.1) over the whole collection",
                         "MDL paper, Table 2", "collection", {"system": "MDL.6"}, {"system": "MDL.1"}, ("MAP@1000",),
                         why_margin=_ABS),
-    verdicts.Hypothesis("lda_vs_random_labels", "LDA multilabels beat random multilabels over the whole collection",
+    Hypothesis("lda_vs_random_labels", "LDA multilabels beat random multilabels over the whole collection",
                         "MDL paper, Table 6", "collection", {"system": "MDL.6"}, {"system": "MDL.6 random labels"},
                         ("MAP@1000",), why_margin=_ABS),
-    verdicts.Hypothesis("true_topics_vs_lda", "labels from the true topics beat LDA's over the whole collection",
+    Hypothesis("true_topics_vs_lda", "labels from the true topics beat LDA's over the whole collection",
                         "issue 13 (a control the MDL paper lacks)", "collection", {"system": "MDL true topics"},
                         {"system": "MDL.6"}, ("MAP@1000",), why_margin=_ABS),
 )
 
 
 def _source(profile: str, dataset: str | None) -> dict[str, Any]:
-    from .reproduction import source
-
     return source(profile, dataset)
 
 
@@ -112,8 +115,6 @@ def _labelled(table: dict[str, tuple[str, dict[str, Any]]], profile: str, datase
 def languages(profile: str, dataset: str | None = None) -> list[str]:
     """The notebook's languages: the profile's (``profiles.FAMILIES``; ``ci``: French), on real
     data every language of the directory (``reproduction.languages``)."""
-    from .reproduction import languages as all_languages
-
     chosen = None if dataset else profiles.FAMILIES[profiles.check(profile)]["langs"]
     return list(chosen) if chosen else all_languages(dataset)
 
@@ -131,8 +132,6 @@ def configs(profile: str, dataset: str | None = None, langs: Iterable[str] | Non
 def sweep_configs(profile: str, n_train_pairs: int, dataset: str | None = None, lang: str = "fr",
                   seed: int | None = None) -> list[tuple[str, Any]]:
     """(label, config) of the m x C sweep of MDL (one language, one seed)."""
-    from .systems.mdl import scaled_topics
-
     seed = experiments.settings(profile)["seeds"][0] if seed is None else seed
     c0 = scaled_topics(n_train_pairs)
     grid = profiles.FAMILIES[profiles.check(profile)]
@@ -144,8 +143,6 @@ def sweep_configs(profile: str, n_train_pairs: int, dataset: str | None = None, 
 
 def sweep_frame(labelled: list[tuple[str, dict]], n_train_pairs: int) -> pd.DataFrame:
     """``run_frame`` of the sweep with ``n_topics`` filled in where the scaled C was used."""
-    from .systems.mdl import scaled_topics
-
     df = run_frame(labelled)
     df["n_topics"] = df["n_topics"].fillna(scaled_topics(n_train_pairs)).astype(int)
     return df
@@ -153,7 +150,7 @@ def sweep_frame(labelled: list[tuple[str, dict]], n_train_pairs: int) -> pd.Data
 
 def run(labelled: list[tuple[str, Any]], force: bool | None = None, desc: str = "systems") -> list[tuple[str, dict]]:
     """(label, cached record) of every (label, config)."""
-    records = experiments.system_runs([c for _, c in labelled], force=force, desc=desc)
+    records = grid_runs.system_runs([c for _, c in labelled], force=force, desc=desc)
     return [(label, rec) for (label, _), rec in zip(labelled, records)]
 
 
@@ -211,13 +208,13 @@ def summary(runs: pd.DataFrame, pq: pd.DataFrame, metrics: Iterable[str], seed: 
                            kind="stable").reset_index(drop=True)
 
 
-def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[verdicts.Hypothesis] = HYPOTHESES,
+def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[Hypothesis] = HYPOTHESES,
            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, comparisons) of the claims, by ``verdicts.evaluate_hypothesis`` on
-    ``verdicts.run_table``'s frames (each record's label is its ``system``): per claim its
+    ``run_table``'s frames (each record's label is its ``system``): per claim its
     row and one row per language, as ``verdicts.evaluate``."""
     records = [{**rec, "label": label} for label, rec in labelled]
-    grids = {g: verdicts.run_table(records, g) for g in ("candidates", "collection")}
+    grids = {g: run_table(records, g) for g in ("candidates", "collection")}
     rows, comps = [], []
     for h in hypotheses:
         runs, pq = grids[h.grid]
@@ -236,8 +233,6 @@ def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[verdicts.Hypot
 def reported() -> pd.DataFrame:
     """The MDL paper's Tables 2, 4 and 6 (``reported/mdl_paper.csv``): a different data set
     and protocol (see the file's header), shown beside ours, never compared by a test."""
-    from .paths import REPORTED_DIR
-
     return pd.read_csv(REPORTED_DIR / "mdl_paper.csv", comment="#")
 
 

@@ -27,19 +27,21 @@ import numpy as np
 import pandas as pd
 
 from . import verdicts
+from .hypotheses import ENCODER_LABELS, HYPOTHESES, LOSS_LABELS, POWER, Hypothesis, pairs
 from .metrics import METRIC_NAMES
+from .stats import mean_std
 
 # --------------------------------------------------------------------------- notebook 09
 #: The claims of Tables 2 and 3 (their grids are the runs of notebook 09).
 TABLE_GRIDS = {"table2": "Table 2", "table3": "Table 3"}
-TABLE_HYPOTHESES = tuple(h for h in verdicts.HYPOTHESES if h.grid in TABLE_GRIDS)
+TABLE_HYPOTHESES = tuple(h for h in HYPOTHESES if h.grid in TABLE_GRIDS)
 #: Fixed column order of ``tables/seeds_significance_tests.csv``.
 SEEDS_TEST_COLUMNS = ["table", "hypothesis", "kind", "margin", "a", "b", "lang", "metric", "mean_a", "mean_b",
                       "effect", "ci_low", "ci_high", "p", "p_holm", "p_against", "p_against_holm", "mde", "se",
                       "seed_sd_a", "seed_sd_b", "n_queries", "n_seeds", "verdict"]
 #: Display marks of a comparison's verdict (tables and the heat map).
 MARKS = {"holds": "+", "does not hold": "x", "inconclusive": "", "not tested": ""}
-_SYSTEM_LABELS = {"loss": verdicts.LOSS_LABELS, "encoder": verdicts.ENCODER_LABELS}
+_SYSTEM_LABELS = {"loss": LOSS_LABELS, "encoder": ENCODER_LABELS}
 _TIDY = ("lang", "metric", "mean", "std", "n_seeds")
 
 
@@ -49,8 +51,6 @@ def mean_std_table(runs: pd.DataFrame, key: str, order: Iterable[str],
     :func:`clirlib.stats.mean_std` (one row per lang, system, metric); ``display`` has one
     row per (lang, system), a "mean +- std" cell per metric (the mean alone for one seed)
     and ``n``, the number of seeds."""
-    from .stats import mean_std
-
     ms = mean_std(runs, ["lang", key], METRIC_NAMES)
     cell = [f"{m:.3f} ± {s:.3f}" if n > 1 else f"{m:.3f}" for m, s, n in zip(ms["mean"], ms["std"], ms["n_seeds"])]
     out = ms.assign(cell=cell).pivot_table(index=["lang", key], columns="metric", values="cell", aggfunc="first",
@@ -85,7 +85,7 @@ def _lang(a: str, b: str) -> str:
 
 
 def seeds_tests(comparisons: pd.DataFrame, mean_std: Iterable[pd.DataFrame] = (),
-                hypotheses: Iterable[verdicts.Hypothesis] = TABLE_HYPOTHESES) -> pd.DataFrame:
+                hypotheses: Iterable[Hypothesis] = TABLE_HYPOTHESES) -> pd.DataFrame:
     """The comparisons (``verdicts.evaluate(...)[1]``) of ``hypotheses``, with the table,
     kind and margin of their claim, the language(s) compared and the seed-to-seed
     standard deviation of each side's metric (from ``mean_std``, the tidy frames of
@@ -118,7 +118,7 @@ def _side_label(flt: Mapping[str, object], key: str) -> str:
 
 
 def seed_spread(mean_std: Iterable[pd.DataFrame],
-                hypotheses: Iterable[verdicts.Hypothesis] = TABLE_HYPOTHESES) -> pd.DataFrame:
+                hypotheses: Iterable[Hypothesis] = TABLE_HYPOTHESES) -> pd.DataFrame:
     """The difference of seed means A - B of every (pair, metric) of the claims, beside the
     seed-to-seed standard deviation of both systems, from the tidy frames of
     :func:`mean_std_table` alone (descriptive: it exists also for claims that were not
@@ -131,7 +131,7 @@ def seed_spread(mean_std: Iterable[pd.DataFrame],
         if ms is None:
             continue
         key = _system_key(ms)
-        for fa, fb in verdicts.pairs(h, ms):
+        for fa, fb in pairs(h, ms):
             if "lang" not in fa or "lang" not in fb or key not in fa or key not in fb:
                 continue
             for m in h.metrics:
@@ -179,7 +179,7 @@ def _per_lang(g: pd.DataFrame) -> str:
 
 
 def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterable[pd.DataFrame] = (),
-                    hypotheses: Iterable[verdicts.Hypothesis] = TABLE_HYPOTHESES) -> str:
+                    hypotheses: Iterable[Hypothesis] = TABLE_HYPOTHESES) -> str:
     """Markdown: per claim of Tables 2 and 3 its verdict and how many comparisons hold / do
     not hold / are inconclusive (per language where it compares languages one by one),
     the contrary comparisons, the detectable effect of the inconclusive ones, and per table
@@ -225,10 +225,10 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
             mde = unsure["mde"].median()
             if h.kind == "superiority":
                 s += (f" For the inconclusive ones a true difference of at least {mde:.3f} (median over them; "
-                      f"margin {h.margin:g} included) would have been detected with {verdicts.POWER:.0%} power.")
+                      f"margin {h.margin:g} included) would have been detected with {POWER:.0%} power.")
             else:
                 s += (f" For the inconclusive ones the test resolves a distance of {mde:.3f} (median over them) "
-                      f"from the margin {h.margin:g} with {verdicts.POWER:.0%} power.")
+                      f"from the margin {h.margin:g} with {POWER:.0%} power.")
         lines.append(s)
     spread = seed_spread(mean_std, hyps)
     for table in dict.fromkeys(spread["table"]):

@@ -43,6 +43,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from . import determinism
+from .data import load_dataset
 from .labels import MR, NR, SR
 from .metrics import random_ndcg
 
@@ -165,8 +166,6 @@ def data_key(config: Mapping[str, Any]) -> tuple:
 @functools.lru_cache(maxsize=64)
 def dev_lists(key: tuple) -> tuple[np.ndarray, np.ndarray]:
     """(labels, qidx) of the dev split that the data fields ``key`` (:func:`data_key`) load."""
-    from .data import load_dataset
-
     dataset, lang, n_queries, n_nr, data_seed = key
     if dataset is None or lang is None:
         raise ValueError(f"a run's config names no dataset or language ({key}): its dev lists cannot be loaded")

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
-import torch
 
-from . import experiments, profiles, verdicts
-from .metrics import evaluate_per_query
-from .systems.hike import ALL_METRICS, KG_MODES, Hike, HikeConfig, rerank
+from . import grid_runs, profiles, verdict_words, verdicts
+from .hypotheses import Hypothesis
+from .systems.hike import ALL_METRICS, KG_MODES, HikeConfig
 
 #: The display name of each KG control: the ``system`` field of the verdict records.
 KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuffled KG", "half": "HIKE, half the KG",
@@ -44,7 +42,7 @@ def records_for_profile(profile: str, dataset: str | None = None, force: bool | 
                         kg_modes: tuple[str, ...] = KG_MODES) -> list[dict[str, Any]]:
     """HIKE's records for a profile: :func:`profile_configs`, each run or read from the cache
     by ``experiments.run_system`` (the path every system's runs take)."""
-    return experiments.system_runs(profile_configs(profile, dataset, kg_modes=kg_modes), force=force, desc="hike runs")
+    return grid_runs.system_runs(profile_configs(profile, dataset, kg_modes=kg_modes), force=force, desc="hike runs")
 
 
 # --------------------------------------------------------------------------- verdicts and tables
@@ -54,15 +52,15 @@ def verdict_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "label": KG_LABELS[r["config"]["kg"]]} for r in records]
 
 
-def hypotheses(control_lang: str = "fr") -> tuple[verdicts.Hypothesis, ...]:
-    """What the KG adds, as ``verdicts.Hypothesis`` objects (margins fixed before any run:
+def hypotheses(control_lang: str = "fr") -> tuple[Hypothesis, ...]:
+    """What the KG adds, as ``Hypothesis`` objects (margins fixed before any run:
     0.01 absolute, the project's smallest effect that matters), over the seven metrics and
     NDCG@1 / NDCG@10."""
     why = "0.01 absolute, as every claim of clirlib.verdicts"
     fr = {"lang": control_lang}  # the controls run in one language
 
-    def claim(name: str, text: str, source: str, a: str, b: str) -> verdicts.Hypothesis:
-        return verdicts.Hypothesis(name, text, source, "hike", {"system": KG_LABELS[a], **fr},
+    def claim(name: str, text: str, source: str, a: str, b: str) -> Hypothesis:
+        return Hypothesis(name, text, source, "hike", {"system": KG_LABELS[a], **fr},
                                    {"system": KG_LABELS[b], **fr}, ALL_METRICS, match=(), why_margin=why)
 
     return (
@@ -116,7 +114,7 @@ def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     row = summary[summary["hypothesis"] == "hike_kg_helps"]
     if len(row):
         r = row.iloc[0]
-        lines.append(f"- {verdicts.sentence(r)}")
+        lines.append(f"- {verdict_words.sentence(r)}")
         comp = comparisons[(comparisons["hypothesis"] == "hike_kg_helps")]
         for m in ("NDCG@1", "NDCG@5", "NDCG@10"):
             for c in comp[comp["metric"] == m].to_dict("records"):
@@ -124,39 +122,5 @@ def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
                              f"{c['effect']:+.3f} (95 % CI {c['ci_low']:+.3f} to {c['ci_high']:+.3f}, "
                              f"p_Holm = {c['p_holm']:.3g}).")
     for r in summary[summary["hypothesis"] != "hike_kg_helps"].to_dict("records"):
-        lines.append(f"- {verdicts.sentence(r)}")
+        lines.append(f"- {verdict_words.sentence(r)}")
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- whole collection
-def per_query_metrics(scores: np.ndarray, labels: np.ndarray, qidx: np.ndarray) -> pd.DataFrame:
-    """Per-query values of the seven metrics plus NDCG@1 and NDCG@10 (column ``query_id`` first)."""
-    return evaluate_per_query(scores, labels, qidx, ALL_METRICS)
-
-
-def collection_metrics(system: Hike, dataset, first_stage, split: str = "test", depth: int = 100) -> pd.DataFrame:
-    """Whole-collection ranking: every loaded document is a candidate of every ``split`` query;
-    the first stage is a fitted dual encoder of ``clirlib.systems`` (SOSL: ``systems.get("sosl")``),
-    ranking by the smooth cosine r_eps of its ``eps``; HIKE re-ranks its top ``depth``.
-    Returns per-query metrics (``ALL_METRICS``) of both, column ``stage`` = first stage | HIKE."""
-    from .similarity import smooth_cosine
-
-    sp = dataset.splits[split]
-    qrows = np.unique(sp.qidx)
-    n_d = len(dataset.docs)
-    labels = np.zeros((len(qrows), n_d), dtype=np.int64)  # every other document is NR
-    pos = np.searchsorted(qrows, sp.qidx)
-    labels[pos, sp.didx] = sp.labels
-    vq = torch.from_numpy(first_stage.encode_queries(dataset, qrows)).double()  # (n_q, p)
-    vd = torch.from_numpy(first_stage.encode_documents(dataset, np.arange(n_d))).double()  # (n_d, p)
-    first = np.stack([smooth_cosine(vq[i].expand(n_d, -1), vd, first_stage.eps).numpy()
-                      for i in range(len(qrows))])  # (n_q, n_d)
-    reranked = rerank(system, dataset, first, qrows, depth)
-    qid = np.repeat(np.arange(len(qrows)), n_d)
-    frames = []
-    for stage, sc in (("first stage", first), ("HIKE", reranked)):
-        pq = per_query_metrics(sc.reshape(-1), labels.reshape(-1), qid)
-        pq["query_id"] = [dataset.query_ids[qrows[i]] for i in pq["query_id"]]
-        pq.insert(0, "stage", stage)
-        frames.append(pq)
-    return pd.concat(frames, ignore_index=True)

@@ -15,14 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
+from . import paths
+from .profiles import LANGS
 from .validate import ConfigError, check_output
 
 
 def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
              only: Iterable[str] | None = None) -> list[Path]:
     """The notebooks to run, after checking every input (``ConfigError`` on the first problem)."""
-    from . import paths
-
     notebooks = list(notebooks)
     if not notebooks:
         raise ConfigError("notebooks", f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}")
@@ -42,10 +42,8 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
 
 
 def _check_data(dataset: str) -> None:
-    from .data import DataFormatError, available_languages
-    from .data.languages import wikiclir_files
-    from .data import irds
-    from .reported import LANGS
+    from .data import DataFormatError, available_languages, irds  # torch-heavy: only when real data is named
+    from .data.languages import wikiclir_files  # as above
 
     if irds.is_irds(dataset):  # ir_datasets' cache: the reader checks the files it names
         try:
@@ -73,7 +71,7 @@ def _check_data(dataset: str) -> None:
 
 
 def _check_kernel(kernel: str) -> None:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel  # Jupyter machinery: only for reproduce
 
     try:
         KernelSpecManager().get_kernel_spec(kernel)

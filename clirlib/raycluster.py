@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from . import env
+from .validate import ConfigError
 
 RAY = str(Path(sys.executable).with_name("ray"))
 #: Ray replaces 127.0.0.1 by the machine's reachable IP unless clusters are "disabled";
@@ -54,8 +55,6 @@ def probe(address: str, timeout: float = PROBE_SECONDS, option: str = "--address
     """Raise ``ConfigError`` (one line naming ``option`` and ``address``) unless a TCP
     connection to the Ray head at ``address`` (``host:port``) opens within ``timeout``
     seconds. Ray's ``auto`` / ``local`` are left to Ray."""
-    from .validate import ConfigError
-
     try:
         hp = env.check_address(address, option)
     except ValueError as e:
@@ -131,6 +130,7 @@ def free_ports(n: int) -> list[int]:
 
 def _node_ports() -> tuple[list[str], dict[str, int]]:
     """Command-line flags for a node's ports, and the agents' ports by port-file name."""
+    # optional dependency (the `ray` extra): only when a cluster is started
     from ray._raylet import (DASHBOARD_AGENT_LISTEN_PORT_NAME, METRICS_AGENT_PORT_NAME, METRICS_EXPORT_PORT_NAME,
                              RUNTIME_ENV_AGENT_PORT_NAME)
 
@@ -161,7 +161,7 @@ class LocalCluster:
         # 2-core machine importing the dashboard agent alone takes longer. The ports are
         # fixed here, so the test publishes them itself (with Ray's own persist_port) under
         # a node id it chooses; the agents later write the same numbers.
-        from ray._raylet import persist_port
+        from ray._raylet import persist_port  # optional dependency (the `ray` extra), as above
 
         flags, agent_ports = _node_ports()
         node_id = os.urandom(28).hex()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .metrics import METRIC_NAMES
 from .paths import REPORTED_DIR
 
-LANGS = ("fr", "it", "sw", "tl")
 LOSS_NAMES = {"sosl": "SOSL", "3part_l2": "3Part_L2", "mse": "MSE", "po": "PO"}
 ENCODER_NAMES = {"avgpool": "Average Pooling", "cnn": "DSSM-CNN", "lstm": "DSSM-LSTM"}
 
@@ -31,8 +31,6 @@ def table3(wide: bool = True) -> pd.DataFrame:
 
 
 def _load(name: str, key: str, wide: bool) -> pd.DataFrame:
-    from .metrics import METRIC_NAMES
-
     df = pd.read_csv(REPORTED_DIR / name)
     if not wide:
         return df

@@ -21,10 +21,12 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import profiles
-from .experiments import config, run, run_many, settings
+from . import atomic, hypotheses, profiles, verdicts
+from .data import available_languages, irds
+from .experiments import config, run, settings
+from .grid_runs import run_many
 from .metrics import METRIC_NAMES
-from .reported import LANGS
+from .profiles import LANGS
 
 LOSS_ORDER = ("sosl", "3part_l2", "mse", "po")
 ENCODER_ORDER = ("avgpool", "cnn", "lstm")
@@ -43,8 +45,6 @@ def languages(dataset: str | None, langs: Iterable[str] = LANGS) -> list[str]:
     """The paper's languages available in ``dataset`` (all four for the embedded benchmark)."""
     if not dataset:
         return list(langs)
-    from .data import available_languages, irds
-
     have = set(irds.cached_languages(dataset) if irds.is_irds(dataset) else available_languages(dataset))
     return [lang for lang in langs if lang in have]
 
@@ -178,10 +178,8 @@ def verdict_records(profile: str, dataset: str | None = None,
 
 def claim_verdicts(profile: str, dataset: str | None = None, grids: Iterable[str] = GRIDS):
     """(summary, comparisons) of ``clirlib.verdicts`` for the claims resting on ``grids``."""
-    from . import verdicts
-
     grids = tuple(grids)
-    hyps = [h for h in verdicts.HYPOTHESES if h.grid in grids]
+    hyps = [h for h in hypotheses.HYPOTHESES if h.grid in grids]
     return verdicts.evaluate(verdict_records(profile, dataset, grids), hyps)
 
 
@@ -198,8 +196,6 @@ def save_table(df: pd.DataFrame, path, **to_csv: Any) -> None:
 def write_csv(df: pd.DataFrame, path, **to_csv: Any) -> None:
     """``df.to_csv(path, **to_csv)``, the same bytes, written atomically (``clirlib.atomic``):
     a failed write (a full disk) leaves the old table, and says so in one line."""
-    from . import atomic
-
     with atomic.replacing(path, "w", newline="") as f:  # newline="": as pandas opens a path
         df.to_csv(f, **to_csv)
 

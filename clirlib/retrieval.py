@@ -42,7 +42,11 @@ import pandas as pd
 import torch
 
 from . import determinism
+from .data.clirmatrix import iter_documents
 from .data.dataset import RankingDataset, Ragged, Split
+from .data.languages import wikiclir_files
+from .data.text import tokenize
+from .data.wikiclir_format import read_lines, tsv_fields
 
 COLLECTION_METRICS = ("MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10")
 DEPTH = 1000
@@ -56,10 +60,6 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
     words outside the training vocabulary become ``<UNK>``) and the splits' ``didx``
     pointing into it. Documents without any word are left out and counted in
     ``info["collection"]["skipped_empty"]`` (the loader skips the same ones)."""
-    from .data.wikiclir import tsv_fields, read_lines
-    from .data.languages import wikiclir_files
-    from .data.text import tokenize
-
     root = dataset.info.get("root")
     if root is None:
         raise ValueError("the dataset does not name its WikiCLIR folder (info['root']); load it with load_dataset")
@@ -67,8 +67,6 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
     if key in _CACHE:
         return _CACHE[key]
     if dataset.info.get("source") == "clirmatrix":  # CLIRMatrix: doc_id<TAB>text, gzipped
-        from .data.clirmatrix import iter_documents
-
         documents = Path(dataset.info["files"]["documents"])
         lines = ((did, text) for _, did, text in iter_documents(documents))
     else:

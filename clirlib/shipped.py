@@ -19,11 +19,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import platform
+import subprocess
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
 from . import atomic, cache, paths
+from .cache import CACHE_VERSION
+from .data.synthetic import GENERATOR_VERSION
 
 FORMAT = 1
 MANIFEST = "MANIFEST.json"
@@ -175,9 +179,6 @@ def provenance() -> dict[str, str]:
     """What trains a record here: the commit of the checkout (``+modified`` when ``clirlib/``
     has uncommitted changes; ``unknown`` outside a git checkout) and the CPU model."""
     if not _provenance:
-        import platform
-        import subprocess
-
         code = "unknown"
         try:
             run = dict(cwd=paths.PACKAGE_DIR, capture_output=True, text=True, timeout=10)
@@ -204,9 +205,6 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     shipped records of the same versions that the local cache does not hold. ``code``: the
     commit that trained the records that carry no provenance of their own (default: this
     checkout's)."""
-    from .data.synthetic import GENERATOR_VERSION
-    from .experiments import CACHE_VERSION
-
     folder = paths.RECORDS_DIR if folder is None else folder
     prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
     records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}

@@ -28,7 +28,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from . import experiments, reproduction
+from .grid_runs import per_query_frame
 from .metrics import METRIC_NAMES
+from .stats import holm, paired_randomization
 
 _STOPPED_AT = re.compile(r"at epoch (\d+), step (\d+)")
 
@@ -124,8 +127,6 @@ def run_grid(profile: str, dataset: str | None, lang: str, regimes: Mapping[str,
     threshold: a later setting without clipping reuses the clipped run when clipping never
     fired there (:func:`clipping_inactive`). Returns {(regime, eps, clip tag): (record,
     trained as its own run)}."""
-    from . import experiments, reproduction
-
     clips = list(clips)
     out: dict[tuple[str, float, str], tuple[dict[str, Any], bool]] = {}
     for regime, fields in regimes.items():
@@ -175,9 +176,6 @@ def scs_vs_cosine(summary: pd.DataFrame, grid: Mapping[tuple[str, float, str], t
     clipped steps of both, the test ``metric`` of both, the paired randomization p-value
     over test queries of SCS against plain cosine with the same clipping (NaN when either
     run stopped), and its Holm adjustment over all the rows (``p_holm``)."""
-    from .experiments import per_query_frame
-    from .stats import holm, paired_randomization
-
     def values(rec: dict[str, Any]) -> pd.Series:
         return per_query_frame(rec).set_index("query_id")[metric]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from .determinism import rng
 
@@ -126,8 +127,6 @@ def permutation_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000
 def min_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest true effect a two-sided level-``alpha`` test detects with probability ``power``:
     (z_{1 - alpha/2} + z_{power}) * se (normal approximation)."""
-    from scipy.stats import norm
-
     return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
 
 

@@ -1,14 +1,11 @@
-"""Section 4 made measurable: Lemma 2's gradient bound and Theorem 3's generalization gap.
+"""Section 4 made measurable: Lemma 2's gradient bound (Theorem 3's gap: :mod:`clirlib.theorem3`).
 
 - :func:`max_gradient_norm` searches for the largest ||grad_q r_eps(q, d)|| over random
   inputs, inputs with tiny norms and an adversarial gradient ascent, to set against the
   bound 2 / eps from the proof of Lemma 2.
 - :func:`gradient_norm_vs_qnorm` traces the worst gradient as ||q|| shrinks: plain cosine
   grows like 1 / ||q||, smooth cosine stays bounded.
-- :func:`generalization_gap` measures the generalization gap of Theorem 3 for a trained run: mean
-  SOSL on the test pairs minus mean SOSL on the training pairs; :func:`n_train_queries`
-  the training-set size it was trained on and :func:`loglog_slope` the rate at which the
-  gap falls with that size (notebook 12).
+- :func:`lemma2_check` and :func:`lemma2_constants`: every constant of the proof (notebook 11).
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from . import profiles
+from .losses import sosl, sosl_grad_bound
 from .similarity import smooth_cosine
 
 
@@ -72,34 +69,6 @@ def gradient_norm_vs_qnorm(eps: float, qnorms: np.ndarray, p: int = 64, n: int =
     return np.asarray(out)
 
 
-def generalization_gap(record: dict) -> float:
-    """Theorem 3's gap for a cached run: mean loss on the test pairs minus on the training pairs."""
-    return float(record["split_losses"]["test"] - record["split_losses"]["train"])
-
-
-def n_train_queries(record: dict) -> int:
-    """Training queries a cached run actually used: the training split's queries after the
-    ``train_fraction`` subsample (the trainer's own rule, applied to the split's size)."""
-    from .data.dataset import Split
-    from .train import subsample_train
-
-    n = int(record["data_info"]["split_sizes"]["train"])
-    q = np.arange(n)
-    kept = subsample_train(Split(q, q, np.zeros(n, dtype=np.int64)), record["config"]["train_fraction"],
-                            record["config"]["seed"])
-    return int(len(np.unique(kept.qidx)))
-
-
-def loglog_slope(n, gap) -> float:
-    """Exponent b of a least-squares fit gap ~ a * n**b over the positive gaps (Theorem 3's
-    bound decays like n**-0.5 for fixed T); NaN with fewer than two positive points."""
-    n, gap = np.asarray(n, dtype=float), np.asarray(gap, dtype=float)
-    ok = (n > 0) & (gap > 0)
-    if ok.sum() < 2 or len(np.unique(n[ok])) < 2:
-        return float("nan")
-    return float(np.polyfit(np.log(n[ok]), np.log(gap[ok]), 1)[0])
-
-
 # ----------------------------------------------------------------------------------------
 # Lemma 2, every constant (notebook 11)
 #
@@ -135,8 +104,6 @@ def lemma2_constants(eps: float, label: int, thresholds=(0.2, 0.7)) -> dict[str,
     (Lemma A.1: G_y * 2 / eps), ``loss_smooth_f_lemma_a2`` (Lemma A.2 as stated:
     L_r beta_l + L_l beta_r) and ``loss_smooth_f_chain_rule`` (L_r^2 beta_l + L_l beta_r).
     """
-    from .losses import sosl_grad_bound
-
     if eps <= 0:
         raise ValueError(f"Lemma 2 needs eps > 0, got {eps}")
     g = sosl_grad_bound(label, thresholds)
@@ -150,8 +117,6 @@ def sosl_r_extremes(label: int, thresholds=(0.2, 0.7), n: int = 20_001) -> dict[
     """Largest |d SOSL / d r| and largest difference quotient |l'(a) - l'(b)| / |a - b|
     (Definition A.2's smoothness) over ``n`` evenly spaced r in [-1, 1] (ends included),
     derivatives by autograd in float64."""
-    from .losses import sosl
-
     r = torch.linspace(-1, 1, n, dtype=torch.float64, requires_grad=True)
     y = torch.full((n,), label, dtype=torch.long)
     (g,) = torch.autograd.grad(sosl(r, y, thresholds) * n, r)  # per-point derivative l'(r)
@@ -204,8 +169,6 @@ def lemma2_check(epsilons=(0.1, 1.0), thresholds=(0.2, 0.7), n: int = 4000, p: i
     SOSL's constants in r over an even grid of [-1, 1]; and Lemma A.2's rule on the
     smallest example, g(x) = x^2 on [-1, 1], f(u) = 3u on [-1/3, 1/3].
     """
-    from .losses import sosl
-
     k = len(thresholds) + 1
     rows: list[dict] = []
 
@@ -317,138 +280,3 @@ def gradient_search_sentence(search: pd.DataFrame) -> str:
         out.append(f"- **Plain cosine (eps = 0)** has no bound: the largest gradient norm found is "
                    f"{float(zero['largest'].iloc[0]):.3g} (clirlib clamps norms at 1e-8).")
     return "\n".join(out)
-
-
-# ----------------------------------------------------------------------------------------
-# Theorem 3 (notebook 12): SGD with step sizes c / t beside Adam
-# ----------------------------------------------------------------------------------------
-
-#: c of Theorem 3's step sizes alpha_t = c / t for the SGD runs (``TrainConfig.lr`` with
-#: ``optimizer="sgd"``). The per-pair gradients of the batch-mean loss on the embedding
-#: rows are small (1e-3 - 1e-2), so c must be large for SGD to move at all; 1e4 had the best
-#: dev NDCG@5 among {1e3, 3e3, 1e4, 3e4, 1e5} in a development run on the default profile
-#: (eps = 1, full data, 4 epochs). A setting, not a result.
-SGD_C = 1e4
-#: Shares of the training queries kept (``TrainConfig.train_fraction``).
-THEOREM3_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
-#: (optimizer, learning rate or c, gradient clipping): SGD is Theorem 3's plain SGD (no
-#: clipping); Adam is the paper's training (Section 5: lr 0.01, clipping at 5).
-THEOREM3_OPTIMIZERS = {"sgd": (SGD_C, None), "adam": (0.01, 5.0)}
-
-
-def theorem3_configs(profile: str, dataset: str | None, lang: str, seeds, epsilon: float = 1.0) -> dict:
-    """The runs of notebook 12, keyed ``(optimizer, design, train_fraction, seed)``.
-
-    One design, ``"fixed steps"``, Theorem 3's own setting: every run takes the T steps of
-    ``profiles.THEOREM3_EPOCHS[profile]`` epochs on the full training set (a share f of the queries
-    gets round(epochs / f) epochs), and the theorem's bound at a fixed T falls with n. No
-    early stopping; the model tested is still the epoch with the best dev NDCG@5 (the
-    trainer's rule). (The paper's other regime, T growing like n, needs gamma * c < 2,
-    which cannot be checked, so it is not run.)
-    """
-    from .reproduction import base
-
-    epochs = profiles.THEOREM3_EPOCHS[profile]
-    out = {}
-    for opt, (lr, clip) in THEOREM3_OPTIMIZERS.items():
-        for f in THEOREM3_FRACTIONS:
-            for s in seeds:
-                out[opt, "fixed steps", f, s] = base(profile, dataset, lang, epochs=int(round(epochs / f)), epsilon=epsilon,
-                                                     train_fraction=f, seed=s, optimizer=opt, lr=lr, clip=clip,
-                                                     patience=None)
-    return out
-
-
-def theorem3_frame(records: dict) -> pd.DataFrame:
-    """One tidy row per run of :func:`theorem3_configs` (``records``: key -> cached record)."""
-    rows = []
-    for (opt, design, f, seed), r in records.items():
-        steps = [h["n_steps"] for h in r["history"]]
-        rows.append({"optimizer": opt, "design": design, "epsilon": r["config"]["epsilon"], "train_fraction": f,
-                     "seed": seed, "lr": r["config"]["lr"], "n_train_queries": n_train_queries(r),
-                     "epochs": r["config"]["epochs"], "steps": int(sum(steps)), "best_epoch": r["best_epoch"],
-                     "steps_to_selected": int(sum(steps[: r["best_epoch"]])),
-                     "train_loss": r["split_losses"]["train"], "test_loss": r["split_losses"]["test"],
-                     "gap": generalization_gap(r), "NDCG@5": r["test"]["NDCG@5"], "seconds": r["seconds"]})
-    return pd.DataFrame(rows)
-
-
-def bootstrap_slope(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
-    """Log-log slope b of the mean gap against n (:func:`loglog_slope`) with a bootstrap
-    interval over seeds: each draw resamples, within every n, that n's runs with
-    replacement and refits. ``frame`` has columns n_train_queries, gap (one row per run).
-    Draws whose mean gaps leave fewer than two positive points are dropped (counted)."""
-    groups = [g["gap"].to_numpy(float) for _, g in frame.groupby("n_train_queries")]
-    ns = np.array(sorted(frame["n_train_queries"].unique()), dtype=float)
-    slope = loglog_slope(ns, [g.mean() for g in groups])
-    n_seeds = min(len(g) for g in groups) if groups else 0
-    lo = hi = float("nan")
-    dropped = 0
-    if n_seeds >= 2 and len(ns) >= 2:
-        rng = np.random.default_rng(seed)
-        draws = []
-        for _ in range(n_boot):
-            b = loglog_slope(ns, [rng.choice(g, len(g)).mean() for g in groups])
-            if np.isnan(b):
-                dropped += 1
-            else:
-                draws.append(b)
-        if draws:
-            lo, hi = (float(x) for x in np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
-    return {"slope": slope, "ci_low": lo, "ci_high": hi, "n_seeds": n_seeds, "n_sizes": len(ns),
-            "boot_dropped": dropped}
-
-
-def theorem3_slopes(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per (optimizer, design, epsilon): the gap's slope against n with its bootstrap
-    interval, the mean gap at the smallest and largest n, and ``trend``: "shrinks" (the
-    interval lies below 0), "grows" (above 0), "unclear" (contains 0) or "not measured"."""
-    rows = []
-    for (opt, design, eps), g in runs.groupby(["optimizer", "design", "epsilon"], sort=False):
-        s = bootstrap_slope(g, n_boot=n_boot, seed=seed)
-        means = g.groupby("n_train_queries")["gap"].mean().sort_index()
-        if np.isnan(s["ci_low"]):
-            trend = "not measured"
-        elif s["ci_high"] < 0:
-            trend = "shrinks"
-        elif s["ci_low"] > 0:
-            trend = "grows"
-        else:
-            trend = "unclear"
-        rows.append({"optimizer": opt, "design": design, "epsilon": eps, "lr": float(g["lr"].iloc[0]),
-                     "n_min": int(means.index[0]), "n_max": int(means.index[-1]),
-                     "gap_at_n_min": float(means.iloc[0]), "gap_at_n_max": float(means.iloc[-1]),
-                     "steps_min": int(g["steps"].min()), "steps_max": int(g["steps"].max()), **s, "trend": trend})
-    return pd.DataFrame(rows)
-
-
-def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95) -> str:
-    """Markdown bullets from :func:`theorem3_slopes`: the verdict on Theorem 3 (SGD with
-    c / t at a fixed number of steps) and the same trend test for the other runs."""
-    lines = []
-    for r in slopes.itertuples():
-        steps = f"T = {r.steps_min} steps" if r.steps_min == r.steps_max else f"T = {r.steps_min}-{r.steps_max} steps"
-        who = (f"SGD with step size c/t (c = {r.lr:g})" if r.optimizer == "sgd"
-               else f"{'Adam' if r.optimizer == 'adam' else r.optimizer} (lr {r.lr:g})")
-        fit = (f"the mean test-minus-train gap goes from {r.gap_at_n_min:.3g} at n = {r.n_min} to "
-               f"{r.gap_at_n_max:.3g} at n = {r.n_max} training queries")
-        if r.trend == "not measured":
-            ci = ("no bootstrap interval (" + (f"{r.n_seeds} seed per n" if r.n_seeds < 2 else
-                  "too few positive gaps") + ")")
-        else:
-            ci = (f"fitted gap ~ n^{r.slope:.2f}, {level:.0%} bootstrap interval over seeds "
-                  f"[{r.ci_low:.2f}, {r.ci_high:.2f}] ({r.n_seeds} seeds per n)")
-        trend = {"shrinks": "the gap shrinks with n", "grows": "the gap grows with n",
-                 "unclear": "no clear trend (the interval contains 0)", "not measured": "no trend measured"}[r.trend]
-        if r.optimizer == "sgd" and r.design == "fixed steps":
-            verdict = {"shrinks": "This is **consistent with** Theorem 3 (at a fixed T its bound falls like n^-1/2)",
-                       "grows": "This is **not consistent with** Theorem 3, whose bound falls like n^-1/2 at a fixed T",
-                       "unclear": "This is **neither consistent nor inconsistent** with Theorem 3 at this resolution",
-                       "not measured": "Theorem 3 is **not tested** here"}[r.trend]
-        elif r.optimizer == "sgd":
-            verdict = ("Theorem 3 predicts a shrinking gap with T growing like n only if gamma * c < 2, "
-                       "which is not checked here (gamma for the encoder's parameters is unknown): no verdict")
-        else:
-            verdict = "Adam is outside Theorem 3 (which is about SGD with c/t): no verdict"
-        lines.append(f"- **{who}, {r.design} ({steps}), eps = {r.epsilon:g}:** {fit}; {ci}: {trend}. {verdict}.")
-    return "\n".join(lines)

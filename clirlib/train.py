@@ -33,6 +33,8 @@ import torch
 from tqdm.auto import tqdm
 
 from . import determinism, env, fast
+from .data import load_for
+from .data.dataset import Split
 from .encoders import Ranker
 from .losses import class_weights, get_loss
 from .metrics import chance_p_mr1, evaluate, evaluate_per_query
@@ -138,8 +140,6 @@ def subsample_train(split, fraction: float, seed: int):
     """The training pairs of a seeded random share ``fraction`` of the queries (at least one), all when ``fraction >= 1``."""
     if fraction >= 1:
         return split
-    from .data.dataset import Split
-
     queries = np.unique(split.qidx)  # sorted
     keep = determinism.rng(seed, "train-fraction").permutation(len(queries))[: max(1, round(fraction * len(queries)))]
     mask = np.isin(split.qidx, queries[np.sort(keep)])
@@ -152,8 +152,6 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     determinism.configure()
     determinism.seed_everything(cfg.seed)
     if dataset is None:
-        from .data import load_for
-
         dataset = load_for(cfg)
     device = determinism.device()
     disable = (not progress) if progress is not None else env.progress_disabled()

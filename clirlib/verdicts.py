@@ -1,10 +1,6 @@
-"""The paper's empirical claims as stated hypotheses, decided by one procedure (notebook 08).
+"""The decisions: every hypothesis of :mod:`clirlib.hypotheses` decided by one procedure (notebook 08).
 
-Every claim of Sections 5.1-5.3 is a :class:`Hypothesis`: which systems are compared
-(filters on the run configs), on which metrics, in which direction, the smallest effect
-that matters (``margin``, fixed here before any result was looked at) and the family it is
-Holm-corrected within (the claim's own comparisons). One comparison is one (side A, side
-B, metric) triple, e.g. SOSL vs MSE on French P_mr@1. Per-query test values are first
+One comparison is one (side A, side B, metric) triple, e.g. SOSL vs MSE on French P_mr@1. Per-query test values are first
 averaged over seeds, then:
 
 - ``superiority`` (A > B): paired sign-flip randomization test of mean(A - B) = 0
@@ -19,11 +15,6 @@ averaged over seeds, then:
 - ``at_most`` (relative drop (A - B) / A at most ``margin``): bootstrap p of
   "drop >= margin"; *holds* when Holm-adjusted p < 0.05 and the interval's upper end is
   below the margin; *does not hold* when the Holm-adjusted p of "drop <= margin" is < 0.05.
-
-Anything else is *inconclusive*, and ``mde`` says which true effect would have been
-detected with 80 % power (``stats.min_detectable_effect`` at the Bonferroni level of the
-family, the worst case of Holm; for superiority the margin is added, for the others it is
-the distance from the margin that the test resolves).
 
 - ``closes_gap`` (A closes more than ``margin`` of the gap from B up to a reference
   system ``ref``, e.g. class-balanced MSE closes most of the gap from MSE to SOSL): the
@@ -60,212 +51,15 @@ the test that decided (the contrary test's for *does not hold*).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from . import gate, reported, stats
-from .metrics import METRIC_NAMES
-
-VERDICTS = ("holds", "does not hold", "inconclusive", "not tested")
-ALPHA = 0.05
-POWER = 0.8
-MIN_SEEDS = 3
-KINDS = ("superiority", "equivalence", "at_most", "closes_gap")
-#: The ``language`` of a claim's own row in the summary (its language rows name theirs).
-ALL_LANGUAGES = "all"
-N_RESAMPLES = 10_000
-#: Metrics a hypothesis may name besides the seven of the tables: NDCG@1 / NDCG@10 of
-#: the metric registry and the whole-collection metrics of ``clirlib.retrieval``.
-EXTRA_METRICS = ("NDCG@1", "NDCG@10", "MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR")
-#: Fields that identify a system in a run record: the config's (``system`` is the record's
-#: ``label`` when a study gives one, e.g. ``"HIKE without KG"``, else the config's
-#: ``system``, else ``"sosl"``: a ``TrainConfig`` run is the paper's ranker).
-SYSTEM_FIELDS = ("lang", "loss", "encoder", "epsilon", "thresholds", "n_nr", "lstm_readout", "system")
-
-LOSS_LABELS = reported.LOSS_NAMES  # the paper's names of the losses, defined once
-ENCODER_LABELS = {"avgpool": "average pooling", "cnn": "DSSM-CNN", "lstm": "DSSM-LSTM"}
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    """One claim of the paper: ``a`` and ``b`` filter run configs (a list value means one
-    group per value); groups of A and B are paired when they agree on ``match``."""
-
-    name: str
-    claim: str  # the paper's claim, paraphrased
-    source: str
-    grid: str  # which runs: a key of the ``runs`` mapping given to :func:`evaluate`
-    a: Mapping[str, Any]
-    b: Mapping[str, Any]
-    metrics: tuple[str, ...]
-    kind: str = "superiority"  # superiority | equivalence | at_most | closes_gap
-    margin: float = 0.01
-    match: tuple[str, ...] = ("lang",)
-    paired: bool = True
-    why_margin: str = ""
-    ref: Mapping[str, Any] | None = None  # closes_gap: the reference system the gap reaches up to
-    zipped: bool = False  # list-valued fields of a and b pair element by element (not every A with every B)
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown hypothesis kind {self.kind!r}; choose one of {', '.join(KINDS)}")
-        if (self.kind == "closes_gap") != (self.ref is not None):
-            raise ValueError(f"{self.name}: a reference system (ref) is given exactly for kind closes_gap")
-        unknown = set(self.metrics) - set(METRIC_NAMES) - set(EXTRA_METRICS)
-        if unknown:
-            raise ValueError(f"unknown metrics {sorted(unknown)}")
-
-
-_ABS = "0.01 absolute: one query in a hundred ranked differently on P_mr@1, the smallest gap the paper's tables discuss"
-_EPS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)
-
-#: The claims, in the paper's order. Margins were fixed before any run of this procedure.
-HYPOTHESES: tuple[Hypothesis, ...] = (
-    *(Hypothesis(f"sosl_vs_{rival}", f"SOSL beats {LOSS_LABELS[rival]} on every metric in every language",
-                 "Sec. 5.1, Table 2", "table2", {"loss": "sosl"}, {"loss": rival}, METRIC_NAMES, why_margin=_ABS)
-      for rival in ("3part_l2", "mse", "po")),
-    *(Hypothesis(f"avgpool_vs_{rival}", f"average pooling beats {ENCODER_LABELS[rival]} on every metric in every language",
-                 "Sec. 5.1, Table 3", "table3", {"encoder": "avgpool"}, {"encoder": rival}, METRIC_NAMES, why_margin=_ABS)
-      for rival in ("cnn", "lstm")),
-    Hypothesis("smoothing_vs_cosine", "smoothing (every eps in [0.25, 1.75]) beats plain cosine (eps = 0) on every metric",
-               "Sec. 5.2, Fig. 4", "figure4", {"epsilon": list(_EPS)}, {"epsilon": 0.0}, METRIC_NAMES, match=(),
-               why_margin=_ABS),
-    Hypothesis("negatives_p1_drops", "with 5x more NR documents (20 -> 100) P_mr@1 decreases",
-               "Sec. 5.3, Fig. 5", "figure5", {"n_nr": 20}, {"n_nr": 100}, ("P_mr@1",), match=(), why_margin=_ABS),
-    Hypothesis("negatives_robust", "with 5x more NR documents NDCG@5, MRR_mr and MAP drop by only about 10 %",
-               "Sec. 5.3, Fig. 5", "figure5", {"n_nr": 20}, {"n_nr": 100}, ("NDCG@5", "MRR_mr", "MAP"),
-               kind="at_most", margin=0.15, match=(),
-               why_margin="relative drop of at most 15 %: 'about 10 %' read generously"),
-    Hypothesis("low_resource_higher", "low-resource languages (sw, tl) rank the MR document on top more often than fr and it",
-               "Sec. 5.1, Table 2", "table2", {"loss": "sosl", "lang": ["sw", "tl"]}, {"loss": "sosl", "lang": ["fr", "it"]},
-               ("P_mr@1",), match=(), paired=False,
-               why_margin=_ABS + "; P_mr@1 because the paper's reason is ranking the MR document on top; "
-                                 "languages have different queries, so the test is unpaired"),
-    Hypothesis("mse_equals_po", "MSE and PO perform almost identically", "Sec. 5.1, Table 2", "table2",
-               {"loss": "mse"}, {"loss": "po"}, METRIC_NAMES, kind="equivalence", margin=0.02,
-               why_margin="equivalence band +-0.02: Table 2 shows MSE and PO within 0.01"),
-)
-
-
-def hypothesis(name: str) -> Hypothesis:
-    for h in HYPOTHESES:
-        if h.name == name:
-            return h
-    raise KeyError(f"unknown hypothesis {name!r}; choose one of {', '.join(h.name for h in HYPOTHESES)}")
-
-
-# --------------------------------------------------------------------------- inputs
-def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(runs, per_query) frames of cached run records: one row per run with its config,
-    its dev P_mr@1 and chance, its dev value on the gate's metric (``gate.METRIC``), the data
-    fields its dev lists come from (``gate.data_key``) and the epochs its dev value was chosen
-    from (``gate.epochs_chosen_from``), and one row per (run, test query) with its metrics:
-    ``where="candidates"`` the candidate lists' (``test_per_query``), ``"collection"`` the
-    whole-collection ones (``collection.per_query`` of ``experiments.run_system``; records
-    without one are left out)."""
-    if where not in ("candidates", "collection"):
-        raise ValueError(f"unknown where {where!r}; choose candidates or collection")
-    runs, frames = [], []
-    for i, rec in enumerate(records):
-        if where == "collection" and "collection" not in rec:
-            continue
-        cfg = rec["config"]
-        row = {k: _hashable(cfg.get(k)) for k in SYSTEM_FIELDS}
-        row["system"] = rec.get("label") or cfg.get("system") or "sosl"
-        row.update(run=i, seed=cfg["seed"], dev_p1=rec["dev"]["P_mr@1"], dev_chance=rec["dev_chance"],
-                   dev_value=rec["dev"].get(gate.METRIC, np.nan), data_key=gate.data_key(cfg),
-                   epochs=gate.epochs_chosen_from(rec))
-        runs.append(row)
-        f = pd.DataFrame(rec["test_per_query"] if where == "candidates" else rec["collection"]["per_query"])
-        f["run"] = i
-        frames.append(f)
-    if not runs:
-        return (pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed", *_RUN_COLUMNS]),
-                pd.DataFrame(columns=["run", *SYSTEM_FIELDS, "seed"]))
-    runs_df = pd.DataFrame(runs)
-    pq = pd.concat(frames, ignore_index=True).merge(runs_df[["run", *SYSTEM_FIELDS, "seed"]], on="run")
-    return runs_df, pq
-
-
-_RUN_COLUMNS = ("dev_p1", "dev_chance", "dev_value", "data_key", "epochs")
-
-
-def _hashable(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
-
-
-def _groups(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One filter dict per combination of the list-valued fields of ``spec``."""
-    keys = list(spec)
-    values = [v if isinstance(v, list) else [v] for v in spec.values()]
-    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
-
-
-def _select(df: pd.DataFrame, flt: Mapping[str, Any]) -> pd.DataFrame:
-    mask = np.ones(len(df), dtype=bool)
-    for k, v in flt.items():
-        mask &= (df[k] == v).to_numpy()
-    return df[mask]
-
-
-def _label(flt: Mapping[str, Any]) -> str:
-    parts = []
-    for k, v in flt.items():
-        if isinstance(v, list):
-            parts.append("/".join(_label({k: x}) for x in v))
-        elif k == "loss":
-            parts.append(LOSS_LABELS.get(v, v))
-        elif k == "encoder":
-            parts.append(ENCODER_LABELS.get(v, v))
-        elif k == "epsilon":
-            parts.append(f"eps={v:g}")
-        elif k == "n_nr":
-            parts.append(f"{v} NR")
-        else:
-            parts.append(str(v))
-    return " ".join(parts)
-
-
-def pairs(h: Hypothesis, runs: pd.DataFrame) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The (A filter, B filter) pairs of ``h``: list-valued fields expanded (every A group
-    with every B group, or element by element when ``h.zipped``), and with ``match`` one
-    pair per value of the matched fields present in the runs."""
-    out = []
-    values = [sorted(runs[m].dropna().unique().tolist()) for m in h.match]
-    ga_all, gb_all = _groups(h.a), _groups(h.b)
-    if h.zipped and len(ga_all) != len(gb_all):
-        raise ValueError(f"{h.name}: zipped sides need as many A groups as B groups, got {len(ga_all)} and {len(gb_all)}")
-    combos = list(zip(ga_all, gb_all)) if h.zipped else list(itertools.product(ga_all, gb_all))
-    for combo in itertools.product(*values) if h.match else [()]:
-        fixed = dict(zip(h.match, combo))
-        for ga, gb in combos:
-            out.append(({**ga, **fixed}, {**gb, **fixed}))
-    return out
-
-
-def _ref_filter(h: Hypothesis, fa: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The reference system's filter for the pair whose A filter is ``fa``: ``h.ref`` with the
-    matched fields of the pair (those ``ref`` does not fix itself)."""
-    if h.ref is None:
-        return None
-    return {**h.ref, **{m: fa[m] for m in h.match if m in fa and m not in h.ref}}
-
-
-def _pair_language(fa: Mapping[str, Any], fb: Mapping[str, Any], runs: pd.DataFrame) -> str:
-    """The language of a pair: its filters' ``lang``, else the language of the runs they select;
-    "sw vs fr" when the two sides are in different languages."""
-    def lang(flt):
-        if "lang" in flt:
-            return str(flt["lang"])
-        langs = sorted(str(x) for x in _select(runs, flt)["lang"].dropna().unique())
-        return "/".join(langs) if langs else "?"
-
-    la, lb = lang(fa), lang(fb)
-    return la if la == lb else f"{la} vs {lb}"
+from . import gate, stats
+from .hypotheses import (ALL_LANGUAGES, ALPHA, HYPOTHESES, MIN_SEEDS, N_RESAMPLES, POWER, Hypothesis, pair_language, pairs,
+                         ref_filter, run_table, select, side_label)
 
 
 # --------------------------------------------------------------------------- one comparison
@@ -389,10 +183,10 @@ def _check_groups(runs: pd.DataFrame, groups: list[dict[str, Any]], seed: int = 
     of a verdict (no runs, too few seeds, failing the learning gate)."""
     out = {}
     for flt in groups:
-        label = _label(flt)
+        label = side_label(flt)
         if label in out:
             continue
-        sel = _select(runs, flt)
+        sel = select(runs, flt)
         if sel.empty:
             out[label] = {"seeds": 0, "gate": None, "problems": [f"no runs for {label}"]}
             continue
@@ -460,7 +254,7 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
     """Decide ``h`` from the runs and per-query values of its grid: the claim's row, one row
     per language and every comparison (computed even for systems that fail the gate)."""
     prs = pairs(h, runs)
-    refs = [_ref_filter(h, fa) for fa, _ in prs]
+    refs = [ref_filter(h, fa) for fa, _ in prs]
     groups = list({tuple(sorted(g.items())): g for pr, r in zip(prs, refs) for g in (*pr, *([r] if r else []))}
                   .values())
     checks = _check_groups(runs, groups, seed)
@@ -468,16 +262,16 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
     rows = []
     for (fa, fb), fr in zip(prs, refs):
         sides = [fa, fb, *([fr] if fr else [])]
-        if any(checks[_label(f)]["seeds"] == 0 for f in sides):
+        if any(checks[side_label(f)]["seeds"] == 0 for f in sides):
             continue  # a side without runs: nothing to compare (the claim is not tested)
-        q = [_select(per_query, f).groupby("query_id")[list(h.metrics)].mean() for f in sides]  # over seeds
-        pair_problems = [p for f in sides for p in checks[_label(f)]["problems"]]
+        q = [select(per_query, f).groupby("query_id")[list(h.metrics)].mean() for f in sides]  # over seeds
+        pair_problems = [p for f in sides for p in checks[side_label(f)]["problems"]]
         for metric in h.metrics:
             r = _compare(h, q[0][metric], q[1][metric], seed, q[2][metric] if fr else None)
-            ga, gb = checks[_label(fa)]["gate"], checks[_label(fb)]["gate"]
-            rows.append({"hypothesis": h.name, "language": _pair_language(fa, fb, runs), "a": _label(fa),
-                         "b": _label(fb), "ref": _label(fr) if fr else "", "metric": metric, **r,
-                         "n_seeds": int(min(checks[_label(f)]["seeds"] for f in sides)),
+            ga, gb = checks[side_label(fa)]["gate"], checks[side_label(fb)]["gate"]
+            rows.append({"hypothesis": h.name, "language": pair_language(fa, fb, runs), "a": side_label(fa),
+                         "b": side_label(fb), "ref": side_label(fr) if fr else "", "metric": metric, **r,
+                         "n_seeds": int(min(checks[side_label(f)]["seeds"] for f in sides)),
                          "gate_dev_a": ga["dev"], "gate_random_a": ga["random"], "gate_p_a": ga["p"],
                          "gate_dev_b": gb["dev"], "gate_random_b": gb["random"], "gate_p_b": gb["p"],
                          "tested": not pair_problems})
@@ -562,51 +356,6 @@ COMPARISON_COLUMNS = ["hypothesis", "language", "a", "b", "ref", "metric", "mean
                       "gate_p_b", "verdict"]
 
 
-# --------------------------------------------------------------------------- words
-def _effect_words(r: Mapping[str, Any], prefix: str = "") -> str:
-    e, lo, hi = r[f"{prefix}effect"], r[f"{prefix}ci_low"], r[f"{prefix}ci_high"]
-    p = r[f"{prefix}p_holm"]
-    if r["kind"] == "at_most":
-        return (f"relative drop {e:+.1%} (95 % CI {lo:+.1%} to {hi:+.1%}, p_Holm = {p:.3g}; "
-                f"margin {r['margin']:.0%})")
-    if r["kind"] == "closes_gap":
-        return f"closes {e:.0%} of the gap (95 % CI {lo:.0%} to {hi:.0%}, p_Holm = {p:.3g}; margin {r['margin']:.0%})"
-    return f"difference {e:+.3f} (95 % CI {lo:+.3f} to {hi:+.3f}, p_Holm = {p:.3g}; margin {r['margin']:g})"
-
-
-def _holds_in(r: Mapping[str, Any]) -> str:
-    n, untested = int(r["n_languages"]), int(r["n_languages"]) - int(r["n_languages_tested"])
-    return (f"holds in {int(r['n_languages_holding'])} of {n} language{'s' if n != 1 else ''}"
-            + (f" ({untested} not tested)" if untested else ""))
-
-
-def sentence(r: Mapping[str, Any]) -> str:
-    """One Markdown sentence for a claim's row of the summary, every number taken from the row."""
-    head = f"**{r['claim']}** ({r['source']}): *{r['verdict']}*."
-    n = f"{int(r['n_queries'])} test queries, {int(r['n_seeds'])} seeds, {int(r['n_comparisons'])} comparisons"
-    if r["verdict"] == "not tested":
-        if not isinstance(r["deciding"], str) or not r["deciding"] or not np.isfinite(r["effect"]):
-            return f"{head} Not tested because {r['reason']}."
-        return (f"{head} Not tested because {r['reason']}. Its comparisons, undecided: the weakest is "
-                f"{r['deciding']}: {_effect_words(r)} ({n}).")
-    where = f" It {_holds_in(r)}; strongest {r['strongest']}: {_effect_words(r, 'strongest_')}."
-    if r["verdict"] == "holds":
-        return f"{head} Every comparison holds; the weakest is {r['deciding']}: {_effect_words(r)} ({n}).{where}"
-    if r["verdict"] == "does not hold":
-        return f"{head} Contradicted by {r['deciding']}: {_effect_words(r)} ({n}).{where}"
-    unit = {"at_most": "relative drop", "closes_gap": "share of the gap"}.get(r["kind"], "difference")
-    mde = f"{r['mde']:.1%}" if r["kind"] in ("at_most", "closes_gap") else f"{r['mde']:.3f}"
-    reach = ("a true effect of at least" if r["kind"] == "superiority"
-             else "a true distance from the margin of at least")
-    return (f"{head} Furthest from holding: {r['deciding']}: {_effect_words(r)}; {reach} {mde} ({unit}) would be "
-            f"detected with {POWER:.0%} power ({n}).{where}")
-
-
-def sentences(summary: pd.DataFrame) -> str:
-    """The summary as a Markdown list, one computed sentence per claim (language rows aside)."""
-    return "\n".join(f"- {sentence(r)}" for r in claim_rows(summary).to_dict("records"))
-
-
 def check_consistent(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """Claims (and claims in one language) that hold in one summary and do not hold in the
     other (profiles must never flip); returns the joined verdicts and raises
@@ -622,13 +371,6 @@ def check_consistent(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
             f"{r.hypothesis}{'' if r.language == ALL_LANGUAGES else f' ({r.language})'}: {r.verdict_a} vs {r.verdict_b}"
             for r in flips.itertuples()))
     return j
-
-
-def hypothesis_table(hypotheses: Iterable[Hypothesis] = HYPOTHESES) -> pd.DataFrame:
-    """The stated hypotheses as a table: claim, source, sides, metrics, kind, margin and why."""
-    return pd.DataFrame([{"hypothesis": h.name, "claim": h.claim, "source": h.source, "a": _label(h.a),
-                          "b": _label(h.b), "metrics": ", ".join(h.metrics), "kind": h.kind, "margin": h.margin,
-                          "paired": h.paired, "why this margin": h.why_margin} for h in hypotheses])
 
 
 def gate_table(records: Iterable[Mapping[str, Any]], by: Iterable[str] = ("lang", "encoder"),
@@ -647,55 +389,3 @@ def gate_table(records: Iterable[Mapping[str, Any]], by: Iterable[str] = ("lang"
                      "dev_P_mr@1": float(sel["dev_p1"].mean()), "chance_P_mr@1": float(sel["dev_chance"].mean()),
                      "enters_verdicts": bool(g["passes"] and sel["seed"].nunique() >= MIN_SEEDS)})
     return pd.DataFrame(rows)
-
-
-README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
-
-
-def _cell(r: Mapping[str, Any], prefix: str) -> str:
-    """'A vs B, metric: effect [CI], p' of the deciding (prefix '') or strongest comparison."""
-    e = r[f"{prefix}effect"]
-    if not (isinstance(e, float) and np.isfinite(e)):
-        return ""
-    pct = r["kind"] in ("at_most", "closes_gap")
-    f = (lambda v: f"{v:+.1%}") if pct else (lambda v: f"{v:+.3f}")
-    name = r["deciding"] if prefix == "" else r["strongest"]
-    return (f"{name}: {f(e)} [{f(r[f'{prefix}ci_low'])}, {f(r[f'{prefix}ci_high'])}], "
-            f"p {r[f'{prefix}p_holm']:.3g}")
-
-
-def markdown_table(summary: pd.DataFrame) -> str:
-    """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``):
-    one line per claim with the languages it holds in, its strongest and its weakest
-    (deciding) comparison, effect and interval printed also when it is not tested."""
-    lines = ["| claim | source | verdict | languages | strongest comparison: effect [95 % CI], p (Holm) | "
-             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |",
-             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |"]
-    for r in claim_rows(summary).to_dict("records"):
-        pct = r["kind"] in ("at_most", "closes_gap")
-        mde = "" if not np.isfinite(r["mde"]) else (f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}")
-        word = r["verdict"] if r["verdict"] == "not tested" else f"**{r['verdict']}**"
-        langs = _holds_in(r) if int(r["n_languages"]) else ""
-        size = f"{int(r['n_queries'])} x {int(r['n_seeds'])}" if int(r["n_queries"]) else ""
-        lines.append(f"| {r['claim']} | {r['source']} | {word} | {langs} | {_cell(r, 'strongest_')} | {_cell(r, '')} | "
-                     f"{mde} | {size} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
-    return "\n".join(lines)
-
-
-def update_readme(readme, summary: pd.DataFrame) -> bool:
-    """Replace the README's block between ``README_START`` and ``README_END`` by
-    :func:`markdown_table`; returns whether the file changed."""
-    from pathlib import Path
-
-    path = Path(readme)
-    text = path.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{path}: no {README_START} ... {README_END} block to regenerate")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    new = f"{head}{README_START}\n{markdown_table(summary)}\n{README_END}{tail}"
-    if new != text:
-        from . import atomic
-
-        atomic.write_text(path, new)
-    return new != text

@@ -20,12 +20,13 @@ that were shipped; it does not check the runs that were not drawn.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import determinism, shipped
+from . import determinism, experiments, shipped, systems
 
 #: Largest absolute difference of a mean metric that still counts as the same result.
 TOLERANCE = 0.01
@@ -63,8 +64,6 @@ def draw(records: dict[str, dict[str, Any]], n: int, seed: int) -> list[str]:
 
 def retrain(record: dict[str, Any]) -> dict[str, Any]:
     """A fresh record of ``record``'s config (no cache read or written)."""
-    from . import experiments, systems
-
     cfg = record["config"]
     if "system" in cfg:
         fields = {k: v for k, v in cfg.items() if k != "system"}
@@ -120,8 +119,6 @@ def compare(stored: dict[str, Any], fresh: dict[str, Any], tolerance: float = TO
 
 def run(n: int, seed: int, tolerance: float = TOLERANCE) -> int:
     """``make verify``: print the draw and one line per run; 0 when nothing FAILs, else 1."""
-    import time
-
     records = shipped.load_all()
     if not records:
         raise ValueError(f"no shipped records in {shipped.paths.RECORDS_DIR}")

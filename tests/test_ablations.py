@@ -29,7 +29,6 @@ def test_grid_variants_losses_seeds():
     for (v, loss, seed), cfg in by.items():
         diff = {k for k, val in cfg.to_dict().items() if by[("baseline", loss, seed)].to_dict()[k] != val}
         assert diff <= set(ablations.overrides(v)) and (diff or v == "baseline")
-    assert len(ablations.mse_po_configs("ci")) == len(g)
 
 
 def test_baselines_share_the_cache_with_table2():

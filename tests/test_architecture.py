@@ -29,10 +29,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("data",)),
     ("training", ("encoders", "fast", "train_config", "train", "convergence", "systems", "retrieval", "entity_linking",
                   "transe")),
-    ("experiments", ("experiments", "executors", "raycluster", "shipped", "verify")),
-    ("studies", ("reproduction", "verdicts", "gate", "findings", "scores", "stability", "theory", "ablations", "plots",
-                 "families", "knowledge")),
-    ("front", ("cli", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py
+    ("experiments", ("experiments", "executors", "grid_runs", "raycluster", "shipped", "verify")),
+    ("studies", ("reproduction", "hypotheses", "verdicts", "verdict_words", "gate", "findings", "scores", "stability",
+                 "theory", "theorem3", "ablations", "plots", "plots_studies", "families", "knowledge")),
+    ("front", ("cli", "cli_train", "cli_reproduce", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py
 ]
 
 #: (importer, imported) pairs closed although the layers allow them.

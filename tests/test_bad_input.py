@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import pytest
 
-from clirlib import cache, cli, experiments, paths
+from clirlib import cache, cli, experiments, grid_runs, paths
 from clirlib.data import DataFormatError, DataSkipWarning, load_dataset, load_wikiclir
 from clirlib.train import TrainConfig
 from clirlib.validate import ConfigError
@@ -611,9 +611,9 @@ def test_warm_and_cold_records_give_byte_identical_tables(results_dir):
         recs = [experiments.run(c, dataset=ds) for c in cfgs]
         import pandas as pd
 
-        return (pd.DataFrame([experiments.summary_row(r) for r in recs]).drop(columns="seconds").to_csv(index=False),
-                experiments.history_frame(recs, by=["loss"]).drop(columns="seconds").to_csv(index=False),
-                experiments.per_query_frame(recs[0]).to_csv(index=False),
+        return (pd.DataFrame([grid_runs.summary_row(r) for r in recs]).drop(columns="seconds").to_csv(index=False),
+                grid_runs.history_frame(recs, by=["loss"]).drop(columns="seconds").to_csv(index=False),
+                grid_runs.per_query_frame(recs[0]).to_csv(index=False),
                 json.dumps(recs[0]["data_info"]))
 
     cold = tables()

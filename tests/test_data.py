@@ -18,7 +18,7 @@ from clirlib.data import (
     DataFormatError, DataSkipWarning, MissingDataError, Vocab, available_languages, build_vocab, clear_cache,
     load_dataset, load_polyglot, load_wikiclir, table1, tokenize,
 )
-from clirlib.data import wikiclir as wikiclir_mod
+from clirlib.data import wikiclir_select
 from clirlib.data.sampling import sample_nr, split_queries, split_sizes
 
 N_DOCS = 60  # documents in the fixture collection
@@ -213,8 +213,8 @@ def test_sample_nr_small_pool():
 
 def test_streaming_keeps_only_needed_documents(wc, monkeypatch):
     calls = []
-    real = wikiclir_mod.tokenize
-    monkeypatch.setattr(wikiclir_mod, "tokenize", lambda text: calls.append(text) or real(text))
+    real = wikiclir_select.tokenize  # the selection step tokenises queries and candidate documents
+    monkeypatch.setattr(wikiclir_select, "tokenize", lambda text: calls.append(text) or real(text))
     ds = load(wc, n_queries=3)
     needed = {d for pool in pools(ds).values() for d in pool}
     assert set(ds.doc_ids) == needed

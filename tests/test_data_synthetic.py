@@ -13,7 +13,7 @@ import pickle
 import numpy as np
 import pytest
 
-from clirlib import paths
+from clirlib import paths, profiles
 from clirlib.data import PROFILES, clear_cache, generate_benchmark, load_dataset, load_wikiclir, tokenize
 from clirlib.data import synthetic
 from clirlib.profiles import split_sizes
@@ -77,7 +77,7 @@ def test_interrupted_generation_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_ci_loads_through_wikiclir_reader_with_table1_sr(ci_root):
-    for lang in synthetic.LANGS:
+    for lang in profiles.LANGS:
         ds = load_wikiclir(ci_root, lang, n_queries=None, n_nr=40)
         assert len(ds.query_ids) == PROFILES["ci"].n_queries[lang]
         # Table 1's SR per query, within 10 %.
@@ -93,7 +93,7 @@ def test_ci_loads_through_wikiclir_reader_with_table1_sr(ci_root):
 @pytest.mark.parametrize("profile", ["ci", "default", "paper"])
 def test_sr_per_query_of_every_profile(profile):
     # The concept graph alone (the paper profile's files take minutes to write).
-    for lang in synthetic.LANGS:
+    for lang in profiles.LANGS:
         sr = synthetic.sr_per_query(profile, lang)
         assert len(sr) == PROFILES[profile].n_queries[lang]
         assert sr.mean() == pytest.approx(TABLE1_SR[lang], rel=0.005)  # Table 1, within 0.5 %
@@ -104,7 +104,7 @@ def test_profile_sizes_follow_table1():
     for p in PROFILES.values():
         assert p.n_docs["fr"] > p.n_docs["it"] > p.n_docs["tl"] > p.n_docs["sw"]
         assert p.n_nr == 40
-        assert set(p.splits) == set(synthetic.LANGS)
+        assert set(p.splits) == set(profiles.LANGS)
     assert PROFILES["paper"].n_queries == {"fr": 25000, "it": 25000, "sw": 22793, "tl": 25000}
     assert 100 <= PROFILES["ci"].n_queries["fr"] <= 150
     # ci and paper: the paper's 3:1:1 split.
@@ -118,7 +118,7 @@ def test_profile_sizes_follow_table1():
     # Query concepts are a minority of every collection of the ci and default profiles.
     for name in ("ci", "default"):
         p = PROFILES[name]
-        assert all(p.n_queries[lang] < 0.5 * p.n_docs[lang] for lang in synthetic.LANGS)
+        assert all(p.n_queries[lang] < 0.5 * p.n_docs[lang] for lang in profiles.LANGS)
 
 
 def test_default_profile_splits_and_determinism(tmp_path):
@@ -174,7 +174,7 @@ def test_queries_have_no_title_words(ci_root):
 
 
 def test_polyglot_files(ci_root):
-    for lang in ("en",) + synthetic.LANGS:
+    for lang in ("en",) + profiles.LANGS:
         with open(ci_root / "polyglot" / f"polyglot-{lang}.pkl", "rb") as f:
             words, vectors = pickle.load(f, encoding="latin1")  # Python-2 style, as Polyglot
         assert words[:4] == ["<UNK>", "<S>", "</S>", "<PAD>"]
@@ -265,7 +265,7 @@ def test_generator_uses_no_loss_or_model():
     folder = Path(clirlib.data.__file__).parent
     files = [*sorted((folder / "synthetic").glob("*.py")),
              *(folder / n for n in ("embeddings.py", "calibration.py", "sampling.py", "languages.py", "polyglot.py"))]
-    assert len(files) == 5 + 6  # the generator's five stage modules and its package file, and the rest
+    assert len(files) == 6 + 6  # the generator's six stage modules (kg: HIKE's graph) and its package file, and the rest
     for path in files:
         name = path.name
         tree = ast.parse(path.read_text())

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from clirlib import executors, experiments, paths, reproduction
+from clirlib import executors, experiments, grid_runs, paths, reproduction
 from clirlib.train import TrainConfig
 
 from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
@@ -111,7 +111,7 @@ def test_ray_grid_is_byte_identical_to_serial(results_dir, serial_records, clust
     out = results_dir / "t"
     out.mkdir()
     for name, recs in (("ray", records), ("serial", serial_records)):
-        reproduction.save_table(experiments.pd.DataFrame([experiments.summary_row(r) for r in recs]), out / f"{name}.csv")
+        reproduction.save_table(grid_runs.pd.DataFrame([grid_runs.summary_row(r) for r in recs]), out / f"{name}.csv")
     assert (out / "ray.csv").read_bytes() == (out / "serial.csv").read_bytes()
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from clirlib import experiments, losses, paths
+from clirlib import cache, experiments, grid_runs, losses, paths, theorem3
 from clirlib.train import NonFiniteError, TrainConfig
 
 from _toy import toy_dataset
@@ -58,7 +58,7 @@ def test_nonfinite_run_is_cached_as_error_when_allowed(results_dir, monkeypatch)
 def test_summary_rows_are_tidy(results_dir):
     ds = toy_dataset()
     recs = [experiments.run(TrainConfig(epochs=1, batch_size=32, loss=l), dataset=ds) for l in ("sosl", "mse")]
-    rows = [experiments.summary_row(r) for r in recs]
+    rows = [grid_runs.summary_row(r) for r in recs]
     assert [r["loss"] for r in rows] == ["sosl", "mse"]
     for rec, row in zip(recs, rows):  # every value is the record's own, test and dev metrics not swapped
         assert row["P_mr@1"] == rec["test"]["P_mr@1"] and row["dev_MAP"] == rec["dev"]["MAP"]
@@ -72,7 +72,7 @@ def test_summary_row_hand_made_record():
     rec = {"config": TrainConfig(seed=3).resolved().to_dict(), "best_epoch": 4, "epochs_run": 9, "dev_chance": 0.025,
            "seconds": 12.5, "test": {m: i / 10 for i, m in enumerate(METRIC_NAMES)},
            "dev": {m: 1 - i / 10 for i, m in enumerate(METRIC_NAMES)}}
-    row = experiments.summary_row(rec)
+    row = grid_runs.summary_row(rec)
     # METRIC_NAMES = (P_mr@1, P_mr@5, P_r@5, NDCG@5, MAP, MRR_mr, MRR_r): test = 0.0 .. 0.6, dev = 1.0 .. 0.4
     assert (row["P_mr@1"], row["NDCG@5"], row["MRR_r"]) == (0.0, 0.3, 0.6)
     assert (row["dev_P_mr@1"], row["dev_NDCG@5"], row["dev_MRR_r"]) == (1.0, 0.7, 0.4)
@@ -83,9 +83,9 @@ def test_summary_row_hand_made_record():
 def test_history_and_per_query_frames(results_dir):
     ds = toy_dataset()
     rec = experiments.run(TrainConfig(epochs=2, batch_size=32), dataset=ds)
-    h = experiments.history_frame([rec], by=["loss", "thresholds"])
+    h = grid_runs.history_frame([rec], by=["loss", "thresholds"])
     assert len(h) == 2 and h["loss"].eq("sosl").all() and h["thresholds"].tolist() == [(0.2, 0.7)] * 2
-    pq = experiments.per_query_frame(rec)
+    pq = grid_runs.per_query_frame(rec)
     assert len(pq) == 12  # the toy dataset's 12 test queries
     assert pq["P_mr@1"].mean() == pytest.approx(rec["test"]["P_mr@1"])  # the metric is the mean over queries
 
@@ -105,7 +105,7 @@ def test_save_table_leaves_out_wall_clock_columns(tmp_path):
 def test_summary_row_columns_do_not_depend_on_where_the_record_came_from():
     import json
 
-    from clirlib.experiments import summary_row
+    from clirlib.grid_runs import summary_row
     from clirlib.metrics import METRIC_NAMES
     from clirlib.train import TrainConfig
 
@@ -125,12 +125,12 @@ def test_config_rejects_unknown_settings():
 
 def test_every_grid_of_the_notebooks_builds_its_configs():
     # the grids pass only TrainConfig fields (config() would raise on a typo)
-    from clirlib import ablations, reproduction, theory
+    from clirlib import ablations, reproduction
 
     assert len(reproduction.table2_configs("ci")) == 4 * 4 * 3  # losses x languages x seeds
     assert len(reproduction.table3_configs("ci")) == 3 * 4 * 3  # encoders x languages x seeds
     assert len(reproduction.figure5_configs("ci")) == 9 + 2 * 2  # NR counts 20..100, other seeds at the ends
-    assert theory.theorem3_configs("ci", None, "fr", (0,)) and ablations.grid("ci")
+    assert theorem3.theorem3_configs("ci", None, "fr", (0,)) and ablations.grid("ci")
 
 
 def test_old_entry_with_data_field_is_a_miss(results_dir):
@@ -146,7 +146,7 @@ def test_old_entry_with_data_field_is_a_miss(results_dir):
     from clirlib.cache import CacheEntryWarning
     with pytest.warns(CacheEntryWarning, match="damaged"):  # moved aside, then recomputed
         assert experiments.cached_record(cfg) is None
-    assert experiments.CACHE_VERSION == 5  # 4 -> 5 with the rename: old keys are never looked up
+    assert cache.CACHE_VERSION == 5  # 4 -> 5 with the rename: old keys are never looked up
     assert experiments.cache_key(cfg).startswith("v5-")
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import findings, stability, verdicts
+from clirlib import findings, hypotheses, stability, verdicts
 from clirlib.metrics import METRIC_NAMES
 
 import _gate_lists
@@ -71,7 +71,7 @@ def test_seeds_tests_columns_labels_and_seed_sd(table2):
     assert tests["seed_sd_a"].to_numpy() == pytest.approx(0.01) and tests["seed_sd_b"].to_numpy() == pytest.approx(0.01)
     assert set(tests.loc[tests["hypothesis"] == "sosl_vs_mse", "lang"]) == set(LANGS)
     assert set(tests.loc[tests["hypothesis"] == "low_resource_higher", "lang"]) == {"sw vs fr", "sw vs it", "tl vs fr", "tl vs it"}
-    # claims keep the order of verdicts.HYPOTHESES
+    # claims keep the order of hypotheses.HYPOTHESES
     order = [h.name for h in findings.TABLE_HYPOTHESES]
     assert list(dict.fromkeys(tests["hypothesis"])) == [h for h in order if h in set(tests["hypothesis"])]
 
@@ -141,7 +141,7 @@ def test_seeds_sentences_contrary_and_mde():
             + [record("mse", "fr", s, base + 0.01 * s) for s in range(3)]
             + [record("sosl", "it", s, np.clip(base + noise, 0, 1)) for s in range(3)]
             + [record("mse", "it", s, base) for s in range(3)])
-    h = verdicts.hypothesis("sosl_vs_mse")
+    h = hypotheses.hypothesis("sosl_vs_mse")
     summary, comparisons = verdicts.evaluate({"table2": recs}, hypotheses=[h])
     tests = findings.seeds_tests(comparisons, hypotheses=[h])
     text = findings.seeds_sentences(tests, summary, hypotheses=[h])
@@ -216,7 +216,7 @@ def test_number():
 
 def test_seeds_line_when_no_difference_is_within_the_spread(table2):
     summary, comparisons, ms, _ = table2
-    h = [verdicts.hypothesis("sosl_vs_mse")]
+    h = [hypotheses.hypothesis("sosl_vs_mse")]
     text = findings.seeds_sentences(findings.seeds_tests(comparisons, [ms], h), summary, [ms], h)
     assert text.splitlines()[-1].endswith(
         "None of the 28 differences is smaller than the larger standard deviation of its two systems.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -12,8 +13,8 @@ from clirlib import paths
 from clirlib.systems import get
 from clirlib.systems.cross_encoder import BertEncoder, SmallEncoder, pack
 from clirlib.experiments import run_system
-from clirlib.systems.hike import (ALL_METRICS, Hike, HikeConfig, HikeModel, KnowledgeFusion, hinge_loss,
-                                  language_fusion)
+from clirlib.systems.hike import ALL_METRICS, Hike, HikeConfig
+from clirlib.systems.hike_model import HikeModel, KnowledgeFusion, hinge_loss, language_fusion
 
 TINY = dict(dataset="ci", lang="fr", epochs=1, pairs_per_epoch=64, batch_size=32, transe_epochs=5)
 
@@ -227,14 +228,49 @@ def test_rerank_puts_hike_order_on_top_of_the_first_stage():
     assert np.argsort(-out[0], kind="stable").tolist() == [3, 1, 0, 2, 4]
 
 
+def _per_query_metrics(scores: np.ndarray, labels: np.ndarray, qidx: np.ndarray) -> pd.DataFrame:
+    """Per-query values of the seven metrics plus NDCG@1 and NDCG@10 (column ``query_id`` first)."""
+    from clirlib.metrics import evaluate_per_query
+
+    return evaluate_per_query(scores, labels, qidx, ALL_METRICS)
+
+
+def _collection_metrics(system: Hike, dataset, first_stage, split: str = "test", depth: int = 100) -> pd.DataFrame:
+    """Whole-collection ranking: every loaded document is a candidate of every ``split`` query;
+    the first stage is a fitted dual encoder of ``clirlib.systems`` (SOSL: ``systems.get("sosl")``),
+    ranking by the smooth cosine r_eps of its ``eps``; HIKE re-ranks its top ``depth``.
+    Returns per-query metrics (``ALL_METRICS``) of both, column ``stage`` = first stage | HIKE."""
+    from clirlib.similarity import smooth_cosine
+    from clirlib.systems.hike import rerank
+
+    sp = dataset.splits[split]
+    qrows = np.unique(sp.qidx)
+    n_d = len(dataset.docs)
+    labels = np.zeros((len(qrows), n_d), dtype=np.int64)  # every other document is NR
+    pos = np.searchsorted(qrows, sp.qidx)
+    labels[pos, sp.didx] = sp.labels
+    vq = torch.from_numpy(first_stage.encode_queries(dataset, qrows)).double()  # (n_q, p)
+    vd = torch.from_numpy(first_stage.encode_documents(dataset, np.arange(n_d))).double()  # (n_d, p)
+    first = np.stack([smooth_cosine(vq[i].expand(n_d, -1), vd, first_stage.eps).numpy()
+                      for i in range(len(qrows))])  # (n_q, n_d)
+    reranked = rerank(system, dataset, first, qrows, depth)
+    qid = np.repeat(np.arange(len(qrows)), n_d)
+    frames = []
+    for stage, sc in (("first stage", first), ("HIKE", reranked)):
+        pq = _per_query_metrics(sc.reshape(-1), labels.reshape(-1), qid)
+        pq["query_id"] = [dataset.query_ids[qrows[i]] for i in pq["query_id"]]
+        pq.insert(0, "stage", stage)
+        frames.append(pq)
+    return pd.concat(frames, ignore_index=True)
+
+
 def test_collection_metrics_with_a_sosl_first_stage(ci_fr):
     from clirlib import systems
-    from clirlib.knowledge import collection_metrics
 
     first = systems.get("sosl")(systems.config("sosl", dataset="ci", lang="fr", epochs=1)).fit(ci_fr, 0)
     h = Hike(HikeConfig(kg="none", **TINY))
     h.build(ci_fr, 0)
-    pq = collection_metrics(h, ci_fr, first, "test", depth=5)
+    pq = _collection_metrics(h, ci_fr, first, "test", depth=5)
     n_q = len(np.unique(ci_fr.splits["test"].qidx))
     assert pq["stage"].value_counts().to_dict() == {"first stage": n_q, "HIKE": n_q}
     # Re-ranking the top 5 cannot change which documents are in the top 5: P_r@5 is the same.

@@ -13,8 +13,8 @@ import torch
 from clirlib import profiles
 from clirlib.data import generate_benchmark, synthetic
 from clirlib.data.errors import DataFormatError, DataSkipWarning
-from clirlib.data.kg import (KnowledgeGraph, ensure_benchmark_kg, read_gold_links, read_kg, read_wikidata_json,
-                             write_kg)
+from clirlib.data.kg import KnowledgeGraph, read_gold_links, read_kg, read_wikidata_json, write_kg
+from clirlib.data.synthetic.kg import ensure_benchmark_kg, write_benchmark_kg
 from clirlib.data.text import tokenize
 from clirlib.data.languages import WIKICLIR_LANGUAGES
 from clirlib.entity_linking import label_index, link, link_quality
@@ -248,11 +248,9 @@ def test_linker_against_the_generators_truth(ci_root):
 def test_kg_costs_little_generation_time(tmp_path):
     import time
 
-    from clirlib.data.kg import write_benchmark_kg
-
     p, d = profiles.SIZES["ci"], synthetic.DIFFICULTY
     lex = synthetic.lexicons(p.n_meanings, 0, d)
-    universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in synthetic.LANGS}
+    universes = {lang: synthetic.build_universe(p, lang, 0, d) for lang in profiles.LANGS}
     t0 = time.perf_counter()
     write_benchmark_kg(tmp_path, p, 0, d, lex, universes)
     # Budget 5 s on the default profile; ci's KG took 0.23 s and default's 1.0 s under load.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from clirlib import paths, reproduction, verdicts
+from clirlib import hypotheses, paths, reproduction, verdict_words, verdicts
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
 VERDICT_WORDS = re.compile(r"\b(holds|held|does not hold|not held|inconclusive|partly held)\b", re.I)
@@ -66,9 +66,9 @@ def ci_summary():
 
 
 def test_sentences_carry_their_rows_numbers(ci_summary):
-    assert set(ci_summary["verdict"]) <= set(verdicts.VERDICTS)
+    assert set(ci_summary["verdict"]) <= set(hypotheses.VERDICTS)
     for r in ci_summary.to_dict("records"):
-        s = verdicts.sentence(r)
+        s = verdict_words.sentence(r)
         assert f"*{r['verdict']}*" in s and r["claim"] in s
         if r["verdict"] != "not tested":
             assert f"{int(r['n_queries'])} test queries" in s and r["deciding"] in s
@@ -78,31 +78,31 @@ def test_stored_claim_sentences_match_this_codes_default_verdicts():
     # The committed notebooks carry the default profile's outputs (make reproduce writes
     # them); the verdicts come from the shipped run records, so this reads, not trains.
     summary, _ = reproduction.claim_verdicts("default")
-    stored = stored_markdown(paths.NOTEBOOKS_DIR / "08_claims_summary.ipynb", "verdicts.sentences(summary)")
-    assert stored.strip() == verdicts.sentences(summary).strip(), \
+    stored = stored_markdown(paths.NOTEBOOKS_DIR / "08_claims_summary.ipynb", "verdict_words.sentences(summary)")
+    assert stored.strip() == verdict_words.sentences(summary).strip(), \
         "notebook 08's stored sentences differ from this code's default verdicts: run `make reproduce`"
 
 
 def test_ci_and_default_verdicts_never_flip(ci_summary):
     default = pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")
     assert list(default.columns) == verdicts.SUMMARY_COLUMNS
-    assert set(default["verdict"]) <= set(verdicts.VERDICTS)
+    assert set(default["verdict"]) <= set(hypotheses.VERDICTS)
     verdicts.check_consistent(ci_summary, default)
 
 
 def test_readme_claims_table_is_the_csv():
     readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split(verdicts.README_START, 1)[1].split(verdicts.README_END, 1)[0].strip()
-    assert block == verdicts.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")), \
+    block = readme.split(verdict_words.README_START, 1)[1].split(verdict_words.README_END, 1)[0].strip()
+    assert block == verdict_words.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")), \
         "README claims table is stale: `make reproduce` regenerates it from tables/claims_summary.csv"
 
 
 def test_claims_notebook_is_the_one_that_writes_the_summary():
-    # reproduce regenerates the README's table only when cli.CLAIMS_NOTEBOOK ran (a subset
+    # reproduce regenerates the README's table only when cli_reproduce.CLAIMS_NOTEBOOK ran (a subset
     # such as `--notebooks 01 04` on default has no claims_summary.csv to read): the name
     # must be the notebook that saves the summary table, and no other notebook saves it.
-    from clirlib import cli
+    from clirlib import cli_reproduce
 
     writers = [nb.name for nb in sorted((paths.ROOT / "notebooks").glob("*.ipynb"))
                if 'save_table(summary, TABLES / \\"claims_summary.csv\\")' in nb.read_text(encoding="utf-8")]
-    assert writers == [cli.CLAIMS_NOTEBOOK]
+    assert writers == [cli_reproduce.CLAIMS_NOTEBOOK]

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from clirlib import findings, plots  # noqa: E402
+from clirlib import findings, plots, plots_studies  # noqa: E402
 from clirlib.metrics import METRIC_NAMES  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def tests_frame():
 
 
 def test_seeds_significance_panels_cells_and_markers(tests_frame):
-    fig = plots.seeds_significance(tests_frame)
+    fig = plots_studies.seeds_significance(tests_frame)
     try:
         panels = [ax for ax in fig.axes if ax.images]
         assert len(panels) == 2  # one heat map per table (the other axes are colour bars)
@@ -61,7 +61,7 @@ def test_seeds_significance_panels_cells_and_markers(tests_frame):
 
 
 def test_seeds_significance_without_comparisons():
-    fig = plots.seeds_significance(pd.DataFrame(columns=findings.SEEDS_TEST_COLUMNS))
+    fig = plots_studies.seeds_significance(pd.DataFrame(columns=findings.SEEDS_TEST_COLUMNS))
     try:
         assert fig.axes[0].texts[0].get_text() == "no comparison was tested"
     finally:
@@ -76,7 +76,7 @@ def test_stability_traces_panels_and_lines():
                 rows.append(pd.DataFrame({"step": [1, 2, 3], "epoch": 1, "grad_norm": [10.0, 1.0, 0.1],
                                           "regime": regime, "epsilon": eps, "clip": clip}))
     trace = pd.concat(rows, ignore_index=True)
-    fig = plots.stability_traces(trace)
+    fig = plots_studies.stability_traces(trace)
     try:
         axes = np.array(fig.axes).reshape(2, 2)
         assert [ax.get_title() for ax in axes.ravel()] == [
@@ -232,7 +232,7 @@ def test_versus_paper_bars_diamonds_and_chance():
 def test_families_bars_zero_and_absent_systems():
     summary = pd.DataFrame({"label": ["BM25", "SOSL"], "lang": "fr", "metric": "P_mr@1", "mean": [0.0, 0.5],
                             "ci_low": [0.0, 0.45], "ci_high": [0.0, 0.55]})
-    fig = plots.families_bars(summary, ["P_mr@1"], ["BM25", "SOSL", "HIKE"], chance={"fr": 0.019},
+    fig = plots_studies.families_bars(summary, ["P_mr@1"], ["BM25", "SOSL", "HIKE"], chance={"fr": 0.019},
                               absent={"HIKE": "pairs only"})
     try:
         ax = fig.axes[0]
@@ -248,7 +248,7 @@ def test_families_bars_zero_and_absent_systems():
 def test_mdl_sweep_heatmap_fixed_colour_range():
     sweep = pd.DataFrame({"lang": "fr", "seed": 0, "m": [1, 6, 1, 6], "n_topics": [19, 19, 38, 38],
                           "MAP@1000": [0.0011, 0.0009, 0.0012, 0.0018]})
-    fig = plots.mdl_sweep_heatmap(sweep, "MAP@1000", top=0.0263, top_label="SOSL on fr")
+    fig = plots_studies.mdl_sweep_heatmap(sweep, "MAP@1000", top=0.0263, top_label="SOSL on fr")
     try:
         ax = fig.axes[0]
         assert ax.images[0].get_clim() == (0.0, 0.0263)  # fixed, not stretched over 0.0009-0.0018
@@ -257,14 +257,14 @@ def test_mdl_sweep_heatmap_fixed_colour_range():
     finally:
         plt.close(fig)
     with pytest.raises(ValueError, match="positive"):
-        plots.mdl_sweep_heatmap(sweep, "MAP@1000", top=0.0, top_label="x")
+        plots_studies.mdl_sweep_heatmap(sweep, "MAP@1000", top=0.0, top_label="x")
 
 
 def test_collapse_lemma2_and_theorem3_figures():
     table = pd.DataFrame({"loss": ["mse", "mse", "po"], "cause": ["balance", "targets", "balance"],
                           "effect": [0.1, -0.02, 0.05], "ci_lo": [0.05, -0.05, 0.0], "ci_hi": [0.15, 0.01, 0.1],
                           "p_holm": [0.01, 0.5, 0.04], "gap": [0.3, 0.3, 0.2], "baseline": [0.05, 0.05, 0.06]})
-    fig = plots.collapse_attribution(table)
+    fig = plots_studies.collapse_attribution(table)
     try:
         assert [ax.get_title() for ax in fig.axes] == ["MSE: baseline 0.050", "PO: baseline 0.060"]
         assert len(fig.axes[0].patches) == 2 and len(fig.axes[1].patches) == 1  # one bar per cause
@@ -273,7 +273,7 @@ def test_collapse_lemma2_and_theorem3_figures():
     trace = pd.DataFrame({"eps": [0.0, 0.0, 1.0, 1.0], "q_norm": [0.01, 1.0, 0.01, 1.0],
                           "max_grad_norm": [100.0, 1.0, 1.9, 1.0]})
     search = pd.DataFrame({"eps": [0.0, 1.0], "largest": [1e6, 1.9], "bound_2_over_eps": [np.inf, 2.0]})
-    fig = plots.lemma2_gradient_bound(trace, search)
+    fig = plots_studies.lemma2_gradient_bound(trace, search)
     try:
         left, right = fig.axes
         assert [l.get_label() for l in _lines(left)] == ["eps = 0", "eps = 1"]
@@ -284,7 +284,7 @@ def test_collapse_lemma2_and_theorem3_figures():
     gaps = pd.DataFrame({"optimizer": ["sgd", "sgd", "adam", "adam"], "design": ["fixed steps"] * 4,
                          "n_train_queries": [10, 40, 10, 40], "gap": [0.2, 0.1, 0.3, 0.2],
                          "gap_std": [0.01, 0.01, np.nan, 0.02], "train_loss": [0.1] * 4, "test_loss": [0.3] * 4})
-    fig = plots.theorem3_gap(gaps)
+    fig = plots_studies.theorem3_gap(gaps)
     try:
         assert [ax.get_title() for ax in fig.axes] == ["fixed steps", "losses (fixed steps)"]
         assert [l.get_label() for l in _lines(fig.axes[1])] == ["sgd, test", "sgd, train", "adam, test", "adam, train"]
@@ -330,25 +330,25 @@ BUILDERS = {
     "metric_curves": lambda: plots.metric_curves(
         pd.DataFrame({"epsilon": [0.0, 0.0, 1.0], "seed": [0, 1, 0], "dev_chance": 0.02,
                       **{m: [0.1, 0.2, 0.3] for m in METRIC_NAMES}}), "epsilon", "epsilon", reference=0.0),
-    "collapse_attribution": lambda: plots.collapse_attribution(pd.DataFrame(
+    "collapse_attribution": lambda: plots_studies.collapse_attribution(pd.DataFrame(
         {"loss": ["mse"], "cause": ["balance"], "effect": [0.1], "ci_lo": [0.05], "ci_hi": [0.15], "p_holm": [0.01],
          "gap": [0.3], "baseline": [0.05]})),
-    "lemma2_gradient_bound": lambda: plots.lemma2_gradient_bound(
+    "lemma2_gradient_bound": lambda: plots_studies.lemma2_gradient_bound(
         pd.DataFrame({"eps": [1.0, 1.0], "q_norm": [0.1, 1.0], "max_grad_norm": [1.0, 0.5]}),
         pd.DataFrame({"eps": [1.0], "largest": [1.9], "bound_2_over_eps": [2.0]})),
-    "lemma2_constants": lambda: plots.lemma2_constants(pd.DataFrame(
+    "lemma2_constants": lambda: plots_studies.lemma2_constants(pd.DataFrame(
         {"constant": ["L"], "eps": [1.0], "label": [np.nan], "bound": [2.0], "observed_over_bound": [0.5],
          "within": [True]})),
-    "theorem3_gap": lambda: plots.theorem3_gap(pd.DataFrame(
+    "theorem3_gap": lambda: plots_studies.theorem3_gap(pd.DataFrame(
         {"optimizer": "sgd", "design": "fixed steps", "n_train_queries": [10, 40], "gap": [0.2, 0.1],
          "gap_std": [0.01, 0.01], "train_loss": [0.1, 0.1], "test_loss": [0.3, 0.2]})),
-    "seeds_significance": lambda: plots.seeds_significance(pd.DataFrame(
+    "seeds_significance": lambda: plots_studies.seeds_significance(pd.DataFrame(
         [{"table": "Table 2", "hypothesis": "h", "a": "A", "b": "B", "metric": "MAP", "effect": 0.1,
           "verdict": "holds"}]).reindex(columns=[*findings.SEEDS_TEST_COLUMNS])),
-    "stability_traces": lambda: plots.stability_traces(_STAGES),
-    "families_bars": lambda: plots.families_bars(_families(), ["P_mr@1", "MAP"], ["BM25", "SOSL", "HIKE"],
+    "stability_traces": lambda: plots_studies.stability_traces(_STAGES),
+    "families_bars": lambda: plots_studies.families_bars(_families(), ["P_mr@1", "MAP"], ["BM25", "SOSL", "HIKE"],
                                                  chance={"fr": 0.02}, absent={"HIKE": "pairs only"}),
-    "mdl_sweep_heatmap": lambda: plots.mdl_sweep_heatmap(
+    "mdl_sweep_heatmap": lambda: plots_studies.mdl_sweep_heatmap(
         pd.DataFrame({"lang": "fr", "seed": 0, "m": [1, 6], "n_topics": [19, 19], "MAP": [0.27, 0.28]}), "MAP",
         top=0.53, top_label="SOSL"),
 }
@@ -357,8 +357,8 @@ BUILDERS = {
 def test_every_figure_function_has_a_builder():
     import inspect
 
-    made = {name for name, fn in inspect.getmembers(plots, inspect.isfunction)
-            if fn.__module__ == plots.__name__ and inspect.signature(fn).return_annotation in ("plt.Figure", plt.Figure)}
+    made = {name for module in (plots, plots_studies) for name, fn in inspect.getmembers(module, inspect.isfunction)
+            if fn.__module__ == module.__name__ and inspect.signature(fn).return_annotation in ("plt.Figure", plt.Figure)}
     assert made == set(BUILDERS)
 
 

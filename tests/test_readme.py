@@ -1,13 +1,13 @@
 """The README stays a user's guide: at most 250 lines, every relative link in it and in
 docs/*.md points to a file that exists (and to a heading that exists, when it names one),
-and the claims block that ``verdicts.update_readme`` regenerates is there exactly once."""
+and the claims block that ``cli_reproduce.update_readme`` regenerates is there exactly once."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-from clirlib import verdicts
+from clirlib import verdict_words
 
 REPO = Path(__file__).resolve().parents[1]  # the checkout (not CLIRLIB_HOME: these are committed files)
 MAX_README_LINES = 250  # issue 25: the README is a guide; measurement history lives in docs/timings.md
@@ -65,6 +65,6 @@ def test_every_relative_link_resolves(page):
 
 def test_claims_markers_once_each():
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    for marker in (verdicts.README_START, verdicts.README_END):
+    for marker in (verdict_words.README_START, verdict_words.README_END):
         assert text.count(marker) == 1, f"README.md must hold {marker} exactly once"
-    assert text.index(verdicts.README_START) < text.index(verdicts.README_END)
+    assert text.index(verdict_words.README_START) < text.index(verdict_words.README_END)

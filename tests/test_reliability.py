@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirlib import atomic, cache, cli, env, executors, experiments, paths, raycluster, systems
+from clirlib import atomic, cache, cli, cli_reproduce, env, executors, experiments, paths, raycluster, systems
 from clirlib.data import DataFormatError, DataSkipWarning, load_wikiclir, read_polyglot
 from clirlib.data.digests import file_digest
 from clirlib.data.polyglot import EmbeddingCoverageWarning, load_polyglot
@@ -560,7 +560,7 @@ def test_reproduce_relays_the_kernels_ray_events(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     executors.report_event("before: not relayed")
     capsys.readouterr()
-    with cli._relay_ray_events():
+    with cli_reproduce._relay_ray_events():
         with open(executors.events_log(), "a") as f:  # what a notebook kernel's grid appends
             f.write("2026-11-25 12:00:00 [ray] node 127.0.0.2 (bbbb) left the cluster\n")
     assert capsys.readouterr().out.splitlines() == ["[reproduce] [ray] node 127.0.0.2 (bbbb) left the cluster"]

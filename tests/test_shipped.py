@@ -158,21 +158,21 @@ def test_write_entry_failure_keeps_the_old_file(dirs, monkeypatch):
 
 
 def test_force_marker_is_kept_until_done_and_resumed(tmp_path, monkeypatch, capsys):
-    from clirlib import cli
+    from clirlib import cli_reproduce
 
     monkeypatch.setenv(env.FORCE_SINCE, "")  # restored (unset) after the test, whatever _force_marker sets
-    marker = cli._force_marker(tmp_path)
+    marker = cli_reproduce._force_marker(tmp_path)
     since = float(marker.read_text())
     assert env.force_since() == since  # the kernels inherit it
     monkeypatch.delenv(env.FORCE_SINCE)
-    assert cli._force_marker(tmp_path) == marker and env.force_since() == since  # started again: resumed
+    assert cli_reproduce._force_marker(tmp_path) == marker and env.force_since() == since  # started again: resumed
     assert "resuming the forced retrain" in capsys.readouterr().out
 
 
 def test_eta_scales_the_measured_times_by_this_runs_pace(tmp_path):
-    from clirlib import cli
+    from clirlib import cli_reproduce
 
-    eta = cli._Eta([tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb"])
+    eta = cli_reproduce._Eta([tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb"])
     eta.expected = {"01_a.ipynb": 60.0, "02_b.ipynb": 600.0}  # as measured: 1 min then 10 min
     assert eta.after(tmp_path / "01_a.ipynb", 120.0) == "; about 20 min left"  # twice as slow: 2 x 10 min
     assert eta.after(tmp_path / "02_b.ipynb", 1300.0) == ""  # nothing left

@@ -1,4 +1,4 @@
-"""``experiments.system_runs`` with two worker processes gives the records of a serial run.
+"""``grid_runs.system_runs`` with two worker processes gives the records of a serial run.
 
 The cross-check is the serial path itself (``workers=1``, every run in this process): the
 same configs trained by two spawned workers must give the same numbers, bit for bit, and
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from clirlib import experiments, paths, systems
+from clirlib import grid_runs, paths, systems
 
 # Small, fast runs of three systems on the ci benchmark (French): the lexical floor, two MDL
 # fits of one seed (they share doc2vec, so they form one group) and a one-epoch HIKE.
@@ -34,23 +34,23 @@ def _numbers(record):
 
 
 def test_groups_keep_mdl_of_one_seed_together():
-    groups = experiments._groups([(i, c.resolved()) for i, c in enumerate(CONFIGS)])
+    groups = grid_runs._groups([(i, c.resolved()) for i, c in enumerate(CONFIGS)])
     # BM25 and HIKE alone; both MDL fits of (ci, fr, seed 0) in one group, at the first one's place
     assert [[i for i, _ in g] for g in groups] == [[0], [1, 3], [2]]
 
 
 def test_two_workers_give_the_serial_records(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "serial" / "results")
-    serial = experiments.system_runs(CONFIGS, workers=1, force=True)
+    serial = grid_runs.system_runs(CONFIGS, workers=1, force=True)
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "pool" / "results")
-    pooled = experiments.system_runs(CONFIGS, workers=2, force=True)
+    pooled = grid_runs.system_runs(CONFIGS, workers=2, force=True)
     assert [r["key"] for r in pooled] == [r["key"] for r in serial]  # the configs' order
     for s, p in zip(serial, pooled):
         assert _numbers(p) == _numbers(s), s["config"]["system"]
     # the driver wrote every entry; read back, they are the pooled records
     assert sorted(f.name for f in (tmp_path / "pool" / "results" / "runs").glob("*.json")) == \
         sorted(f"{r['key']}.json" for r in pooled)
-    assert experiments.system_runs(CONFIGS, workers=2) == pooled
+    assert grid_runs.system_runs(CONFIGS, workers=2) == pooled
 
 
 def test_a_failing_run_in_a_worker_raises_in_the_driver(tmp_path, monkeypatch):
@@ -58,9 +58,9 @@ def test_a_failing_run_in_a_worker_raises_in_the_driver(tmp_path, monkeypatch):
     missing = tmp_path / "no-such-wikiclir"
     bad = [systems.config("bm25", dataset=str(missing), lang="fr"), systems.config("bm25", dataset=str(missing), lang="sw")]
     with pytest.raises(Exception, match="no-such-wikiclir"):
-        experiments.system_runs(bad, workers=2)
+        grid_runs.system_runs(bad, workers=2)
 
 
 def test_workers_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
-        experiments.system_runs(CONFIGS[:1], workers=0)
+        grid_runs.system_runs(CONFIGS[:1], workers=0)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from clirlib import systems
+from clirlib import hypotheses, systems
 from clirlib.data.dataset import RankingDataset, Ragged, Split, Vocab
 
 
@@ -79,7 +79,7 @@ def test_sosl_through_the_interface_equals_train():
 
 
 def test_run_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
-    from clirlib import experiments, paths, verdicts
+    from clirlib import experiments, paths
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
     cfg = systems.config("bm25", dataset="ci", lang="sw")
@@ -90,5 +90,5 @@ def test_run_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
     assert set(rec["collection"]["metrics"]) == {"MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10"}
     assert rec == experiments.run_system(cfg)  # read back from the cache
     assert len(list(tmp_path.glob("runs/*bm25*.json"))) == 1
-    runs, pq = verdicts.run_table([rec])  # verdicts reads it unchanged
+    runs, pq = hypotheses.run_table([rec])  # verdicts reads it unchanged
     assert len(runs) == 1 and len(pq) == len(rec["test_per_query"]["query_id"])

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from clirlib import determinism, profiles, theory
+from clirlib import determinism, profiles, theorem3, theory
 from clirlib.encoders import Ranker
 from clirlib.losses import sosl
 from clirlib.train import TrainConfig, ragged_batch, train
@@ -20,17 +20,17 @@ from _toy import toy_dataset
 
 def test_loglog_slope_recovers_an_exact_power_law():
     n = np.array([10, 20, 40, 80])
-    assert theory.loglog_slope(n, 3.0 * n ** -0.5) == pytest.approx(-0.5, abs=1e-12)
-    assert theory.loglog_slope(n, 0.2 * n ** 1.0) == pytest.approx(1.0, abs=1e-12)
+    assert theorem3.loglog_slope(n, 3.0 * n ** -0.5) == pytest.approx(-0.5, abs=1e-12)
+    assert theorem3.loglog_slope(n, 0.2 * n ** 1.0) == pytest.approx(1.0, abs=1e-12)
     # non-positive gaps are left out; fewer than two positive points: NaN
-    assert theory.loglog_slope(n, [-1.0, 2.0, 0.0, 1.0]) == pytest.approx(-0.5, abs=1e-12)  # (20, 2), (80, 1)
-    assert math.isnan(theory.loglog_slope(n, [-1.0, 0.5, 0.0, -2.0]))
-    assert math.isnan(theory.loglog_slope([10, 10], [1.0, 2.0]))
+    assert theorem3.loglog_slope(n, [-1.0, 2.0, 0.0, 1.0]) == pytest.approx(-0.5, abs=1e-12)  # (20, 2), (80, 1)
+    assert math.isnan(theorem3.loglog_slope(n, [-1.0, 0.5, 0.0, -2.0]))
+    assert math.isnan(theorem3.loglog_slope([10, 10], [1.0, 2.0]))
 
 
 def test_generalization_gap_is_test_minus_train():
     record = {"split_losses": {"train": 0.125, "dev": 9.0, "test": 0.5}}
-    assert theory.generalization_gap(record) == 0.375
+    assert theorem3.generalization_gap(record) == 0.375
 
 
 # ---------------------------------------------------------------- Lemma 2's constants
@@ -121,37 +121,37 @@ def _runs(gap_of_n, seeds=(0, 1, 2), optimizer="sgd", design="fixed steps", nois
 
 
 def test_bootstrap_slope_exact_law_and_one_seed():
-    s = theory.bootstrap_slope(_runs(lambda n: 2.0 / n), n_boot=200)
+    s = theorem3.bootstrap_slope(_runs(lambda n: 2.0 / n), n_boot=200)
     assert s["slope"] == pytest.approx(-1.0, abs=1e-12)
     assert s["ci_low"] == pytest.approx(-1.0, abs=1e-9) and s["ci_high"] == pytest.approx(-1.0, abs=1e-9)
     assert s["n_seeds"] == 3 and s["n_sizes"] == 4
-    one = theory.bootstrap_slope(_runs(lambda n: 2.0 / n, seeds=(0,)), n_boot=200)
+    one = theorem3.bootstrap_slope(_runs(lambda n: 2.0 / n, seeds=(0,)), n_boot=200)
     assert one["slope"] == pytest.approx(-1.0) and math.isnan(one["ci_low"])
 
 
 def test_theorem3_verdicts_are_worded_consistent_or_not():
-    shrink = theory.theorem3_slopes(_runs(lambda n: n ** -0.5, noise=0.05), n_boot=300)
+    shrink = theorem3.theorem3_slopes(_runs(lambda n: n ** -0.5, noise=0.05), n_boot=300)
     assert shrink["trend"].tolist() == ["shrinks"]
-    text = theory.theorem3_sentence(shrink)
+    text = theorem3.theorem3_sentence(shrink)
     assert "**consistent with** Theorem 3" in text and "gap ~ n^-0.50" in text and "3 seeds per n" in text
-    grow = theory.theorem3_sentence(theory.theorem3_slopes(_runs(lambda n: 0.01 * n, noise=0.05), n_boot=300))
+    grow = theorem3.theorem3_sentence(theorem3.theorem3_slopes(_runs(lambda n: 0.01 * n, noise=0.05), n_boot=300))
     assert "**not consistent with** Theorem 3" in grow
-    adam = theory.theorem3_sentence(theory.theorem3_slopes(_runs(lambda n: 1 / n, optimizer="adam"), n_boot=50))
+    adam = theorem3.theorem3_sentence(theorem3.theorem3_slopes(_runs(lambda n: 1 / n, optimizer="adam"), n_boot=50))
     assert "Adam is outside Theorem 3" in adam and "consistent" not in adam
-    one = theory.theorem3_sentence(theory.theorem3_slopes(_runs(lambda n: 1 / n, seeds=(0,)), n_boot=50))
+    one = theorem3.theorem3_sentence(theorem3.theorem3_slopes(_runs(lambda n: 1 / n, seeds=(0,)), n_boot=50))
     assert "**not tested**" in one and "1 seed per n" in one
     for t in (text, grow, adam, one):
         assert "holds" not in t
 
 
 def test_theorem3_configs_fix_the_number_of_steps():
-    cfgs = theory.theorem3_configs("ci", None, "fr", seeds=(0,))
+    cfgs = theorem3.theorem3_configs("ci", None, "fr", seeds=(0,))
     e = profiles.THEOREM3_EPOCHS["ci"]
     sgd = cfgs["sgd", "fixed steps", 0.25, 0]
-    assert (sgd.optimizer, sgd.lr, sgd.clip, sgd.patience, sgd.epochs) == ("sgd", theory.SGD_C, None, None, 4 * e)
+    assert (sgd.optimizer, sgd.lr, sgd.clip, sgd.patience, sgd.epochs) == ("sgd", theorem3.SGD_C, None, None, 4 * e)
     adam = cfgs["adam", "fixed steps", 0.1, 0]
     assert (adam.optimizer, adam.lr, adam.clip, adam.epochs) == ("adam", 0.01, 5.0, 10 * e)
-    assert len(cfgs) == 2 * len(theory.THEOREM3_FRACTIONS)
+    assert len(cfgs) == 2 * len(theorem3.THEOREM3_FRACTIONS)
 
 
 # ---------------------------------------------------------------- SGD in the trainer

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import reproduction, stability, theory
+from clirlib import reproduction, stability, theorem3, theory
 
 
 def test_figure4_tie_break_goes_to_the_first_grid_entry():
@@ -87,8 +87,8 @@ def test_max_gradient_norm_within_the_bound():
 
 def test_n_train_queries_counts_the_subsample():
     rec = {"data_info": {"split_sizes": {"train": 10}}, "config": {"train_fraction": 1.0, "seed": 0}}
-    assert theory.n_train_queries(rec) == 10
+    assert theorem3.n_train_queries(rec) == 10
     rec["config"]["train_fraction"] = 0.25  # round(0.25 * 10) = round(2.5) = 2 (banker's rounding)
-    assert theory.n_train_queries(rec) == 2
+    assert theorem3.n_train_queries(rec) == 2
     rec["config"]["train_fraction"] = 0.01  # at least one query
-    assert theory.n_train_queries(rec) == 1
+    assert theorem3.n_train_queries(rec) == 1

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import verdicts
+from clirlib import cli_reproduce, hypotheses, verdict_words, verdicts
 from clirlib.metrics import METRIC_NAMES
 
 import _gate_lists
@@ -30,11 +30,11 @@ def record(loss, lang="fr", seed=0, values=None, dev_p1=0.5, chance=0.02, dev_nd
 
 
 def superiority(metrics=("P_mr@1",)):
-    return verdicts.Hypothesis("t", "A beats B", "test", "g", {"loss": "a"}, {"loss": "b"}, metrics)
+    return hypotheses.Hypothesis("t", "A beats B", "test", "g", {"loss": "a"}, {"loss": "b"}, metrics)
 
 
 def decide(h, recs):
-    runs, pq = verdicts.run_table(recs)
+    runs, pq = hypotheses.run_table(recs)
     return verdicts.evaluate_hypothesis(h, runs, pq)
 
 
@@ -70,7 +70,7 @@ def test_noise_is_inconclusive_with_mde():
     # sd(ddof=1) of +-0.5 over 40 values = sqrt(40 * 0.25 / 39) = 0.506370; se = 0.506370 / sqrt(40) = 0.080064;
     # mde = margin 0.01 + (z_0.975 1.959964 + z_0.8 0.841621) * se = 0.01 + 2.801585 * 0.080064 = 0.234306
     assert r["mde"] == pytest.approx(0.234306, abs=1e-5)
-    assert "0.234" in verdicts.sentence(r) and "inconclusive" in verdicts.sentence(r)
+    assert "0.234" in verdict_words.sentence(r) and "inconclusive" in verdict_words.sentence(r)
 
 
 def test_small_gain_below_margin_is_inconclusive():
@@ -92,7 +92,7 @@ def test_universal_claim_needs_every_comparison():
 
 
 def test_equivalence_both_ways():
-    h = verdicts.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
+    h = hypotheses.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
                             kind="equivalence", margin=0.02)
     base = np.linspace(0, 0.5, N)
     near = decide(h, three_seeds("a", base + 0.005) + three_seeds("b", base))
@@ -102,7 +102,7 @@ def test_equivalence_both_ways():
 
 
 def test_at_most_relative_drop():
-    h = verdicts.Hypothesis("r", "drop at most 15 %", "test", "g", {"n_nr": 20}, {"n_nr": 100}, ("MAP",),
+    h = hypotheses.Hypothesis("r", "drop at most 15 %", "test", "g", {"n_nr": 20}, {"n_nr": 100}, ("MAP",),
                             kind="at_most", margin=0.15, match=())
     a = np.full(N, 0.8)
     small = decide(h, [record("s", seed=s, values=a, n_nr=20) for s in range(3)]
@@ -116,7 +116,7 @@ def test_at_most_relative_drop():
 
 
 def test_unpaired_languages():
-    h = verdicts.Hypothesis("u", "sw above fr", "test", "g", {"lang": "sw"}, {"lang": "fr"}, ("P_mr@1",),
+    h = hypotheses.Hypothesis("u", "sw above fr", "test", "g", {"lang": "sw"}, {"lang": "fr"}, ("P_mr@1",),
                             match=(), paired=False)
     sw = [record("s", "sw", s, np.tile([1.0, 1.0, 0.0], 20)) for s in range(3)]  # 60 queries, mean 2/3
     fr = [record("s", "fr", s, np.tile([1.0, 0.0, 0.0], 10)) for s in range(3)]  # 30 queries, mean 1/3
@@ -137,11 +137,11 @@ def test_preconditions_not_tested():
     assert at_chance.row["gate_b"] == "b fr" and at_chance.row["gate_b_dev"] == pytest.approx(0.38)
     assert at_chance.row["gate_b_random"] == pytest.approx(_gate_lists.RANDOM_NDCG5, abs=1e-6)
     assert at_chance.row["gate_b_p"] >= 0.01 and at_chance.row["gate_a_p"] == pytest.approx(1 / 10001)
-    s = verdicts.sentence(at_chance.row)
+    s = verdict_words.sentence(at_chance.row)
     assert "Not tested because" in s and "+0.200" in s
     two_seeds = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)[:2])
     assert two_seeds.row["verdict"] == "not tested" and "b fr has 2 seed(s)" in two_seeds.row["reason"]
-    assert "Not tested because" in verdicts.sentence(two_seeds.row)
+    assert "Not tested because" in verdict_words.sentence(two_seeds.row)
 
 
 def test_language_rows_and_strongest_comparison():
@@ -158,7 +158,7 @@ def test_language_rows_and_strongest_comparison():
     # strongest: fr, every difference +0.2; weakest (deciding): it, differences +-0.3 around 0
     assert r["strongest"] == "a fr vs b fr, P_mr@1" and r["strongest_effect"] == pytest.approx(0.2)
     assert r["deciding"] == "a it vs b it, P_mr@1" and r["effect"] == pytest.approx(0.0)
-    assert "holds in 1 of 2 languages" in verdicts.sentence(r)
+    assert "holds in 1 of 2 languages" in verdict_words.sentence(r)
     # a language failing the gate is not tested there, and so is the claim
     recs[-1] = record("b", "it", 2, base, dev_ndcg=0.2)  # mean over seeds (0.6 + 0.6 + 0.2) / 3 = 0.467
     recs[-2] = record("b", "it", 1, base, dev_ndcg=0.2)  # (0.6 + 0.2 + 0.2) / 3 = 0.333 < 0.336
@@ -168,7 +168,7 @@ def test_language_rows_and_strongest_comparison():
 
 
 def test_closes_gap_with_reference_and_zipped_sides():
-    h = verdicts.Hypothesis("g", "C closes most of the gap", "test", "g", {"loss": ["c1", "c2"]}, {"loss": ["b1", "b2"]},
+    h = hypotheses.Hypothesis("g", "C closes most of the gap", "test", "g", {"loss": ["c1", "c2"]}, {"loss": ["b1", "b2"]},
                             ("P_mr@1",), kind="closes_gap", margin=0.5, ref={"loss": "r"}, zipped=True)
     base = np.linspace(0, 0.4, N)
     recs = (three_seeds("b1", base) + three_seeds("b2", base) + three_seeds("r", base + 0.4)
@@ -180,22 +180,22 @@ def test_closes_gap_with_reference_and_zipped_sides():
     assert comp.loc["c1 fr", "effect"] == pytest.approx(0.75) and comp.loc["c1 fr", "verdict"] == "holds"
     assert comp.loc["c2 fr", "effect"] == pytest.approx(0.25) and comp.loc["c2 fr", "verdict"] == "does not hold"
     assert comp.loc["c1 fr", "ref"] == "r fr" and comp.loc["c1 fr", "mean_ref"] == pytest.approx(0.6)
-    assert out.row["verdict"] == "does not hold" and "closes 25% of the gap" in verdicts.sentence(out.row)
+    assert out.row["verdict"] == "does not hold" and "closes 25% of the gap" in verdict_words.sentence(out.row)
     with pytest.raises(ValueError, match="reference system"):
-        verdicts.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="closes_gap")
+        hypotheses.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="closes_gap")
 
 
 def test_evaluate_missing_grid_and_fixed_columns():
     summary, comparisons = verdicts.evaluate({})
     assert list(summary.columns) == verdicts.SUMMARY_COLUMNS
     assert list(comparisons.columns) == verdicts.COMPARISON_COLUMNS and comparisons.empty
-    assert set(summary["verdict"]) == {"not tested"} and len(summary) == len(verdicts.HYPOTHESES)
+    assert set(summary["verdict"]) == {"not tested"} and len(summary) == len(hypotheses.HYPOTHESES)
 
 
 def test_sentence_numbers_come_from_the_row():
     base = np.linspace(0, 1, N)
     r = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).row
-    s = verdicts.sentence(r)
+    s = verdict_words.sentence(r)
     assert "*holds*" in s and "+0.200" in s and f"{N} test queries, 3 seeds" in s
 
 
@@ -214,43 +214,43 @@ def test_consistency_check_raises_on_flip():
 
 
 def test_hypotheses_are_well_formed():
-    names = [h.name for h in verdicts.HYPOTHESES]
+    names = [h.name for h in hypotheses.HYPOTHESES]
     assert len(names) == len(set(names))
-    assert all(h.why_margin for h in verdicts.HYPOTHESES)
+    assert all(h.why_margin for h in hypotheses.HYPOTHESES)
     with pytest.raises(ValueError, match="unknown hypothesis kind"):
-        verdicts.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="bigger")
+        hypotheses.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="bigger")
 
 
 def test_readme_block_regenerated(tmp_path):
     base = np.linspace(0, 1, N)
     summary = pd.DataFrame(decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).rows())
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{verdicts.README_START}\nold\n{verdicts.README_END}\nrest\n")
-    assert verdicts.update_readme(readme, summary)
+    readme.write_text(f"intro\n{verdict_words.README_START}\nold\n{verdict_words.README_END}\nrest\n")
+    assert cli_reproduce.update_readme(readme, summary)
     text = readme.read_text()
     # effect +0.200 with interval [+0.200, +0.200], 40 queries x 3 seeds (the fixture); one line per claim
     cell = "a fr vs b fr, P_mr@1: +0.200 [+0.200, +0.200], p 0.0001"
     assert f"| A beats B | test | **holds** | holds in 1 of 1 language | {cell} | {cell} |" in text
     assert text.count("| A beats B |") == 1
     assert "| 40 x 3 |" in text and text.startswith("intro\n") and text.endswith("rest\n")
-    assert not verdicts.update_readme(readme, summary)  # unchanged the second time
+    assert not cli_reproduce.update_readme(readme, summary)  # unchanged the second time
     readme.write_text("no block")
     with pytest.raises(ValueError, match="no <!-- claims:start -->"):
-        verdicts.update_readme(readme, summary)
+        cli_reproduce.update_readme(readme, summary)
 
 
 def test_system_field_from_label_config_or_sosl():
     base = np.linspace(0, 1, N)
     recs = [{**r, "label": "HIKE"} for r in three_seeds("hinge", base + 0.2, system="hike")]
     recs += [{**r, "label": "HIKE without KG"} for r in three_seeds("hinge", base, system="hike")]
-    runs, pq = verdicts.run_table(recs + [record("sosl"), record("mse", system="mdl")])
+    runs, pq = hypotheses.run_table(recs + [record("sosl"), record("mse", system="mdl")])
     # the study's label first, then the config's system, then "sosl" (a TrainConfig run has no system field)
     assert runs["system"].tolist() == ["HIKE"] * 3 + ["HIKE without KG"] * 3 + ["sosl", "mdl"]
     assert "system" in pq.columns
     # NDCG@1 / NDCG@10 are hypothesis metrics of the base class (no subclass needed)
-    h = verdicts.Hypothesis("k", "KG helps", "test", "g", {"system": "HIKE"}, {"system": "HIKE without KG"},
+    h = hypotheses.Hypothesis("k", "KG helps", "test", "g", {"system": "HIKE"}, {"system": "HIKE without KG"},
                             ("P_mr@1",), match=())
-    assert verdicts.Hypothesis("n", "c", "s", "g", {}, {}, ("NDCG@1", "NDCG@10")).metrics == ("NDCG@1", "NDCG@10")
+    assert hypotheses.Hypothesis("n", "c", "s", "g", {}, {}, ("NDCG@1", "NDCG@10")).metrics == ("NDCG@1", "NDCG@10")
     out = verdicts.evaluate_hypothesis(h, runs, pq)
     assert out.row["verdict"] == "holds" and out.row["effect"] == pytest.approx(0.2)  # 0.2 by construction
     assert out.comparisons["a"].iloc[0] == "HIKE"

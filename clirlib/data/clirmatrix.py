@@ -60,6 +60,7 @@ from .errors import DataFormatError, MissingDataError, SkipCounter
 from .sampling import sample_nr, split_queries
 from .sampling import split_sizes as split_sizes_of
 from .text import tokenize
+from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
 
 #: CLIRMatrix relevance level -> benchmark label (2 = MR, 1 = SR, 0 = NR); see the module docstring.
 LEVEL_TO_LABEL: dict[int, int] = {6: 2, 5: 1, 4: 1, 3: 1, 2: 1, 1: 1, 0: 0}
@@ -199,8 +200,6 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     first ``n_queries`` usable queries, split 3:1:1 at random). ``documents``: the language's
     documents file. Labels and NR sampling: see the module docstring.
     """
-    from .wikiclir import intern_tokens, text_info, to_ragged, vocab_for
-
     if n_nr < 0:
         raise ValueError(f"n_nr must be >= 0, got {n_nr}")
     if n_queries is not None and n_queries < 1:

@@ -38,10 +38,15 @@ ir_datasets would use; nothing is fetched, a missing file is named with its addr
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
+from .. import env
+from .clirmatrix import load_clirmatrix
 from .errors import DataFormatError, MissingDataError
 from .languages import WikiClirFiles, ir_datasets_source, language_code
+from .wikiclir import load_wikiclir
 
 PREFIX = "irds:"
 COLLECTION = "wikiclir"
@@ -86,7 +91,7 @@ def dataset_id(data: str, lang: str | None = None) -> str:
 
 def dataset_ids() -> list[str]:
     """Every WikiCLIR dataset id ir_datasets registers (one per document language)."""
-    import ir_datasets
+    import ir_datasets  # optional heavy dependency: only for irds:... data
 
     return sorted(k for k in ir_datasets.registry if k.startswith(COLLECTION + "/"))
 
@@ -128,7 +133,7 @@ def _relative(handler) -> str:
 
 def files(data: str, lang: str | None = None) -> WikiClirFiles:
     """The queries, documents and qrels files of ``data`` in ir_datasets' cache."""
-    import ir_datasets
+    import ir_datasets  # optional heavy dependency: only for irds:... data
 
     name = dataset_id(data, lang)
     ds = ir_datasets.load(name)
@@ -149,9 +154,7 @@ def files(data: str, lang: str | None = None) -> WikiClirFiles:
 
 
 def _download_url() -> str:
-    import json
-
-    import ir_datasets
+    import ir_datasets  # optional heavy dependency: only for irds:... data
 
     table = json.loads((Path(ir_datasets.__file__).parent / "etc" / "downloads.json").read_text())
     return table[COLLECTION]["source"]["url"]
@@ -159,11 +162,7 @@ def _download_url() -> str:
 
 def load(data: str, lang: str, **kw):
     """``load_wikiclir`` (or ``load_clirmatrix``) over the files ir_datasets has cached for ``data``."""
-    from .wikiclir import load_wikiclir
-
     if collection(data) == CLIRMATRIX:
-        from .clirmatrix import load_clirmatrix
-
         kw.pop("strict", None)  # every CLIRMatrix problem is an error (see clirlib.data.clirmatrix)
         name, doc_lang, query_lang = clirmatrix_ids(data, lang)
         queries, documents, home = clirmatrix_files(data, lang)
@@ -180,7 +179,7 @@ def load(data: str, lang: str, **kw):
 def clirmatrix_ids(data: str, lang: str | None = None) -> tuple[str, str, str]:
     """``(ir_datasets id, document language, query language)`` of ``irds:clirmatrix/...``; the id
     has no split when ``data`` names none (the official train / dev / test1 files)."""
-    import ir_datasets
+    import ir_datasets  # optional heavy dependency: only for irds:... data
 
     name = data[len(PREFIX):].strip("/")
     parts = name.split("/")
@@ -206,15 +205,11 @@ def clirmatrix_ids(data: str, lang: str | None = None) -> tuple[str, str, str]:
 
 def clirmatrix_home() -> Path:
     """ir_datasets' CLIRMatrix folder (from ``$IR_DATASETS_HOME`` now; ir_datasets fixes it at import)."""
-    from .. import env
-
     return env.ir_datasets_home() / CLIRMATRIX
 
 
 def _clirmatrix_table_entry() -> dict:
-    import json
-
-    import ir_datasets
+    import ir_datasets  # optional heavy dependency: only for irds:... data
 
     table = json.loads((Path(ir_datasets.__file__).parent / "etc" / "downloads.json").read_text())
     return table[CLIRMATRIX]["downloads"]
@@ -223,9 +218,6 @@ def _clirmatrix_table_entry() -> dict:
 def clirmatrix_files(data: str, lang: str | None = None) -> tuple[dict[str, Path] | Path, Path, Path]:
     """``(queries file(s), documents file, CLIRMatrix folder)`` of ``data`` in ir_datasets' cache.
     A missing file raises :class:`MissingDataError` saying what to download and where."""
-    import gzip
-    import json
-
     name, doc_lang, query_lang = clirmatrix_ids(data, lang)
     home = clirmatrix_home()
     entry = _clirmatrix_table_entry()

@@ -2,8 +2,9 @@
 
 HIKE reads, for every entity linked from a query, its label and its description in the
 source and the target language, and its neighbours in the graph. This module holds that
-graph in one plain form (:class:`KnowledgeGraph`), one documented file format, the
-generator of the embedded benchmark's graph and a reader for Wikidata's JSON dump.
+graph in one plain form (:class:`KnowledgeGraph`), one documented file format and a reader
+for Wikidata's JSON dump (the embedded benchmark's graph is drawn by
+:mod:`clirlib.data.synthetic.kg`).
 
 KG file format (a folder, UTF-8, tab separated, one header line each)
 --------------------------------------------------------------------
@@ -29,30 +30,12 @@ byte-order mark at the start of a file (some editors write one) and Windows line
 are accepted; the marks are counted in ``KnowledgeGraph.skipped["byte_order_marks"]``.
 What the Wikidata reader leaves out (triples whose tail is outside the dump slice,
 properties and lexemes) is counted in ``skipped`` too, with a ``DataSkipWarning``.
-
-The embedded benchmark's graph (:func:`benchmark_kg`)
------------------------------------------------------
-One graph per document language, whose entities are that universe's concepts (the
-concepts behind the articles and the queries). Labels: the concept's title in English and
-in the document language (the same strings as the article titles). Descriptions: one
-sentence per language, "<label> <f1> <f2> <type> <f3>." built from the concept's *domain*
-only: f1..f3 are three of that language's topic-free function words and <type> is a word
-naming the concept's domain, made up for the KG (a string no document contains).
-Descriptions are therefore generated from the concepts, never copied from documents, and
-beyond the label carry no word of an article (``tests/test_kg.py`` checks that the
-description of a query's entities shares no more tokens with the query's MR document than
-with a random document). Triples: the concept graph's mutual links, typed
-``linked_same_domain`` or ``linked_other_domain``, each link once. Gold links: the
-neighbour concepts whose title meaning the generator drew into the query (anchor text of
-the link category), whatever surface form (synonym) it was rendered in.
-
-The graph is drawn from its own random streams (``rng(seed, "kg", ...)``) and only reads
-the generator's (replayed) streams, so every other benchmark file keeps its bytes.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -60,15 +43,12 @@ from typing import Iterable
 import numpy as np
 
 from .. import atomic
-from ..determinism import rng
-from ..profiles import SIZES
 from .errors import DataFormatError, DataSkipWarning
 
 ENTITY_HEADER = ("entity", "type")
 LABEL_HEADER = ("entity", "lang", "label", "description")
 TRIPLE_HEADER = ("head", "relation", "tail")
 LINK_HEADER = ("query_id", "entity")
-RELATIONS = ("linked_same_domain", "linked_other_domain")
 
 
 @dataclass
@@ -335,109 +315,7 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
             rels.append(rel_index[prop])
             tails.append(index[tail])
     if skipped:
-        import warnings
-
         warnings.warn(f"{name}: left out " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(skipped.items())),
                       DataSkipWarning, stacklevel=2)
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
                           np.asarray(tails, np.int64), relations_l, skipped)
-
-
-# --------------------------------------------------------------------------- the benchmark's KG
-def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple[KnowledgeGraph, dict[str, list[str]]]]:
-    """The KG and gold links of every document language of the embedded benchmark.
-
-    ``p``, ``d``, ``lex`` and ``universes`` are the generator's profile, difficulty,
-    lexicons and universes (``synthetic.writing.write_collection``). The generator's query streams and id
-    stream are replayed (same draws, same order) to know which meanings each query holds
-    and each query's id; nothing the generator wrote is read or changed.
-    """
-    from . import synthetic as syn
-    from .synthetic import concepts as syn_concepts
-    from .synthetic import lexicon as syn_lexicon
-    from .synthetic import texts as syn_texts
-
-    langs = syn.LANGS
-    qid_of = {(lang, c): qid for qid, lang, c, _ in syn_concepts.query_ids(universes, seed)}
-    all_words = set()
-    for lx in lex.values():
-        all_words.update(str(w) for w in lx.words)
-    out = {}
-    for lang in langs:
-        u = universes[lang]
-        g = rng(seed, "kg", lang)
-        # Domain type words: made up for the KG, never a word of the lexicon (hence of no document).
-        n_dom = u.topic.shape[0]
-        type_words = {}
-        for code in ("en", lang):
-            words: list[str] = []
-            while len(words) < n_dom:
-                for w in syn_lexicon.candidates(g, code, 2 * n_dom):
-                    if w not in all_words and w not in words and len(words) < n_dom:
-                        words.append(w)
-            type_words[code] = words
-        func = {code: [str(w) for w in lex[code].words[g.choice(d.n_function, size=3, replace=False)]]
-                for code in ("en", lang)}
-        ids = [f"E{c}" for c in range(u.n)]
-        types = [f"domain{k}" for k in u.domain.tolist()]
-        labels, descs = {}, {}
-        for code in ("en", lang):
-            lab = syn_texts.title_strings(u, np.arange(u.n), lex[code])
-            f1, f2, f3 = func[code]
-            labels[code] = lab
-            descs[code] = [f"{lab[c]} {f1} {f2} {type_words[code][u.domain[c]]} {f3}." for c in range(u.n)]
-        rows = np.repeat(np.arange(u.n), np.diff(u.indptr))
-        once = rows < u.indices
-        h, t = rows[once], u.indices[once]
-        rel = (u.domain[h] != u.domain[t]).astype(np.int64)
-        kg = KnowledgeGraph(ids, types, labels, descs, h, rel, t, list(RELATIONS))
-        # Gold links: neighbours whose title meaning is among the query's meanings (replayed stream).
-        gq = rng(seed, "synthetic", lang, "queries")
-        owners = np.concatenate([u.queries, u.extras])
-        m, lengths = syn_texts.query_meanings(u, owners, p, gq, d)
-        offs = np.zeros(len(owners) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offs[1:])
-        gold: dict[str, list[str]] = {}
-        for j, c in enumerate(owners.tolist()):
-            mine = set(m[offs[j]:offs[j + 1]].tolist())
-            hits = [int(nb) for nb in u.neighbours(c).tolist()
-                    if mine.intersection(u.title[nb, : u.n_title[nb]].tolist())]
-            if hits:
-                gold[str(qid_of[(lang, c)])] = [ids[x] for x in sorted(hits)]
-        out[lang] = (kg, dict(sorted(gold.items(), key=lambda kv: int(kv[0]))))
-    return out
-
-
-def write_benchmark_kg(root: str | Path, p, seed: int, d, lex: dict, universes: dict) -> None:
-    """Write ``<root>/kg/<lang>/`` for every document language (the generator's one call)."""
-    for lang, (kg, gold) in benchmark_kg(p, seed, d, lex, universes).items():
-        write_kg(kg, Path(root) / "kg" / lang, gold)
-
-
-def ensure_benchmark_kg(root: str | Path, profile: str, seed: int) -> Path:
-    """``<root>/kg``, written now if a benchmark generated before the KG existed lacks it.
-
-    The same files as the generator writes (same streams); written to a temporary folder
-    and renamed, so a concurrent reader never sees half a graph.
-    """
-    import os
-    import shutil
-    import uuid
-
-    from . import synthetic as syn
-
-    root = Path(root)
-    kg_dir = root / "kg"
-    if kg_dir.is_dir():
-        return kg_dir
-    p, d = SIZES[profile], syn.DIFFICULTY
-    lex = syn.lexicons(p.n_meanings, seed, d)
-    universes = {lang: syn.build_universe(p, lang, seed, d) for lang in syn.LANGS}
-    tmp = root / f".tmp-kg-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        write_benchmark_kg(tmp, p, seed, d, lex, universes)
-        if not kg_dir.exists():
-            os.rename(tmp / "kg", kg_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return kg_dir

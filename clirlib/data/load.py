@@ -31,14 +31,14 @@ import functools
 from pathlib import Path
 
 from .. import env
-from ..profiles import SIZES
+from ..profiles import LANGS, SIZES
 from . import irds
 from .digests import input_digests
 from .dataset import RankingDataset
 from .errors import DataFormatError
 from .polyglot import find_polyglot, load_polyglot
 from .irds import is_irds
-from .synthetic import LANGS, generate_benchmark
+from .synthetic import generate_benchmark
 from .languages import wikiclir_files
 from .wikiclir import PAPER_N_QUERIES, load_wikiclir
 

@@ -26,6 +26,7 @@ the file: such a file is probably for another language or tokenisation.
 from __future__ import annotations
 
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -127,8 +128,6 @@ def load_polyglot(path: str | Path, vocab: Vocab, seed: int = 0) -> tuple[np.nda
     n = len(vocab) - 2
     coverage = found / n if n else 1.0
     if coverage < MIN_COVERAGE:
-        import warnings
-
         warnings.warn(f"{path}: covers {found} of the {n} vocabulary words ({coverage:.1%}, below "
                       f"{MIN_COVERAGE:.0%}); the others start from random vectors (a file for another language?)",
                       EmbeddingCoverageWarning, stacklevel=2)

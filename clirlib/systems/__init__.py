@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib
 import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
+from ..validate import check_system_config
 
 SYSTEMS: dict[str, type["System"]] = {}
 
@@ -54,8 +57,6 @@ class SystemConfig:
     def resolved(self) -> "SystemConfig":
         """The same config with defaults filled in and every field checked."""
         get(self.system)
-        from ..validate import check_system_config
-
         check_system_config(self)  # ranges and finiteness, one ConfigError naming the field
         return self
 
@@ -98,7 +99,7 @@ class System:
     #: paper's tables (HIKE: its paper's NDCG@1 and NDCG@10).
     extra_metrics: ClassVar[tuple[str, ...]] = ()
     #: True: runs of one (dataset, language, seed) share state kept in the process (MDL's
-    #: doc2vec memo), so ``experiments.system_runs`` gives them to one worker together.
+    #: doc2vec memo), so ``grid_runs.system_runs`` gives them to one worker together.
     shares_per_seed: ClassVar[bool] = False
 
     def __init__(self, config: SystemConfig | None = None):
@@ -150,8 +151,6 @@ def token_texts(vocab: Any, texts: Any, rows: np.ndarray) -> list[list[str]]:
 
 def _load_builtin() -> None:
     # Importing a system's module registers it; optional ones (HIKE) may be absent.
-    import importlib
-
     for mod in ("bm25", "sosl", "mdl", "hike", "e5"):
         try:
             importlib.import_module(f"{__name__}.{mod}")

@@ -54,7 +54,7 @@ class BM25(System):
         return self
 
     def _retriever(self, dataset):
-        import bm25s
+        import bm25s  # optional dependency of the BM25 system only
 
         if self._index is None or self._index[0] != id(dataset.docs):
             r = bm25s.BM25(k1=self.config.k1, b=self.config.b)

@@ -32,7 +32,6 @@ from ..determinism import torch_generator
 
 MAX_LEN = 128
 MAX_QUERY = 32
-SIDES = ("q", "d")  # query vocabulary (English) / document vocabulary
 
 
 def pack(a: list[np.ndarray], b: list[np.ndarray] | None, cls: int, sep: int, max_len: int = MAX_LEN,
@@ -159,7 +158,7 @@ class BertEncoder(nn.Module):
 
     def __init__(self, path: str | Path, q_itos: list[str], d_itos: list[str], max_len: int = MAX_LEN):
         super().__init__()
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel, AutoTokenizer  # optional heavy dependency: only with --bert-path
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)

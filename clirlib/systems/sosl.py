@@ -8,11 +8,13 @@ so the ranker is a dual encoder and whole-collection retrieval ranks by the same
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from ..train import TrainConfig, ragged_batch, score_split, train
 from . import System, SystemConfig, register
 
 
@@ -28,8 +30,6 @@ class SOSLConfig(SystemConfig):
 
     def train_config(self):
         """The ``train.TrainConfig`` this run trains."""
-        from ..train import TrainConfig
-
         return TrainConfig(dataset=self.dataset, lang=self.lang, loss=self.loss, encoder=self.encoder, epsilon=self.epsilon,
                            epochs=self.epochs, seed=self.seed, data_seed=self.data_seed, n_queries=self.n_queries,
                            n_nr=self.n_nr, patience=self.patience, pretrained=self.pretrained)
@@ -55,10 +55,6 @@ class SOSL(System):
         self.result = None
 
     def fit(self, dataset, seed: int) -> "SOSL":
-        import dataclasses
-
-        from ..train import train
-
         cfg = dataclasses.replace(self.config.train_config(), seed=seed)
         self.result = train(cfg, dataset, keep_model=True)
         self.model = self.result.model
@@ -69,14 +65,10 @@ class SOSL(System):
         return next(self.model.parameters()).device
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
-        from ..train import score_split
-
         return score_split(self.model, dataset, dataset.splits[split], self._device())
 
     @torch.no_grad()
     def _encode(self, encoder, texts, rows: np.ndarray, chunk: int = 2048) -> np.ndarray:
-        from ..train import ragged_batch
-
         self.model.eval()
         rows = np.asarray(rows, dtype=np.int64)
         out = [encoder(*ragged_batch(texts, rows[i:i + chunk], self._device())) for i in range(0, len(rows), chunk)]

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
@@ -300,8 +301,6 @@ def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it
     queries (with an MR document), documents, SR per query (mean, median), candidates per
     query with ``n_nr`` NR documents, the share of query tokens that occur in the MR document
     (mean over queries), translations merged into a shared document, queries without SR."""
-    import pandas as pd
-
     rows = []
     for lang in langs:
         p = Path(out) / f"debian-{language_code(lang)}.json"

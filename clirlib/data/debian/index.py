@@ -43,7 +43,7 @@ def open_binary(path: Path) -> io.BufferedIOBase:
     if not compressed:
         return open(path, "rb")
     try:
-        import lz4.frame
+        import lz4.frame  # optional: only for .lz4 index files (a clear error below when missing)
     except ModuleNotFoundError:
         raise ModuleNotFoundError(f"{path} is lz4-compressed: install the `lz4` package "
                                   "(pip install -r requirements.txt)") from None

@@ -8,7 +8,8 @@ byte-identical files; the sizes per profile are ``clirlib.profiles.SIZES``.
 One module per stage: ``settings`` (languages, Table 1's SR counts, the difficulty
 knobs), ``lexicon`` (the words of every language), ``concepts`` (concepts, domains,
 keywords, the link graph), ``texts`` (token streams of queries and articles), ``writing``
-(embeddings, the WikiCLIR files, the manifest; ``generate_benchmark``).
+(embeddings, the WikiCLIR files, the manifest; ``generate_benchmark``), ``kg`` (HIKE's
+knowledge graph of the benchmark).
 
 No word string is shared between English and a document language, so a model has to
 learn the cross-lingual alignment. The difficulty (``DIFFICULTY``) is set by a
@@ -19,8 +20,8 @@ similarity, encoder or trainer (a test checks this), so it cannot favour a metho
 
 from .concepts import build_universe, sr_per_query
 from .lexicon import lexicons
-from .settings import CATEGORIES, DIFFICULTY, LANGS, SR_PER_QUERY, Difficulty
+from .settings import CATEGORIES, DIFFICULTY, SR_PER_QUERY, Difficulty
 from .writing import GENERATOR_VERSION, default_dir, generate_benchmark, write_texts
 
-__all__ = ["CATEGORIES", "DIFFICULTY", "GENERATOR_VERSION", "LANGS", "SR_PER_QUERY", "Difficulty", "build_universe",
+__all__ = ["CATEGORIES", "DIFFICULTY", "GENERATOR_VERSION", "SR_PER_QUERY", "Difficulty", "build_universe",
            "default_dir", "generate_benchmark", "lexicons", "sr_per_query", "write_texts"]

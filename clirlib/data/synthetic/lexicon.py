@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...determinism import rng
-from .settings import LANGS, Difficulty
+from ...profiles import LANGS
+from .settings import Difficulty
 
 # Syllables per language: onsets, nuclei, codas, P(1, 2, 3, 4 syllables).
 _SYLLABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[float, ...]]] = {

@@ -1,6 +1,6 @@
 """Settings of the embedded benchmark's generative model (Section 5, "Datasets"; Table 1).
 
-The document languages, Table 1's SR documents per query, and the difficulty knobs
+Table 1's SR documents per query and the difficulty knobs
 (``Difficulty``: token mixtures, topic and domain sizes, links, synonyms, lengths), chosen
 once for every loss, encoder and language; the package docstring says how.
 """
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LANGS = ("fr", "it", "sw", "tl")
 #: Table 1: SR documents per query.
 SR_PER_QUERY = {"fr": 12.6, "it": 11.7, "sw": 1.5, "tl": 0.6}
 

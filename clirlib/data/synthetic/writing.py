@@ -9,26 +9,24 @@ its presence marks a complete collection). Same profile and seed give byte-ident
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ... import paths
+from ... import atomic, paths
+from ...cache import clean_stale
 from ...determinism import rng
-from ...profiles import SIZES, Profile
+from ...profiles import LANGS, SIZES, Profile
 from ..blas import single_threaded_blas
 from ..embeddings import train_embeddings
-from ..kg import write_benchmark_kg
 from ..languages import WIKICLIR_LANGUAGES
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from .concepts import build_universe, query_ids
+from .kg import write_benchmark_kg
 from .lexicon import Lexicon, lexicons
-from .settings import DIFFICULTY, LANGS, Difficulty
+from .settings import DIFFICULTY, Difficulty
 from .texts import lengths_of, meanings, query_meanings, strings, title_strings
 
 #: Bump when the generated files change, so cached collections are regenerated.
@@ -71,8 +69,6 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
         raise ValueError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
     p = SIZES[profile]
     root = Path(out_dir) if out_dir is not None else default_dir(profile, seed)
-    from ...cache import clean_stale
-
     # Folders of killed writers (the PID in their name gone), never a live one's, however old.
     clean_stale(root.parent, patterns=(f".tmp-{root.name}-*", f".stale-{root.name}-*"))
     if not force and manifest_ok(root, p, seed):
@@ -81,21 +77,12 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
         raise FileExistsError(f"{root} exists and is not a generated benchmark (it has files but no manifest.json); "
                               f"refusing to replace it: move it away or set CLIRLIB_HOME to another folder")
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = root.parent / f".tmp-{root.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
+    with atomic.temp_folder(root) as tmp:
         with single_threaded_blas():
             write_collection(p, seed, tmp)
-        if root.exists():
-            if not force and manifest_ok(root, p, seed):  # another process finished first
-                shutil.rmtree(tmp)
-                return root
-            stale = root.parent / f".stale-{root.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            os.rename(root, stale)
-            shutil.rmtree(stale, ignore_errors=True)
-        os.rename(tmp, root)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if root.exists() and not force and manifest_ok(root, p, seed):  # another process finished first
+            return root
+        atomic.replace_folder(tmp, root)
     return root
 
 

@@ -1,0 +1,285 @@
+"""``python -m clirlib reproduce``: every notebook executed headless with papermill (``make
+reproduce``), on the chosen executor; the README's claims table regenerated from
+``tables/claims_summary.csv`` when the claims notebook ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+
+import pandas as pd
+
+from . import atomic, env, paths
+from .precheck import precheck
+from .raycluster import LOOPBACK_ENV, LocalCluster, probe
+from .validate import ConfigError
+
+#: The notebook that writes tables/claims_summary.csv, which the README's claims table mirrors.
+CLAIMS_NOTEBOOK = "08_claims_summary.ipynb"
+
+
+@contextlib.contextmanager
+def _kernel_stderr_to(log: Path):
+    """The notebook kernels inherit file descriptor 2: point it at ``log`` while they run, so
+    their start-up warnings and, on Ctrl-C, the tracebacks of their sockets closing under
+    them go there, not to the terminal; this process's own messages stay on the terminal."""
+    sys.stderr.flush()
+    try:
+        on_fd2 = sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stream: leave it alone
+        on_fd2 = False
+    terminal = os.dup(2)
+    with open(log, "ab") as f:
+        os.dup2(f.fileno(), 2)
+    ours = sys.stderr
+    if on_fd2:
+        sys.stderr = os.fdopen(os.dup(terminal), "w", buffering=1)
+    try:
+        yield
+    finally:
+        if on_fd2:
+            sys.stderr.flush()
+            sys.stderr.close()
+            sys.stderr = ours
+        os.dup2(terminal, 2)
+        os.close(terminal)
+
+
+def _notebooks() -> list[Path]:
+    return sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    # Every input checked before the first notebook starts (one line on failure, exit 2).
+    notebooks = precheck(_notebooks(), dataset=args.data, kernel=args.kernel, only=args.notebooks)
+    _check_address(args)
+    import papermill as pm  # only here: starting Jupyter machinery is slow, and precheck reports a missing one
+
+    if args.jobs is None:
+        args.jobs = 1 if args.force else 2
+    if args.jobs < 1:
+        raise ValueError(f"--jobs: expected at least 1 notebook at a time, got {args.jobs}")
+    if not args.data and args.jobs > 1:  # written once here, not by two kernels at the same time
+        from .data.synthetic import generate_benchmark  # torch-heavy: only when notebooks run
+
+        generate_benchmark(args.profile)
+    env.quiet_children()  # the kernels inherit it: no bars in executed notebooks
+    # A failed cell is reported below in one line; papermill's / nbclient's own error logs
+    # (a kernel killed by Ctrl-C, for example) would add more.
+    logging.getLogger("papermill").setLevel(logging.CRITICAL)
+    params = {"profile": args.profile, "dataset": args.data or "", "force": bool(args.force)}
+    out_dir = paths.RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # The committed notebooks carry the default profile's outputs: a default run on the
+    # embedded benchmark copies each executed notebook back over its source once it succeeds.
+    in_place = args.profile == "default" and not args.data
+    marker = _force_marker(paths.RESULTS_DIR) if args.force else None
+    eta = _Eta(notebooks) if args.force else None
+    total = time.perf_counter()
+    stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
+    try:
+        with _kernel_stderr_to(out_dir / "kernels.log"), _relay_ray_events():
+            failed = _run_notebooks(pm, notebooks, args, params, out_dir, in_place, eta, total)
+        if failed:
+            return 1
+    finally:
+        stop_ray()
+    print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}"
+          f"{'; notebooks/ updated' if in_place else ''}")
+    if marker is not None:
+        marker.unlink(missing_ok=True)  # the forced retrain is complete: nothing to resume
+    # The README's claims table mirrors tables/claims_summary.csv, which CLAIMS_NOTEBOOK writes:
+    # a run of other notebooks only (--notebooks 01 04) leaves both as they are.
+    if args.profile == "default" and not args.data and any(nb.name == CLAIMS_NOTEBOOK for nb in notebooks):
+        changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"))
+        print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
+    return 0
+
+
+def _run_notebook(pm, nb: Path, args: argparse.Namespace, params: dict, out_dir: Path, in_place: bool) -> bool:
+    """Execute one notebook with papermill; on failure say so in one line and return False."""
+    from . import notebook  # imports torch and the studies: only when notebooks run
+
+    print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
+    try:
+        pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
+                            cwd=str(nb.parent), progress_bar=False, log_output=False)
+    except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
+        what = (str(e.evalue).strip().splitlines() or [""])[0]
+        print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
+              f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
+        return False
+    except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
+        what = (str(e).strip().splitlines() or [""])[0]
+        print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+              f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})",
+              file=sys.stderr, flush=True)
+        return False
+    if in_place:
+        shutil.copyfile(out_dir / nb.name, nb)
+        notebook.committed_form(nb)
+    return True
+
+
+def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: dict, out_dir: Path,
+                   in_place: bool, eta, total: float) -> bool:
+    """Run ``notebooks``, ``args.jobs`` at a time (each reads and writes only its own tables
+    and figures, so the order does not change a byte); after a failure no new one starts.
+    Returns True when one failed."""
+    todo, running, failed = list(notebooks), {}, False
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        while todo or running:
+            while todo and not failed and len(running) < args.jobs:
+                nb = todo.pop(0)
+                running[pool.submit(_run_notebook, pm, nb, args, params, out_dir, in_place)] = (nb, time.perf_counter())
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                nb, t0 = running.pop(fut)
+                if not fut.result():
+                    failed = True
+                    continue
+                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
+                      f"{eta.after(nb, time.perf_counter() - total) if eta else ''}", flush=True)
+    return failed
+
+
+def _force_marker(results: Path) -> Path:
+    """``results/force-since``: when the forced retrain began. Kept until every notebook has
+    run, so an interrupted ``reproduce --force`` started again keeps the runs it already
+    retrained (``CLIRLIB_FORCE_SINCE``, read by ``experiments``) and trains only the rest."""
+    results.mkdir(parents=True, exist_ok=True)
+    marker = results / "force-since"
+    try:
+        since = float(marker.read_text().strip())
+        print(f"[reproduce] resuming the forced retrain begun at {time.ctime(since)} "
+              f"(runs retrained since then are kept; delete {marker} to start over)", flush=True)
+    except (OSError, ValueError):
+        since = time.time()
+        atomic.write_text(marker, f"{since}\n")
+    env.set_for_children(**{env.FORCE_SINCE: repr(since)})
+    return marker
+
+
+class _Eta:
+    """Time left in a forced retrain, from the per-notebook times of the last measured one
+    (``bench/reproduce_timing.json``, when present) scaled by this run's pace so far."""
+
+    def __init__(self, notebooks: list[Path]):
+        try:
+            with open(paths.ROOT / "bench" / "reproduce_timing.json", encoding="utf-8") as f:
+                measured = json.load(f)["notebooks"]
+        except (OSError, ValueError, KeyError):
+            measured = {}
+        self.expected = {nb.name: float(measured.get(nb.name, 0.0)) for nb in notebooks}
+        self.done = 0.0
+
+    def after(self, nb: Path, elapsed: float) -> str:
+        self.done += self.expected.pop(nb.name, 0.0)
+        left = sum(self.expected.values())
+        if not self.done or not left:
+            return ""
+        return f"; about {left * elapsed / self.done / 60:.0f} min left"
+
+
+def _check_address(args: argparse.Namespace) -> None:
+    """``--address`` (or ``RAY_ADDRESS``) with ``--executor ray``: a head must answer there
+    within seconds (``raycluster.probe``); ``--address`` without ``--executor ray`` is refused."""
+    if args.address and args.executor != "ray":
+        raise ConfigError("--address", f"applies to --executor ray only, not {args.executor}")
+    if args.executor == "ray" and (args.address or env.ray_address()):
+        probe(args.address or env.ray_address(), option="--address" if args.address else "RAY_ADDRESS")
+
+
+@contextlib.contextmanager
+def _relay_ray_events():
+    """While the notebooks run, print the lines the kernels' grids append to the Ray events
+    log (``executors.events_log``: node deaths, retries) on this terminal: the kernels'
+    own stderr goes to kernels.log."""
+    from .executors import events_log  # torch-heavy (executors -> experiments -> train)
+
+    log = events_log()
+    start = log.stat().st_size if log.exists() else 0
+    stop = threading.Event()
+
+    def relay() -> None:
+        nonlocal start
+        while True:
+            done = stop.wait(1.0)
+            try:
+                if log.exists() and log.stat().st_size > start:
+                    with open(log, encoding="utf-8", errors="replace") as f:
+                        f.seek(start)
+                        text = f.read()
+                    start += len(text.encode("utf-8", errors="replace"))
+                    for line in text.splitlines():
+                        print(f"[reproduce] {line.split(' ', 2)[-1]}", flush=True)
+            except OSError:
+                pass
+            if done:
+                return
+
+    t = threading.Thread(target=relay, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(5)
+
+
+def _executor_env(args: argparse.Namespace):
+    """Name the executor for the notebook kernels (``clirlib.executors.get_executor`` reads
+    it). ``ray`` without an address: one local loopback Ray instance for every notebook,
+    started here; returns the function that stops it."""
+    from .executors import EXECUTORS  # torch-heavy, as above
+
+    if args.executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {args.executor!r}; choose one of {', '.join(EXECUTORS)}")
+    env.set_for_children(**{env.EXECUTOR: args.executor})
+    if args.address:
+        env.set_for_children(**{env.RAY_ADDRESS: args.address})
+    if args.executor != "ray" or env.ray_address():
+        return lambda: None
+    from .determinism import DEFAULT_THREADS  # torch-heavy, as above
+
+    env.set_for_children(**LOOPBACK_ENV)
+    tmp = tempfile.TemporaryDirectory(prefix="clirlib-ray-")
+    cluster = LocalCluster(Path(tmp.name), [max(DEFAULT_THREADS, os.cpu_count() or 1)]).__enter__()
+    env.set_for_children(**{env.RAY_ADDRESS: cluster.address})
+    print(f"[reproduce] started a local Ray head at {cluster.address} (loopback only)", flush=True)
+
+    def stop() -> None:
+        cluster.stop()
+        tmp.cleanup()
+
+    return stop
+
+
+def update_readme(readme, summary: pd.DataFrame) -> bool:
+    """Replace the README's block between ``README_START`` and ``README_END`` by
+    :func:`clirlib.verdict_words.markdown_table`; returns whether the file changed."""
+    from .verdict_words import README_END, README_START, markdown_table  # torch-heavy (stats): only when it runs
+
+    path = Path(readme)
+    text = path.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{path}: no {README_START} ... {README_END} block to regenerate")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    new = f"{head}{README_START}\n{markdown_table(summary)}\n{README_END}{tail}"
+    if new != text:
+        atomic.write_text(path, new)
+    return new != text

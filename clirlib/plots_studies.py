@@ -1,0 +1,278 @@
+"""The companion's figures beyond the paper's five (notebooks 09-14: Lemma 2, Theorem 3, seeds, stability,
+the MSE/PO collapse, the three families, MDL's sweep), drawn headless like :mod:`clirlib.plots`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from .metrics import METRIC_NAMES
+from .plots import CHANCE_LABEL, language_axis, need
+from .reported import LOSS_NAMES
+
+
+def lemma2_gradient_bound(trace: pd.DataFrame, search: pd.DataFrame) -> plt.Figure:
+    """Left: the worst ||grad_q r_eps|| against ||q|| per eps (dotted: 2/eps); right: the
+    largest norm found against eps beside 2/eps. Tidy input: notebook 11's CSVs."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
+    for eps, g in trace.groupby("eps"):
+        line, = axes[0].loglog(g["q_norm"], g["max_grad_norm"], marker=".", label=f"eps = {eps:g}")
+        if eps > 0:
+            axes[0].axhline(2 / eps, ls=":", lw=0.8, color=line.get_color())
+    axes[0].set_xlabel("||q||")
+    axes[0].set_ylabel("max ||grad_q r_eps|| (dotted: 2/eps)")
+    axes[0].legend(fontsize=7)
+    pos = search[search["eps"] > 0]
+    axes[1].loglog(pos["eps"], pos["largest"], marker="o", label="largest found")
+    axes[1].loglog(pos["eps"], pos["bound_2_over_eps"], ls="--", label="bound 2/eps")
+    axes[1].set_xlabel("eps")
+    axes[1].set_ylabel("largest ||grad_q r_eps|| found")
+    axes[1].legend()
+    return fig
+
+
+def lemma2_constants(table: pd.DataFrame) -> plt.Figure:
+    """Largest observed value / bound for every checked constant with a bound (1 = the
+    bound; above it, violated). Tidy input: ``theory.lemma2_check``'s CSV."""
+    t = table[table["bound"].notna()].reset_index(drop=True)
+    labels = [c + (f", eps={e:g}" if pd.notna(e) else "") + (f", y={int(y)}" if pd.notna(y) else "")
+              for c, e, y in zip(t["constant"], t["eps"], t["label"])]
+    fig, ax = plt.subplots(figsize=(7, 0.22 * len(t) + 1.0), constrained_layout=True)
+    colors = ["tab:red" if str(w) == "False" else "tab:blue" for w in t["within"]]
+    ax.barh(np.arange(len(t)), t["observed_over_bound"], color=colors)
+    ax.axvline(1, color="black", lw=1, ls="--")
+    ax.set_yticks(np.arange(len(t)), labels, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("largest observed / bound (red: above the bound)")
+    ax.set_ylabel("checked constant")
+    return fig
+
+
+def theorem3_gap(gaps: pd.DataFrame) -> plt.Figure:
+    """Generalization gap (test - train loss) against the number of training queries, one
+    panel per design, one line per optimizer (mean and std over seeds), and the train and
+    test losses. Tidy input: notebook 12's per-n CSV (columns optimizer, design,
+    n_train_queries, gap, gap_std, train_loss, test_loss)."""
+    designs = list(dict.fromkeys(gaps["design"]))
+    fig, axes = plt.subplots(1, len(designs) + 1, figsize=(4 * (len(designs) + 1), 3.3), constrained_layout=True)
+    colors = {"sgd": "tab:purple", "adam": "tab:green"}
+    for ax, design in zip(axes, designs):
+        for opt, g in gaps[gaps["design"] == design].groupby("optimizer", sort=False):
+            g = g.sort_values("n_train_queries")
+            ax.errorbar(g["n_train_queries"], g["gap"], yerr=g["gap_std"].fillna(0), marker="o", capsize=3,
+                        color=colors.get(opt), label=opt)
+        ax.axhline(0, color="grey", lw=0.8, ls=":")
+        ax.set_title(design)
+        ax.set_ylabel("gap = test loss - train loss")
+    for opt, g in gaps[gaps["design"] == designs[0]].groupby("optimizer", sort=False):
+        g = g.sort_values("n_train_queries")
+        axes[-1].plot(g["n_train_queries"], g["test_loss"], marker="o", color=colors.get(opt), label=f"{opt}, test")
+        axes[-1].plot(g["n_train_queries"], g["train_loss"], marker="s", ls=":", color=colors.get(opt),
+                      label=f"{opt}, train")
+    axes[-1].set_title(f"losses ({designs[0]})")
+    axes[-1].set_ylabel("mean loss")
+    ns = sorted(gaps["n_train_queries"].unique())
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("training queries n")
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.minorticks_off()
+        ax.legend(fontsize=7)
+    return fig
+
+
+# Notebooks 09 and 10: seeds and significance, training stability ---------------------------
+
+
+def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Figure:
+    """Effect of each cause's variant on ``metric`` (variant minus baseline) with its 95 %
+    bootstrap interval, one panel per loss; the dashed line is the gap to the paper
+    (paper minus baseline); green bars have a Holm-adjusted p-value below 0.05. Tidy input:
+    the CSV of ``ablations.attribute``."""
+    losses = list(dict.fromkeys(table["loss"]))
+    fig, axes = plt.subplots(1, len(losses), figsize=(3.3 * len(losses), 3.0), sharey=True,
+                             constrained_layout=True)
+    for ax, loss in zip(np.atleast_1d(axes), losses):
+        g = table[table["loss"] == loss].reset_index(drop=True)
+        x = np.arange(len(g))
+        err = np.vstack([g["effect"] - g["ci_lo"], g["ci_hi"] - g["effect"]])  # (2, n)
+        colors = ["tab:green" if p < 0.05 else "tab:gray" for p in g["p_holm"]]
+        ax.bar(x, g["effect"], yerr=err, color=colors, capsize=4, alpha=0.8)
+        ax.axhline(0, color="black", lw=0.8)
+        gap = float(g["gap"].iloc[0])
+        ax.axhline(gap, color="tab:red", ls="--", lw=1, label=f"gap to paper ({gap:+.3f})")
+        ax.set_xticks(x, g["cause"], rotation=20)
+        ax.set_xlabel("cause (its variant against the baseline)")
+        ax.set_title(f"{LOSS_NAMES.get(loss, loss)}: baseline {float(g['baseline'].iloc[0]):.3f}", fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
+    np.atleast_1d(axes)[0].set_ylabel(f"{metric}: variant - baseline (95 % CI)")
+    return fig
+
+
+# Notebooks 11 and 12: Lemma 2 and Theorem 3 ----------------------------------------------
+
+
+def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
+    """Heat map of the verdict comparisons of Tables 2 and 3: one panel per table, one row
+    per compared pair (A vs B), one column per metric, colour = effect A - B (mean over
+    seeds; blank where a claim has no such metric); a circle marks a comparison that
+    holds, a cross one that does not hold, no mark an inconclusive one. Tidy input:
+    ``tables/seeds_significance_tests.csv`` (``findings.seeds_tests``)."""
+    tables = list(dict.fromkeys(tests["table"])) if len(tests) else []
+    if not tables:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.text(0.5, 0.5, "no comparison was tested", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    metrics = [m for m in METRIC_NAMES if m in set(tests["metric"])]
+    rows = {t: list(dict.fromkeys(zip(tests.loc[tests["table"] == t, "a"], tests.loc[tests["table"] == t, "b"])))
+            for t in tables}
+    n_rows = max(len(r) for r in rows.values())
+    lim = max(float(np.nanmax(np.abs(tests["effect"].to_numpy(float)))), 1e-9)
+    fig, axes = plt.subplots(1, len(tables), figsize=(6.2 * len(tables), 0.3 * n_rows + 2.2),
+                             constrained_layout=True, squeeze=False)
+    for ax, table in zip(axes[0], tables):
+        t = tests[tests["table"] == table]
+        index = {pair: i for i, pair in enumerate(rows[table])}
+        col = {m: j for j, m in enumerate(metrics)}
+        grid = np.full((len(index), len(metrics)), np.nan)  # (pairs, metrics)
+        for a, b, m, e in zip(t["a"], t["b"], t["metric"], t["effect"]):
+            grid[index[(a, b)], col[m]] = e
+        im = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
+        for verdict, style in (("holds", {"marker": "o", "facecolors": "none", "edgecolors": "black"}),
+                               ("does not hold", {"marker": "x", "color": "black"})):
+            s = t[t["verdict"] == verdict]
+            ax.scatter([col[m] for m in s["metric"]], [index[(a, b)] for a, b in zip(s["a"], s["b"])],
+                       s=40, linewidths=1.0, label=verdict, **style)
+        starts = t.drop_duplicates("hypothesis")
+        for a, b in zip(starts["a"], starts["b"]):
+            if index[(a, b)] > 0:
+                ax.axhline(index[(a, b)] - 0.5, color="black", lw=0.8)
+        ax.set_xticks(range(len(metrics)), metrics, rotation=45, ha="right")
+        ax.set_yticks(range(len(index)), [f"{a} vs {b}" for a, b in index], fontsize=7)
+        ax.set_xlim(-0.5, len(metrics) - 0.5)
+        ax.set_ylim(len(index) - 0.5, -0.5)
+        ax.set_title(f"{table}: effect A - B (o holds, x does not hold)", fontsize=9)
+        ax.set_xlabel("metric")
+        ax.set_ylabel("comparison (A vs B)")
+        fig.colorbar(im, ax=ax, shrink=0.8, label="A - B")
+    return fig
+
+
+def stability_traces(trace: pd.DataFrame) -> plt.Figure:
+    """Gradient norm (before clipping, log scale) against the training step: one panel
+    per (initial regime, clipping), one line per eps; a dotted line at the clipping
+    threshold. Tidy input: ``tables/stability_grad_norm_trace.csv`` (columns step,
+    grad_norm, regime, epsilon, clip with clip "none" or the threshold)."""
+    regimes = list(dict.fromkeys(trace["regime"]))
+    clip = trace["clip"].astype(str)
+    clips = list(dict.fromkeys(clip))
+    epsilons = sorted(trace["epsilon"].astype(float).unique())
+    colors = dict(zip(epsilons, plt.get_cmap("plasma")(np.linspace(0.1, 0.8, max(len(epsilons), 1)))))
+    colors.update({e: c for e, c in {0.0: "tab:red", 0.25: "tab:orange", 1.0: "tab:blue"}.items() if e in colors})
+    fig, axes = plt.subplots(max(len(regimes), 1), max(len(clips), 1), figsize=(10, 2.3 * max(len(regimes), 1)),
+                             sharex=True, sharey=True, constrained_layout=True, squeeze=False)
+    for i, regime in enumerate(regimes):
+        for j, tag in enumerate(clips):
+            ax = axes[i, j]
+            for eps in epsilons:
+                g = trace[(trace["regime"] == regime) & (clip == tag) & (trace["epsilon"].astype(float) == eps)]
+                if len(g):
+                    ax.plot(g["step"], g["grad_norm"], lw=0.7, color=colors[eps],
+                            label=f"eps = {eps:g}" + (" (cosine)" if eps == 0 else ""))
+            if tag != "none":
+                ax.axhline(float(tag), color="grey", ls=":", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_title(f"{regime}, clipping {'off' if tag == 'none' else 'at ' + tag}", fontsize=8)
+            if j == 0:
+                ax.set_ylabel("gradient norm")
+    for ax in axes[-1]:
+        ax.set_xlabel("training step")
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable[str],
+                  chance: Mapping[str, float] | None = None, absent: Mapping[str, str] | None = None,
+                  title: str = "") -> plt.Figure:
+    """Notebook 13: one panel per metric, bars per language and system (mean over test
+    queries of seed-averaged values) with 95 % bootstrap intervals. A bar of exactly 0 is
+    marked "0" in its colour, so a system at zero is seen, not lost; a system of ``order``
+    the table lacks is named above the panels (with its reason from ``absent``); on P_mr@1
+    the chance level per language (``chance``: lang -> P_mr@1 of a random ranking) is a
+    dashed segment. Tidy input: ``families.summary`` (columns label, lang, metric, mean,
+    ci_low, ci_high)."""
+    need(summary, ["label", "lang", "metric", "mean", "ci_low", "ci_high"], "families_bars")
+    metrics = [m for m in metrics if m in set(summary["metric"])]
+    order = list(order)
+    labels = [l for l in order if l in set(summary["label"])]
+    missing = [l for l in order if l not in labels]
+    langs = list(dict.fromkeys(summary["lang"]))
+    ncol = min(4, max(1, len(metrics)))
+    nrow = int(np.ceil(len(metrics) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), constrained_layout=True, squeeze=False)
+    width = 0.8 / max(len(labels), 1)
+    for ax, m in zip(axes.ravel(), metrics):
+        s = summary[summary["metric"] == m]
+        for j, label in enumerate(labels):
+            t = s[s["label"] == label].set_index("lang").reindex(langs)
+            x = np.arange(len(langs)) + (j - (len(labels) - 1) / 2) * width
+            err = np.vstack([t["mean"] - t["ci_low"], t["ci_high"] - t["mean"]]).clip(min=0)
+            ax.bar(x, t["mean"], width, yerr=err, capsize=2, color=f"C{order.index(label) % 10}", error_kw={"lw": 0.8})
+            for xi, v in zip(x, t["mean"]):
+                if v == 0:
+                    ax.annotate("0", (xi, 0), xytext=(0, 1), textcoords="offset points", ha="center", va="bottom",
+                                fontsize=6, fontweight="bold", color=f"C{order.index(label) % 10}")
+        language_axis(ax, m, langs, chance or None)
+    for ax in axes.ravel()[len(metrics):]:
+        ax.set_axis_off()
+    handles = [Patch(color=f"C{order.index(l) % 10}", label=l) for l in labels]
+    if chance and "P_mr@1" in metrics:
+        handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
+    spare = axes.ravel()[len(metrics):]
+    where = (spare[-1].legend, {"loc": "center"}) if len(spare) else (fig.legend, {"loc": "outside right upper"})
+    where[0](handles=handles, fontsize=7, title="mean over test queries,\n95 % bootstrap interval", title_fontsize=7,
+             **where[1])
+    head = [title] if title else []
+    head += [f"not shown: {l}" + (f" ({(absent or {})[l]})" if l in (absent or {}) else " (no values in this table)")
+             for l in missing]
+    if head:
+        fig.suptitle("\n".join(head), fontsize=9)
+    return fig
+
+
+def mdl_sweep_heatmap(sweep: pd.DataFrame, metric: str, top: float, top_label: str) -> plt.Figure:
+    """Notebook 13: MDL's m x C sweep (the MDL paper's Figure 5) as a heat map of ``metric``
+    on a fixed colour range from 0 to ``top`` (a stated reference, e.g. SOSL's value on the
+    same language), printed in the title: the colours then show how far each setting gets
+    towards the reference, not differences of a few thousandths stretched over the whole
+    scale. Each cell prints its value. Tidy input: one row per run with columns lang, seed,
+    m, n_topics and ``metric``."""
+    need(sweep, ["lang", "seed", "m", "n_topics", metric], "mdl_sweep_heatmap")
+    if not np.isfinite(top) or top <= 0:
+        raise ValueError(f"mdl_sweep_heatmap: the colour range's top must be a positive number, got {top!r}")
+    grid = sweep.pivot_table(index="n_topics", columns="m", values=metric, aggfunc="mean").sort_index()
+    values = grid.to_numpy(float)  # (C values, m values)
+    fig, ax = plt.subplots(figsize=(1.1 * grid.shape[1] + 2.6, 0.7 * grid.shape[0] + 1.9), constrained_layout=True)
+    im = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
+    ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index])
+    ax.set_xlabel("m (labels per pair)")
+    ax.set_ylabel("C (LDA topics)")
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, f"{v:.3g}", ha="center", va="center", color="white" if v < 0.6 * top else "black", fontsize=7)
+    fig.colorbar(im, ax=ax, label=metric)
+    langs = ", ".join(map(str, dict.fromkeys(sweep["lang"])))
+    seeds = ", ".join(map(str, sorted(set(sweep["seed"]))))
+    runs = sweep.groupby(["n_topics", "m"]).size()
+    cells = "one run per cell" if (runs == 1).all() else f"mean of {runs.min()}-{runs.max()} runs per cell"
+    ax.set_title(f"MDL on {langs} (seed {seeds}, {cells}): {metric} over m and C\n"
+                 f"colour range fixed: 0 to {top:.3g} = {top_label}", fontsize=9)
+    return fig

@@ -1,0 +1,90 @@
+"""The verdicts in words: one Markdown sentence per claim and the README's claims table,
+every number taken from a summary row of :func:`clirlib.verdicts.evaluate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .hypotheses import POWER
+from .verdicts import claim_rows
+
+
+def _effect_words(r: Mapping[str, Any], prefix: str = "") -> str:
+    e, lo, hi = r[f"{prefix}effect"], r[f"{prefix}ci_low"], r[f"{prefix}ci_high"]
+    p = r[f"{prefix}p_holm"]
+    if r["kind"] == "at_most":
+        return (f"relative drop {e:+.1%} (95 % CI {lo:+.1%} to {hi:+.1%}, p_Holm = {p:.3g}; "
+                f"margin {r['margin']:.0%})")
+    if r["kind"] == "closes_gap":
+        return f"closes {e:.0%} of the gap (95 % CI {lo:.0%} to {hi:.0%}, p_Holm = {p:.3g}; margin {r['margin']:.0%})"
+    return f"difference {e:+.3f} (95 % CI {lo:+.3f} to {hi:+.3f}, p_Holm = {p:.3g}; margin {r['margin']:g})"
+
+
+def _holds_in(r: Mapping[str, Any]) -> str:
+    n, untested = int(r["n_languages"]), int(r["n_languages"]) - int(r["n_languages_tested"])
+    return (f"holds in {int(r['n_languages_holding'])} of {n} language{'s' if n != 1 else ''}"
+            + (f" ({untested} not tested)" if untested else ""))
+
+
+def sentence(r: Mapping[str, Any]) -> str:
+    """One Markdown sentence for a claim's row of the summary, every number taken from the row."""
+    head = f"**{r['claim']}** ({r['source']}): *{r['verdict']}*."
+    n = f"{int(r['n_queries'])} test queries, {int(r['n_seeds'])} seeds, {int(r['n_comparisons'])} comparisons"
+    if r["verdict"] == "not tested":
+        if not isinstance(r["deciding"], str) or not r["deciding"] or not np.isfinite(r["effect"]):
+            return f"{head} Not tested because {r['reason']}."
+        return (f"{head} Not tested because {r['reason']}. Its comparisons, undecided: the weakest is "
+                f"{r['deciding']}: {_effect_words(r)} ({n}).")
+    where = f" It {_holds_in(r)}; strongest {r['strongest']}: {_effect_words(r, 'strongest_')}."
+    if r["verdict"] == "holds":
+        return f"{head} Every comparison holds; the weakest is {r['deciding']}: {_effect_words(r)} ({n}).{where}"
+    if r["verdict"] == "does not hold":
+        return f"{head} Contradicted by {r['deciding']}: {_effect_words(r)} ({n}).{where}"
+    unit = {"at_most": "relative drop", "closes_gap": "share of the gap"}.get(r["kind"], "difference")
+    mde = f"{r['mde']:.1%}" if r["kind"] in ("at_most", "closes_gap") else f"{r['mde']:.3f}"
+    reach = ("a true effect of at least" if r["kind"] == "superiority"
+             else "a true distance from the margin of at least")
+    return (f"{head} Furthest from holding: {r['deciding']}: {_effect_words(r)}; {reach} {mde} ({unit}) would be "
+            f"detected with {POWER:.0%} power ({n}).{where}")
+
+
+def sentences(summary: pd.DataFrame) -> str:
+    """The summary as a Markdown list, one computed sentence per claim (language rows aside)."""
+    return "\n".join(f"- {sentence(r)}" for r in claim_rows(summary).to_dict("records"))
+
+
+README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
+
+
+def _cell(r: Mapping[str, Any], prefix: str) -> str:
+    """'A vs B, metric: effect [CI], p' of the deciding (prefix '') or strongest comparison."""
+    e = r[f"{prefix}effect"]
+    if not (isinstance(e, float) and np.isfinite(e)):
+        return ""
+    pct = r["kind"] in ("at_most", "closes_gap")
+    f = (lambda v: f"{v:+.1%}") if pct else (lambda v: f"{v:+.3f}")
+    name = r["deciding"] if prefix == "" else r["strongest"]
+    return (f"{name}: {f(e)} [{f(r[f'{prefix}ci_low'])}, {f(r[f'{prefix}ci_high'])}], "
+            f"p {r[f'{prefix}p_holm']:.3g}")
+
+
+def markdown_table(summary: pd.DataFrame) -> str:
+    """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``):
+    one line per claim with the languages it holds in, its strongest and its weakest
+    (deciding) comparison, effect and interval printed also when it is not tested."""
+    lines = ["| claim | source | verdict | languages | strongest comparison: effect [95 % CI], p (Holm) | "
+             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |",
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |"]
+    for r in claim_rows(summary).to_dict("records"):
+        pct = r["kind"] in ("at_most", "closes_gap")
+        mde = "" if not np.isfinite(r["mde"]) else (f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}")
+        word = r["verdict"] if r["verdict"] == "not tested" else f"**{r['verdict']}**"
+        langs = _holds_in(r) if int(r["n_languages"]) else ""
+        size = f"{int(r['n_queries'])} x {int(r['n_seeds'])}" if int(r["n_queries"]) else ""
+        lines.append(f"| {r['claim']} | {r['source']} | {word} | {langs} | {_cell(r, 'strongest_')} | {_cell(r, '')} | "
+                     f"{mde} | {size} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
+    return "\n".join(lines)
