@@ -138,7 +138,9 @@ def test_digest_memo_follows_size_and_mtime_and_the_disk_memo(tmp_path, monkeypa
     # a new process (empty in-process memo) takes the digest from the disk memo
     monkeypatch.setattr(digests, "_MEMO", {})
     monkeypatch.setattr(digests, "_disk", None)
-    key = next(k for k in json.loads((tmp_path / "results" / "digests.json").read_text()) if str(f.stat().st_size) in k)
+    st = f.stat()  # the disk memo's key: path, size and mtime (ns), tab-separated (digests.file_digest)
+    key = "\t".join(map(str, (f.resolve(), st.st_size, st.st_mtime_ns)))
+    assert key in json.loads((tmp_path / "results" / "digests.json").read_text())
     (tmp_path / "results" / "digests.json").write_text(json.dumps({key: "sha256:from-the-memo"}))
     assert file_digest(f) == "sha256:from-the-memo"
 
