@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def _load_per_task(profile: str) -> int:
 
 def measure(profile: str = "ci", tasks: int = 20) -> dict:
     """Start the two-node cluster, time the four kinds of task, tear the cluster down (by PID)."""
-    from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
+    from clirlib.raycluster import LOOPBACK_ENV, LocalCluster, short_temp_dir
 
     os.environ.update(LOOPBACK_ENV)
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -74,7 +73,7 @@ def measure(profile: str = "ci", tasks: int = 20) -> dict:
     from clirlib.data import load_dataset
 
     out: dict = {"profile": profile, "tasks": tasks}
-    with tempfile.TemporaryDirectory(prefix="clirlib-ray-") as tmp, LocalCluster(Path(tmp), [1, 1]) as c:
+    with short_temp_dir() as tmp, LocalCluster(Path(tmp), [1, 1]) as c:
         ray.init(address=c.address, log_to_driver=False)
         try:
             t0 = time.perf_counter()

@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -22,7 +21,7 @@ import pandas as pd
 
 from . import atomic, env, paths
 from .precheck import precheck
-from .raycluster import LOOPBACK_ENV, LocalCluster, probe
+from .raycluster import LOOPBACK_ENV, LocalCluster, probe, short_temp_dir
 from .validate import ConfigError
 
 #: The notebook that writes tables/claims_summary.csv, which the README's claims table mirrors.
@@ -256,7 +255,7 @@ def _executor_env(args: argparse.Namespace):
     from .determinism import DEFAULT_THREADS  # torch-heavy, as above
 
     env.set_for_children(**LOOPBACK_ENV)
-    tmp = tempfile.TemporaryDirectory(prefix="clirlib-ray-")
+    tmp = short_temp_dir()
     cluster = LocalCluster(Path(tmp.name), [max(DEFAULT_THREADS, os.cpu_count() or 1)]).__enter__()
     env.set_for_children(**{env.RAY_ADDRESS: cluster.address})
     print(f"[reproduce] started a local Ray head at {cluster.address} (loopback only)", flush=True)

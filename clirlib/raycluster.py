@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +46,14 @@ LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABL
 JOIN_CLI = [sys.executable, "-c",
             "import sys, ray._private.services as s; s.resolve_ip_for_localhost = lambda host: host; "
             "from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
+
+
+
+def short_temp_dir() -> tempfile.TemporaryDirectory:
+    """A new folder for a :class:`LocalCluster`'s files, right under the system's temporary
+    folder: Ray's socket paths must stay under 108 bytes, which deeper folders (pytest's
+    ``tmp_path``, more so under pytest-xdist) exceed."""
+    return tempfile.TemporaryDirectory(prefix="clirlib-ray-")
 
 
 #: Seconds :func:`probe` waits for a Ray head to accept a connection.

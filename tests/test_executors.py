@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from clirlib import executors, experiments, grid_runs, paths, reproduction
 from clirlib.train import TrainConfig
 
-from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
+from clirlib.raycluster import LOOPBACK_ENV, LocalCluster, short_temp_dir
 
 #: Fields that hold wall-clock times or dates: everything else of a record must match.
 TIMING = {"seconds", "created"}
@@ -61,9 +60,7 @@ def serial_records(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster():
-    # Ray's socket paths must stay under 108 bytes: a short folder of its own, not
-    # pytest's tmp_path (under pytest-xdist it gains a popen-gw<N> level and overflows)
-    short = tempfile.TemporaryDirectory(prefix="clirlib-ray-")
+    short = short_temp_dir()
     old = {k: os.environ.get(k) for k in LOOPBACK_ENV}
     os.environ.update(LOOPBACK_ENV)  # before ray is imported: it reads them once
     import ray

@@ -592,9 +592,7 @@ def test_local_cluster_listens_on_loopback_only_and_a_dead_node_is_reported(tmp_
     grid = [TrainConfig(dataset=str(tmp_path / "wc"), lang="fr", epochs=120, n_nr=5, seed=s) for s in range(4)]
     import ray
 
-    import tempfile
-
-    short = tempfile.TemporaryDirectory(prefix="clirlib-ray-")  # Ray's socket paths must stay under 108 bytes
+    short = raycluster.short_temp_dir()
     loopback = ("127.0.0.1:", "[::ffff:127.0.0.1]:", "[::1]:")  # IPv4, IPv4 on an IPv6 socket, IPv6
     with short, raycluster.LocalCluster(Path(short.name), [1, 1], timeout=600) as c:
         addresses = raycluster.listening(c.processes())
