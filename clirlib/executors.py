@@ -1,9 +1,10 @@
-"""Executors for experiment grids: every run of a grid serially, or as Ray tasks on a cluster.
+"""Executors for grids of runs: serially, in a local process pool, or as Ray tasks on a cluster.
 
-Section 5's tables and figures are grids of independent training runs
-(:mod:`clirlib.reproduction`). An executor takes such a grid (a list of ``TrainConfig``)
-and returns one record per config, in order, with the cache of
-:mod:`clirlib.experiments` in front:
+The paper's tables and figures and the systems' comparisons are grids of independent runs
+(:mod:`clirlib.reproduction`, :mod:`clirlib.families`). An executor takes such a grid (a
+list of configs, ``TrainConfig`` or ``systems.SystemConfig``, mixed as you like) and
+returns one record per config, in order, with the cache of :mod:`clirlib.experiments` in
+front; every executor gives the same records:
 
 - runs already in the cache are read, never resubmitted;
 - only the driver (this process) writes cache entries, atomically, one as soon as its run
@@ -13,7 +14,8 @@ and returns one record per config, in order, with the cache of
   (:class:`GridError`), never retried, never dropped;
 - a tqdm bar counts finished runs (quiet under CI, see ``CLIRLIB_PROGRESS``).
 
-``serial`` trains in this process (the reference path). ``ray`` sends each run as one Ray
+``serial`` trains in this process (the reference path). ``pool`` trains in a few local
+processes (:class:`PoolExecutor`; the systems' grids use it). ``ray`` sends each run as one Ray
 task that declares its CPUs (``CLIRLIB_THREADS``, the threads a serial run uses, pinned in
 the worker so the numbers are byte-identical to a serial run) and one GPU for the DSSM
 encoders when the cluster has GPUs. The driver loads each dataset once and puts it in
@@ -42,22 +44,27 @@ sets both for the notebooks it runs.
 from __future__ import annotations
 
 import copy
+import ctypes
 import dataclasses
+import multiprocessing
+import signal
 import sys
 import time
 import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from . import determinism, experiments, paths
+from . import determinism, experiments, paths, systems
 from . import env as env_vars
 from .data import load_dataset
+from .data.synthetic import generate_benchmark
+from .profiles import SIZES
 from .raycluster import probe
-from .train import TrainConfig
 
-EXECUTORS = ("serial", "ray")
+EXECUTORS = ("serial", "pool", "ray")
 #: Encoders whose runs get a GPU when the cluster has one (average pooling's per-batch work
 #: is a few sub-millisecond kernels, faster on the CPU than through a device transfer).
 GPU_ENCODERS = ("cnn", "lstm")
@@ -127,13 +134,16 @@ class NodeWatch:
 class Failure:
     """A run that raised: its config and the worker's traceback."""
 
-    config: TrainConfig
+    config: Any
     error: str  # the traceback (or Ray's error for a worker lost more than max_retries times)
 
     def summary(self) -> str:
         last = self.error.strip().splitlines()[-1] if self.error.strip() else "?"
         c = self.config
-        return f"{experiments.cache_key(c)} ({c.dataset}/{c.lang}/{c.loss}/{c.encoder}, seed {c.seed}): {last}"
+        what = "/".join(str(getattr(c, k)) for k in ("dataset", "lang", "loss", "encoder") if hasattr(c, k))
+        if not hasattr(c, "loss"):  # a system's config: its name first
+            what = f"{c.system}/{what}"
+        return f"{experiments.cache_key(c)} ({what}, seed {c.seed}): {last}"
 
 
 class GridError(RuntimeError):
@@ -158,19 +168,20 @@ class GridError(RuntimeError):
 class _Grid:
     """Bookkeeping shared by the executors: cached records, what is left, failures."""
 
-    configs: list[TrainConfig]
+    configs: list[Any]
     force: bool | None
     desc: str
+    collection: bool = True
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.keys = [experiments.cache_key(c) for c in self.configs]
-        self.todo: dict[str, TrainConfig] = {}
+        self.todo: dict[str, Any] = {}
         for key, cfg in zip(self.keys, self.configs):
             if key in self.records or key in self.todo:
                 continue  # the same run twice in a grid is trained once
-            rec = experiments.cached_record(cfg, force=self.force)
+            rec = experiments.cached_record(cfg, force=self.force, collection=self.collection)
             if rec is None:
                 self.todo[key] = cfg
             else:
@@ -182,6 +193,13 @@ class _Grid:
         # as a later read of the cache gives it, so warm and cold tables are the same bytes
         self.records[key] = experiments.store_record(self.todo[key], record)
         self.bar.update(1)
+
+    def finish(self, key: str, status: str, value: Any) -> None:
+        """One run back: ("ok", record) is stored, ("error", traceback) reported at the end."""
+        if status == "ok":
+            self.done(key, value)
+        else:
+            self.failed(key, value)
 
     def failed(self, key: str, error: str) -> None:
         self.failures.append(Failure(self.todo[key], error))
@@ -201,19 +219,108 @@ class SerialExecutor:
 
     name = "serial"
 
-    def run(self, configs: list[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> list[dict[str, Any]]:
-        grid = _Grid(list(configs), force, desc)
+    def run(self, configs: list[Any], *, force: bool | None = None, desc: str = "runs",
+            collection: bool = True) -> list[dict[str, Any]]:
+        grid = _Grid(list(configs), force, desc, collection)
         for key, cfg in grid.todo.items():
-            try:
-                record = experiments.compute_record(cfg)
-            except Exception:
-                grid.failed(key, traceback.format_exc())
-                continue
-            grid.done(key, record)
+            status, value = _compute(cfg, None, collection)
+            grid.finish(key, status, value)
         return grid.result()
 
 
-def dataset_key(config: TrainConfig) -> tuple:
+def _compute(config: Any, dataset: Any, collection: bool) -> tuple[str, Any]:
+    """("ok", record) or ("error", traceback) of one run: real errors are returned, not
+    raised, so the grid goes on (and Ray does not retry them; a dead worker it retries)."""
+    try:
+        return "ok", experiments.compute_record(config, dataset=dataset, collection=collection)
+    except Exception:
+        return "error", traceback.format_exc()
+
+
+class PoolExecutor:
+    """The runs in ``workers`` local processes at once (the driver stores their records).
+
+    Each run seeds everything from its config and sets its own torch threads, so a record
+    has the same numbers whichever process trained it (``tests/test_system_pool.py``).
+    Runs of a system that ``shares_per_seed`` (MDL's doc2vec memo) go to one worker
+    together per (dataset, language, seed), so the memo is shared as in a serial run. A
+    grid with fewer than two runs to train trains here. Workers are spawned (a forked copy
+    of a process whose torch thread pool has run can hang) and end with the driver."""
+
+    name = "pool"
+
+    def __init__(self, workers: int = 2):
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.workers = workers
+
+    def run(self, configs: list[Any], *, force: bool | None = None, desc: str = "runs",
+            collection: bool = True) -> list[dict[str, Any]]:
+        grid = _Grid(list(configs), force, desc, collection)
+        todo = list(grid.todo.items())
+        if self.workers == 1 or len(todo) < 2:
+            for key, cfg in todo:
+                status, value = _compute(cfg, None, collection)
+                grid.finish(key, status, value)
+            return grid.result()
+        # The benchmark once, here, before the workers would each start writing it.
+        for name, seed in sorted({(c.dataset, c.data_seed) for _, c in todo if c.dataset in SIZES}):
+            generate_benchmark(name, seed=seed)
+        groups = _groups(todo)
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(groups)), initializer=_worker_init,
+                                   mp_context=multiprocessing.get_context("spawn"))
+        finished = False
+        try:
+            pending = {pool.submit(_run_group, [c for _, c in g], collection): [k for k, _ in g] for g in groups}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=lambda f: grid.keys.index(pending[f][0])):  # same-time finishes in grid order
+                    keys = pending.pop(fut)
+                    try:
+                        results = fut.result()
+                    except Exception:  # the worker process died
+                        results = [("error", traceback.format_exc())] * len(keys)
+                    for key, (status, value) in zip(keys, results):
+                        grid.finish(key, status, value)
+            finished = True
+        finally:
+            # ProcessPoolExecutor has no public list of its processes (Python 3.11-3.13): read
+            # before shutdown forgets them, to end the runs in flight after an error or interrupt
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=finished, cancel_futures=True)
+            if not finished:
+                for p in procs:
+                    if p.is_alive():
+                        p.terminate()
+        return grid.result()
+
+
+def _groups(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
+    """One group per run, except that runs of a system that ``shares_per_seed`` are grouped by
+    (system, data fields, seed), in first-appearance order."""
+    groups: dict[Any, list[tuple[str, Any]]] = {}
+    for key, c in todo:
+        share = systems.get(c.system).shares_per_seed
+        gkey = (c.system, c.dataset, c.lang, c.seed, c.data_seed, c.n_queries, c.n_nr) if share else key
+        groups.setdefault(gkey, []).append((key, c))
+    return list(groups.values())
+
+
+def _worker_init() -> None:
+    """A worker ends with the process that started it (Linux: PR_SET_PDEATHSIG), so a killed
+    driver leaves no orphan training on; its runs show no bars of their own (the driver's bar
+    counts them)."""
+    env_vars.set_for_children(**{env_vars.PROGRESS: "0"})  # whatever the user set: the driver's bar is the one
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+
+
+def _run_group(configs: list[Any], collection: bool) -> list[tuple[str, Any]]:
+    """In a worker: :func:`_compute` of each config of one group, in order."""
+    return [_compute(c, None, collection) for c in configs]
+
+
+def dataset_key(config: Any) -> tuple:
     """The arguments ``train.train`` loads a config's dataset with (runs sharing them share
     the dataset)."""
     c = config.resolved()
@@ -245,13 +352,9 @@ def worker_dataset(box: list):
     return dataclasses.replace(ds, info=copy.deepcopy(ds.info))  # as load_dataset returns it
 
 
-def _train_task(config: TrainConfig, box: list) -> tuple[str, Any]:
-    """Body of a Ray task: ("ok", record) or ("error", traceback). Real errors are returned,
-    not raised, so Ray does not retry them; a dead worker is retried by Ray."""
-    try:
-        return "ok", experiments.compute_record(config, dataset=worker_dataset(box))
-    except Exception:
-        return "error", traceback.format_exc()
+def _train_task(config: Any, box: list, collection: bool = True) -> tuple[str, Any]:
+    """Body of a Ray task: :func:`_compute` on the dataset of the node's object store."""
+    return _compute(config, worker_dataset(box), collection)
 
 
 class RayExecutor:
@@ -287,8 +390,9 @@ class RayExecutor:
                 ray.init(include_dashboard=False, **kw)
         return ray
 
-    def run(self, configs: list[TrainConfig], *, force: bool | None = None, desc: str = "runs") -> list[dict[str, Any]]:
-        grid = _Grid(list(configs), force, desc)
+    def run(self, configs: list[Any], *, force: bool | None = None, desc: str = "runs",
+            collection: bool = True) -> list[dict[str, Any]]:
+        grid = _Grid(list(configs), force, desc, collection)
         if not grid.todo:
             return grid.result()
         ray = self.connect()
@@ -307,8 +411,9 @@ class RayExecutor:
             dkey = dataset_key(cfg)
             if dkey not in datasets:
                 datasets[dkey] = ray.put(_load(dkey))
-            gpu = 1 if has_gpu and cfg.encoder in GPU_ENCODERS else 0
-            ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(cfg, [datasets[dkey]])
+            gpu = 1 if has_gpu and getattr(cfg, "encoder", None) in GPU_ENCODERS else 0
+            ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(
+                cfg, [datasets[dkey]], collection)
             pending[ref] = key
         watch, last = NodeWatch(ray.nodes(), desc, self.max_retries), time.monotonic()
         while pending:
@@ -322,24 +427,24 @@ class RayExecutor:
                     status, value = ray.get(ref)
                 except ray.exceptions.RayError as e:  # the worker died more than max_retries times
                     status, value = "error", f"{type(e).__name__}: {e}"
-                if status == "ok":
-                    grid.done(key, value)
-                else:
-                    grid.failed(key, value)
+                grid.finish(key, status, value)
         watch.check(ray.nodes(), 0)
         watch.summary(len(grid.todo), len(grid.failures))
         return grid.result()
 
 
-def get_executor(executor: Any = None):
-    """The executor named ``executor`` (``"serial"`` / ``"ray"``), an executor object as
-    given, or (``None``) the one the environment names: ``CLIRLIB_EXECUTOR`` (default
-    ``serial``) and ``RAY_ADDRESS``. The only place the choice is read."""
+def get_executor(executor: Any = None, *, workers: int | None = None):
+    """The executor named ``executor`` (``"serial"`` / ``"pool"`` / ``"ray"``), an executor
+    object as given, or (``None``) the one the environment names: ``CLIRLIB_EXECUTOR``
+    (default ``serial``) and ``RAY_ADDRESS``. ``workers``: the pool's processes (``None``:
+    ``CLIRLIB_SYSTEM_WORKERS``, default 2). The only place the choice is read."""
     if executor is not None and not isinstance(executor, str):
         return executor
     name = executor or env_vars.executor()
     if name == "serial":
         return SerialExecutor()
+    if name == "pool":
+        return PoolExecutor(env_vars.system_workers() if workers is None else workers)
     if name == "ray":
         return RayExecutor(env_vars.ray_address())
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")

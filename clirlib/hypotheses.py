@@ -110,8 +110,8 @@ def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -
     fields its dev lists come from (``gate.data_key``) and the epochs its dev value was chosen
     from (``gate.epochs_chosen_from``), and one row per (run, test query) with its metrics:
     ``where="candidates"`` the candidate lists' (``test_per_query``), ``"collection"`` the
-    whole-collection ones (``collection.per_query`` of ``experiments.run_system``; records
-    without one are left out)."""
+    whole-collection ones (a system record's ``collection.per_query``; records without one
+    are left out)."""
     if where not in ("candidates", "collection"):
         raise ValueError(f"unknown where {where!r}; choose candidates or collection")
     runs, frames = [], []

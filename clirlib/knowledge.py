@@ -2,7 +2,7 @@
 
 HIKE itself (Zhang et al. 2021, Sec. 3: the model, fusions Eq. 4-8, hinge loss Eq. 9) is
 ``clirlib.systems.hike``; this module runs it as a study: the profile's runs
-(``profiles.HIKE``) cached by ``experiments.run_system``, the KG controls (none, shuffled,
+(``profiles.HIKE``) cached by ``experiments.run``, the KG controls (none, shuffled,
 half, gold links), the claims decided by ``clirlib.verdicts`` (paired randomization tests
 over seed-averaged per-query values, Holm within a claim), the tables of notebook 15 and
 whole-collection re-ranking of a first stage's top 100.
@@ -41,7 +41,7 @@ def profile_configs(profile: str, dataset: str | None = None, control_lang: str 
 def records_for_profile(profile: str, dataset: str | None = None, force: bool | None = None,
                         kg_modes: tuple[str, ...] = KG_MODES) -> list[dict[str, Any]]:
     """HIKE's records for a profile: :func:`profile_configs`, each run or read from the cache
-    by ``experiments.run_system`` (the path every system's runs take)."""
+    by ``experiments.run`` (the path every run takes)."""
     return grid_runs.system_runs(profile_configs(profile, dataset, kg_modes=kg_modes), force=force, desc="hike runs")
 
 

@@ -1,8 +1,10 @@
 """The settings of a training run: Section 5 ("Experimental Setup") and Section 5.1.
 
-``TrainConfig`` holds everything that determines a run; ``None`` fields resolve to the
-paper's setting per encoder (``PAPER_SETTINGS``). Its ``key()`` is the cache key of
-``clirlib.experiments``. ``clirlib.train`` re-exports every name here.
+``TrainConfig`` holds everything that determines a run of the paper's ranker; ``None``
+fields resolve to the paper's setting per encoder (``PAPER_SETTINGS``). It is the config
+of system ``sosl`` (``clirlib.systems.sosl``) for the paper's tables: its runs go through
+the same pipeline as every system's (``clirlib.experiments``), keyed by ``run_id()``.
+``clirlib.train`` re-exports every name here.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .encoders import ENCODERS, LSTM_READOUTS
 from .losses import DEFAULT_THRESHOLDS, get_loss
@@ -53,6 +55,17 @@ IMPLEMENTATION_DEFAULTS: dict[str, Any] = {"engine": "fast"}
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines a training run. ``None`` means "the paper's setting"."""
+
+    #: The system that runs it (``clirlib.systems.sosl``), which records what the paper's
+    #: figures need beside the metrics (split losses, gradient norms, training scores).
+    system: ClassVar[str] = "sosl"
+    #: Field values left out of the key, and checked as such when a record is read back.
+    key_defaults: ClassVar[dict[str, Any]] = KEY_DEFAULTS
+    #: Every run trains at least one epoch, so its record has a history.
+    trains: ClassVar[bool] = True
+    #: Records rank candidate lists only (the paper's tables); whole-collection retrieval
+    #: is the systems' comparison (``systems.SystemConfig``).
+    whole_collection: ClassVar[bool] = False
 
     dataset: str = "ci"  # embedded-benchmark profile name or a WikiCLIR directory
     lang: str = "fr"
@@ -125,8 +138,17 @@ class TrainConfig:
             d["thresholds"] = list(d["thresholds"])
         return d
 
+    def run_id(self) -> str:
+        """The config's part of the cache key: :meth:`key` alone (these keys are older than
+        the systems' ``<system>-<hash>``, and the shipped records keep them)."""
+        return self.key()
+
+    def train_config(self) -> "TrainConfig":
+        """The ``TrainConfig`` the ranker trains: this one (``SOSLConfig`` builds one)."""
+        return self
+
     def key(self) -> str:
-        """A stable hash of the resolved config (the cache key of ``experiments``)."""
+        """A stable hash of the resolved config (part of the cache key of ``experiments``)."""
         d = self.resolved().to_dict()
         # Fields added after the cache existed leave the key unchanged at their defaults.
         for name, default in KEY_DEFAULTS.items():

@@ -67,7 +67,7 @@ def retrain(record: dict[str, Any]) -> dict[str, Any]:
     cfg = record["config"]
     if "system" in cfg:
         fields = {k: v for k, v in cfg.items() if k != "system"}
-        return experiments.system_record(systems.config(cfg["system"], **fields), collection="collection" in record)
+        return experiments.compute_record(systems.config(cfg["system"], **fields), collection="collection" in record)
     return experiments.compute_record(experiments.config(**cfg))
 
 

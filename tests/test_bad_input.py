@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from clirlib import cache, cli, experiments, grid_runs, paths
+from clirlib.systems import sosl
 from clirlib.data import DataFormatError, DataSkipWarning, load_dataset, load_wikiclir
 from clirlib.train import TrainConfig
 from clirlib.validate import ConfigError
@@ -119,8 +120,8 @@ def no_fitting(monkeypatch):
     def forbidden(*a, **k):
         raise AssertionError("a system was fitted before the settings were checked")
 
-    monkeypatch.setattr(experiments, "system_record", forbidden)
-    monkeypatch.setattr(experiments, "run_system", forbidden)
+    monkeypatch.setattr(experiments, "compute_record", forbidden)
+    monkeypatch.setattr(experiments, "run", forbidden)
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -184,7 +185,7 @@ def test_system_options_that_apply_reach_the_config(monkeypatch, capsys):
         seen["cfg"] = cfg
         raise KeyboardInterrupt  # stop before any work; main() prints one line
 
-    monkeypatch.setattr(experiments, "system_record", record)
+    monkeypatch.setattr(experiments, "run", record)
     cli.main(["train", "--quiet", "--system", "mdl", "--m", "2", "--lr", "0.01", "--batch-size", "64", "--epochs", "3"])
     cfg = seen["cfg"]
     assert (cfg.m, cfg.lr, cfg.batch_size, cfg.epochs) == (2, 0.01, 64, 3)
@@ -495,8 +496,8 @@ def test_damaged_entry_is_quarantined_and_recomputed(results_dir, good_entry, mo
         content = damage(good_entry)
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
     calls = []
-    real = experiments.train
-    monkeypatch.setattr(experiments, "train", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = sosl.train
+    monkeypatch.setattr(sosl, "train", lambda *a, **k: calls.append(1) or real(*a, **k))
     with pytest.warns(cache.CacheEntryWarning, match=f"cache entry {path} is damaged") as rec:
         record = experiments.run(CFG, dataset=toy_dataset())
     assert len(rec) == 1 and "recomputing" in str(rec[0].message)
@@ -515,7 +516,7 @@ def test_entry_from_before_checksums_is_accepted(results_dir, good_entry, monkey
     legacy = json.loads(good_entry)
     del legacy["checksum"]
     path.write_text(json.dumps(legacy, indent=1, sort_keys=True))
-    monkeypatch.setattr(experiments, "train", lambda *a, **k: pytest.fail("a valid old entry was retrained"))
+    monkeypatch.setattr(sosl, "train", lambda *a, **k: pytest.fail("a valid old entry was retrained"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert experiments.run(CFG, dataset=toy_dataset()) == legacy
@@ -622,12 +623,11 @@ def test_warm_and_cold_records_give_byte_identical_tables(results_dir):
 
 
 def test_ctrl_c_during_train_is_one_line(capsys, monkeypatch, tmp_path):
-    import clirlib.train
-
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(clirlib.train, "train", interrupted)
+    monkeypatch.setattr(sosl, "train", interrupted)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # an empty cache: the run trains
     rc, err = run_cli(capsys, "train", "--quiet", "--epochs", "1", "--out", str(tmp_path / "r.json"))
     assert rc == 130 and len(err) == 1 and "interrupted" in err[0]
     assert not (tmp_path / "r.json").exists()

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from clirlib import cache, experiments, grid_runs, losses, paths, theorem3
+from clirlib.systems import sosl
 from clirlib.train import NonFiniteError, TrainConfig
 
 from _toy import toy_dataset
@@ -27,7 +28,7 @@ def test_run_caches_and_force_retrains(results_dir, monkeypatch):
     assert set(stored["train_scores"]) == {"0", "1", "2"} and "split_losses" in stored
 
     calls = []
-    monkeypatch.setattr(experiments, "train", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(sosl, "train", lambda *a, **k: calls.append(1))
     again = experiments.run(cfg, dataset=ds)  # from the cache: train() is not called
     assert again["test"] == first["test"] and calls == []
     with pytest.raises(AttributeError):  # force=True retrains (the stub returns None)

@@ -12,7 +12,7 @@ import torch
 from clirlib import paths
 from clirlib.systems import get
 from clirlib.systems.cross_encoder import BertEncoder, SmallEncoder, pack
-from clirlib.experiments import run_system
+from clirlib.experiments import run
 from clirlib.systems.hike import ALL_METRICS, Hike, HikeConfig
 from clirlib.systems.hike_model import HikeModel, KnowledgeFusion, hinge_loss, language_fusion
 
@@ -143,12 +143,12 @@ def test_same_seed_same_scores_and_record(ci_fr, tmp_path, monkeypatch):
     b = Hike(HikeConfig(**TINY)).fit(ci_fr).score(ci_fr, "dev")
     assert a.shape == (len(ci_fr.splits["dev"]),) and np.array_equal(a, b)
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
-    rec = run_system(HikeConfig(**TINY), dataset=ci_fr)
+    rec = run(HikeConfig(**TINY), dataset=ci_fr)
     assert set(rec) == {"key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history",
                         "seconds", "data_info", "test_per_query", "created", "provenance", "collection_supported", "checksum"}
     assert set(rec["test"]) == set(ALL_METRICS) and rec["config"]["system"] == "hike"
     assert rec["data_info"]["kg"]["entities"] == 1600
-    assert run_system(HikeConfig(**TINY), dataset=ci_fr) == rec  # read back from the cache
+    assert run(HikeConfig(**TINY), dataset=ci_fr) == rec  # read back from the cache
     # NDCG@1 / NDCG@10 per query come from the metric registry, the same values as a direct call
     from clirlib.metrics import METRICS, RankedLists
 

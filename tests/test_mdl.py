@@ -114,7 +114,7 @@ def test_true_domains_replay_the_generator():
 def test_random_label_control_fails_the_learning_gate_on_ci():
     from clirlib import experiments, hypotheses, systems, verdicts
 
-    rec = experiments.run_system(systems.config("mdl", dataset="ci", lang="sw", labels="random", m=5), collection=False)
+    rec = experiments.run(systems.config("mdl", dataset="ci", lang="sw", labels="random", m=5), collection=False)
     # random labels carry nothing from one language to the other: the run does not beat a
     # random order of its dev lists (clirlib.gate; MDL selects no epoch, so E = 1)
     g = verdicts.group_gate(hypotheses.run_table([rec])[0])

@@ -79,14 +79,14 @@ def test_changed_data_file_is_a_cache_miss_through_run(sandbox, monkeypatch):
     assert experiments.run(cfg) == second  # unchanged since: read from the cache
 
 
-def test_changed_data_file_is_a_cache_miss_through_run_system(sandbox):
+def test_changed_data_file_is_a_cache_miss_for_a_system_run(sandbox):
     cfg = systems.config("bm25", dataset=str(sandbox), lang="fr", n_nr=5)
-    first = experiments.run_system(cfg)
+    first = experiments.run(cfg)
     _reverse_queries(sandbox)
-    second = experiments.run_system(cfg)
+    second = experiments.run(cfg)
     assert first["key"] != second["key"] and len(_entries()) == 2
     assert (first["test_per_query"]["query_id"], second["test_per_query"]["query_id"]) == (["q1", "q7"], ["q12", "q8"])
-    assert experiments.run_system(cfg)["key"] == second["key"] and len(_entries()) == 2  # cached now
+    assert experiments.run(cfg)["key"] == second["key"] and len(_entries()) == 2  # cached now
 
 
 def test_changed_data_file_changes_the_numbers_of_cli_train(sandbox, capsys, tmp_path):
@@ -105,7 +105,7 @@ def test_changed_data_file_changes_the_numbers_of_cli_train(sandbox, capsys, tmp
 def test_embedded_profile_keys_are_unchanged():
     # keys printed by the code before issue 28 (main at 24bf94d) for the same configs
     assert experiments.cache_key(TrainConfig(dataset="ci", lang="fr", epochs=2)) == "v5-g2-f078b71baffc33f5"
-    assert experiments.system_cache_key(systems.config("bm25", dataset="ci", lang="sw").resolved()) \
+    assert experiments.cache_key(systems.config("bm25", dataset="ci", lang="sw").resolved()) \
         == "v5-g2-bm25-f30bc8f2d82d5fef"
     assert experiments.input_tag(TrainConfig(dataset="default")) == ""  # the profile's bytes are in the key already
 
@@ -113,10 +113,10 @@ def test_embedded_profile_keys_are_unchanged():
 def test_a_kg_folder_is_part_of_a_hike_key(tmp_path):
     kg = _kg_folder(tmp_path / "kg", triples=["E0\tlinked\tE1"])
     cfg = systems.config("hike", dataset="ci", kg_dir=str(kg))
-    key = experiments.system_cache_key(cfg.resolved())
+    key = experiments.cache_key(cfg.resolved())
     assert experiments.input_digests(cfg) == {f"kg/{n}": _sha(kg / n) for n in ("entities.tsv", "labels.tsv", "triples.tsv")}
     (kg / "triples.tsv").write_text("head\trelation\ttail\nE1\tlinked\tE0\n")
-    assert experiments.system_cache_key(cfg.resolved()) != key
+    assert experiments.cache_key(cfg.resolved()) != key
     # kg mode none reads no KG: no digest, the key of the benchmark run
     none = systems.config("hike", dataset="ci", kg="none", kg_dir=str(kg))
     assert experiments.input_tag(none) == ""
@@ -184,14 +184,18 @@ def test_cli_out_on_a_full_disk_keeps_the_previous_file(sandbox, capsys, tmp_pat
     out = tmp_path / "run.json"
     out.write_text("the previous result\n")
 
-    def full(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    real_fsync = atomic.os.fsync
+
+    def full(fd):  # the disk of --out is full (the run's cache entry is written elsewhere, first)
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).parent == tmp_path:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_fsync(fd)
 
     monkeypatch.setattr(atomic.os, "fsync", full)
     rc, err = run_cli(capsys, "train", "--data", str(sandbox), "--epochs", "1", "--n-nr", "5", "--quiet", "--out", str(out))
     assert (rc, err) == (2, [f"python -m clirlib train: error: cannot write {out}: disk full (No space left on device)"])
     assert out.read_text() == "the previous result\n"  # was 4,096 bytes of cut JSON
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["run.json", "wc"]  # no temporary file left
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["results", "run.json", "wc"]  # no temporary file left
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

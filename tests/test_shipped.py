@@ -8,6 +8,7 @@ import time
 import pytest
 
 from clirlib import cache, env, experiments, paths, shipped, verify
+from clirlib.systems import sosl
 from clirlib.train import TrainConfig
 
 from _toy import toy_dataset
@@ -30,7 +31,7 @@ def _local_records():
 
 def _no_training(monkeypatch):
     calls = []
-    monkeypatch.setattr(experiments, "train", lambda *a, **k: calls.append(1) or (_ for _ in ()).throw(RuntimeError("trained")))
+    monkeypatch.setattr(sosl, "train", lambda *a, **k: calls.append(1) or (_ for _ in ()).throw(RuntimeError("trained")))
     return calls
 
 

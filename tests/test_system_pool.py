@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from clirlib import grid_runs, paths, systems
+from clirlib import executors, grid_runs, paths, systems
 
 # Small, fast runs of three systems on the ci benchmark (French): the lexical floor, two MDL
 # fits of one seed (they share doc2vec, so they form one group) and a one-epoch HIKE.
@@ -34,7 +34,7 @@ def _numbers(record):
 
 
 def test_groups_keep_mdl_of_one_seed_together():
-    groups = grid_runs._groups([(i, c.resolved()) for i, c in enumerate(CONFIGS)])
+    groups = executors._groups([(i, c.resolved()) for i, c in enumerate(CONFIGS)])
     # BM25 and HIKE alone; both MDL fits of (ci, fr, seed 0) in one group, at the first one's place
     assert [[i for i, _ in g] for g in groups] == [[0], [1, 3], [2]]
 

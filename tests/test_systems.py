@@ -1,6 +1,6 @@
 """Tests of clirlib.systems: BM25 hand-checked on a 3-document fixture, the configs
 (unknown fields raise, stable keys), the paper's ranker through the interface, and the
-run records of ``experiments.run_system`` (the keys ``clirlib.verdicts`` reads)."""
+run records of ``experiments.run`` (the keys ``clirlib.verdicts`` reads)."""
 
 from __future__ import annotations
 
@@ -78,17 +78,17 @@ def test_sosl_through_the_interface_equals_train():
     assert np.allclose(r, s.score(ds, "test"), atol=1e-5)
 
 
-def test_run_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
+def test_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
     from clirlib import experiments, paths
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
     cfg = systems.config("bm25", dataset="ci", lang="sw")
-    rec = experiments.run_system(cfg)
+    rec = experiments.run(cfg)
     for k in ("key", "config", "test", "dev", "dev_chance", "best_epoch", "epochs_run", "history", "seconds",
               "data_info", "test_per_query", "created", "collection"):
         assert k in rec
     assert set(rec["collection"]["metrics"]) == {"MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10"}
-    assert rec == experiments.run_system(cfg)  # read back from the cache
+    assert rec == experiments.run(cfg)  # read back from the cache
     assert len(list(tmp_path.glob("runs/*bm25*.json"))) == 1
     runs, pq = hypotheses.run_table([rec])  # verdicts reads it unchanged
     assert len(runs) == 1 and len(pq) == len(rec["test_per_query"]["query_id"])

@@ -20,7 +20,8 @@ module of this package. Every system follows :class:`System`:
 A system is built from its config: ``cls(config)`` with ``config`` an instance of
 ``cls.Config``, a frozen dataclass deriving from :class:`SystemConfig` (the common fields
 ``system, dataset, lang, seed, data_seed, n_queries, n_nr`` plus the system's own; unknown
-fields raise). ``experiments.run_system(config)`` caches runs of any registered system.
+fields raise). ``experiments.run(config)`` caches runs of any registered system, the paper's
+ranker included (its ``TrainConfig`` names system ``sosl``).
 
 ``SYSTEMS`` maps a system's CLI name to its class; a module registers itself with
 :func:`register`.
@@ -40,6 +41,8 @@ import numpy as np
 from ..validate import check_system_config
 
 SYSTEMS: dict[str, type["System"]] = {}
+#: The systems clirlib ships (each module registers itself when imported).
+BUILTIN = ("bm25", "sosl", "mdl", "hike", "e5")
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,17 @@ class SystemConfig:
     data_seed: int = 0  # benchmark generation, split, NR sampling (as TrainConfig.data_seed)
     n_queries: int | None = None
     n_nr: int = 40
+
+    #: No fields are left out of the key; a system may fit without epochs (BM25), so its
+    #: record's history may be empty; it is evaluated on the whole collection too, when
+    #: it can rank one (``System.ranks_collection``).
+    key_defaults: ClassVar[dict[str, Any]] = {}
+    trains: ClassVar[bool] = False
+    whole_collection: ClassVar[bool] = True
+
+    def run_id(self) -> str:
+        """The config's part of the cache key: ``<system>-<hash of the resolved config>``."""
+        return f"{self.system}-{self.key()}"
 
     def resolved(self) -> "SystemConfig":
         """The same config with defaults filled in and every field checked."""
@@ -99,8 +113,24 @@ class System:
     #: paper's tables (HIKE: its paper's NDCG@1 and NDCG@10).
     extra_metrics: ClassVar[tuple[str, ...]] = ()
     #: True: runs of one (dataset, language, seed) share state kept in the process (MDL's
-    #: doc2vec memo), so ``grid_runs.system_runs`` gives them to one worker together.
+    #: doc2vec memo), so ``executors.PoolExecutor`` gives them to one worker together.
     shares_per_seed: ClassVar[bool] = False
+    #: The config ``python -m clirlib train --system <name>`` builds (default: ``Config``);
+    #: its fields are the command's options (``cli_train.system_options``), less
+    #: ``cli_hidden``, the fields :meth:`cli_config_of` sets from other options.
+    cli_config: ClassVar[type]
+    cli_hidden: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "cli_config" not in cls.__dict__:
+            cls.cli_config = cls.Config
+
+    @classmethod
+    def cli_config_of(cls, values: dict[str, Any], args: Any) -> Any:
+        """The config of the command line's ``values`` (config fields of the options typed,
+        and the common ones); ``args``: the whole namespace, for systems that derive fields."""
+        return cls.cli_config.from_dict({"system": cls.name, **values})
 
     def __init__(self, config: SystemConfig | None = None):
         self.config = config if config is not None else self.Config(system=self.name)
@@ -113,6 +143,17 @@ class System:
 
     def score(self, dataset: Any, split: str) -> np.ndarray:  # (N,)
         raise NotImplementedError
+
+    @property
+    def ranks_collection(self) -> bool:
+        """Whether whole-collection retrieval (``clirlib.retrieval``) can rank with it."""
+        return bool(self.is_dual_encoder or hasattr(self, "score_matrix"))
+
+    def record_fields(self, dataset: Any) -> dict[str, Any] | None:
+        """The run record's fields when the system computes them itself (the paper's ranker:
+        its training's own evaluation and diagnostics); ``None`` (the default): the
+        candidate-list evaluation of ``experiments.compute_record`` from :meth:`score`."""
+        return None
 
     def run_info(self) -> dict[str, Any]:
         """What a fitted system adds to the record's ``data_info`` (HIKE: its KG and linking)."""
@@ -133,6 +174,11 @@ def get(name: str) -> type[System]:
     return SYSTEMS[name]
 
 
+def names() -> list[str]:
+    """Every system name: the built-in ones and any registered since (without importing)."""
+    return sorted(set(BUILTIN) | set(SYSTEMS))
+
+
 def config(system: str, **kw: Any) -> SystemConfig:
     """The config of ``system`` with fields ``kw`` (unknown fields raise)."""
     return get(system).Config.from_dict({"system": system, **kw})
@@ -151,7 +197,7 @@ def token_texts(vocab: Any, texts: Any, rows: np.ndarray) -> list[list[str]]:
 
 def _load_builtin() -> None:
     # Importing a system's module registers it; optional ones (HIKE) may be absent.
-    for mod in ("bm25", "sosl", "mdl", "hike", "e5"):
+    for mod in BUILTIN:
         try:
             importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as e:

@@ -63,7 +63,8 @@ from ..data.text import tokenize
 from ..entity_linking import label_index, link, link_quality
 from ..metrics import METRICS, METRIC_NAMES, RankedLists
 from ..transe import top_neighbours, train_transe
-from ..validate import ConfigError
+from ..profiles import SIZES
+from ..validate import ConfigError, check_bert_dir, check_kg_dir
 from . import System, SystemConfig, register
 from .cross_encoder import BertEncoder, SmallEncoder
 from .hike_model import HikeModel, hinge_loss
@@ -187,6 +188,27 @@ class Hike(System):
     name = "hike"
     Config = HikeConfig
     extra_metrics = EXTRA_METRICS
+    cli_hidden = frozenset({"encoder"})  # chosen by --bert-path
+
+    @classmethod
+    def cli_config_of(cls, values: dict[str, Any], args: Any) -> HikeConfig:
+        """``--kg``, ``--kg-mode``, ``--bert-path`` (both folders checked); without a KG on
+        real data HIKE runs as the vanilla cross-encoder (``kg='none'``), and says so."""
+        mode, real = args.kg_mode, args.data not in SIZES
+        if args.kg is None and real and mode not in ("full", "none"):
+            raise ConfigError("--kg-mode", f"{mode} needs a KG on real data: give --kg DIR (without one HIKE is "
+                                           "the vanilla cross-encoder, --kg-mode none)")
+        if args.kg is None and real and mode != "none":
+            print("no --kg given on real data: HIKE runs as the vanilla cross-encoder (v_qd alone, kg='none')")
+            mode = "none"
+        elif mode == "none":
+            print("kg mode 'none': HIKE runs as the vanilla cross-encoder (v_qd alone)")
+        if args.kg is not None:
+            check_kg_dir(args.kg, args.lang, gold=mode == "gold")
+        if args.bert_path is not None:
+            check_bert_dir(args.bert_path)
+        return HikeConfig(**{**values, "kg": mode, "kg_dir": args.kg, "bert_path": args.bert_path,
+                             "encoder": "bert" if args.bert_path else "small"})
 
     def __init__(self, config: HikeConfig | None = None, *, workers: int = 2, **kw: Any):
         super().__init__((config or HikeConfig(**kw)).resolved())

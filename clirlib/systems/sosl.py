@@ -4,6 +4,11 @@
 selection and test scoring as every other run of the paper's tables. Scores are
 r_eps(q, d) = q^T d / ((||q|| + eps)(||d|| + eps)) of the two encoders' vectors (Eq. 1),
 so the ranker is a dual encoder and whole-collection retrieval ranks by the same r_eps.
+
+Its config is a ``TrainConfig`` for the paper's tables (every setting of Section 5; the
+record keeps train's own evaluation and the diagnostics the figures need:
+:meth:`SOSL.record_fields`) or a :class:`SOSLConfig` for the comparison of systems (a
+few settings, candidate lists and the whole collection).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .. import determinism
 from ..train import TrainConfig, ragged_batch, score_split, train
 from . import System, SystemConfig, register
 
@@ -40,6 +46,21 @@ class SOSLConfig(SystemConfig):
         return self
 
 
+#: Training scores kept per class for the density plots (Figure 3).
+SCORE_SAMPLE = 3000
+
+
+def score_sample(scores: np.ndarray, labels: np.ndarray, seed: int) -> dict[str, list[float]]:
+    """At most ``SCORE_SAMPLE`` scores per relevance class, drawn with ``seed``, in row order."""
+    out = {}
+    for label in np.unique(labels):
+        s = scores[labels == label]
+        if len(s) > SCORE_SAMPLE:
+            s = s[np.sort(determinism.rng(seed, "score-sample", int(label)).choice(len(s), SCORE_SAMPLE, replace=False))]
+        out[str(int(label))] = [round(float(x), 6) for x in s]
+    return out
+
+
 @register
 class SOSL(System):
     """The paper's ranker (default: SOSL loss, average pooling, eps = 1)."""
@@ -47,6 +68,16 @@ class SOSL(System):
     name = "sosl"
     is_dual_encoder = True
     Config = SOSLConfig
+    cli_config = TrainConfig  # the command line trains the paper's ranker with every setting
+
+    @classmethod
+    def cli_config_of(cls, values: dict, args) -> TrainConfig:
+        """``--thresholds`` as a tuple; ``--clip 0`` disables clipping (``clip=None``)."""
+        if values.get("thresholds") is not None:
+            values["thresholds"] = tuple(values["thresholds"])
+        if values.get("clip") == 0:
+            values["clip"] = None
+        return TrainConfig(**values)
 
     def __init__(self, config: SOSLConfig | None = None):
         super().__init__(config)
@@ -60,6 +91,26 @@ class SOSL(System):
         self.model = self.result.model
         self.history, self.best_epoch = self.result.history, self.result.best_epoch
         return self
+
+    def record_fields(self, dataset) -> dict | None:
+        """For a ``TrainConfig`` (the paper's tables): train's own dev selection, test
+        metrics and per-query values, with its split losses and, when asked, step gradient
+        norms and a sample of training scores. For a ``SOSLConfig``: None (the systems'
+        candidate-list evaluation)."""
+        if not isinstance(self.config, TrainConfig):
+            return None
+        res = self.result
+        fields = {
+            "test": res.test_metrics, "dev": res.dev_metrics, "dev_chance": res.dev_chance,
+            "best_epoch": res.best_epoch, "epochs_run": len(res.history), "split_losses": res.split_losses,
+            "history": res.history, "seconds": res.seconds, "data_info": res.data_info,
+            "test_per_query": {c: res.test_per_query[c].tolist() for c in res.test_per_query.columns},
+        }
+        if res.step_grad_norms is not None:
+            fields["step_grad_norms"] = [float(x) for x in res.step_grad_norms]
+        if res.train_scores is not None:
+            fields["train_scores"] = score_sample(res.train_scores, res.train_labels, res.config.seed)
+        return fields
 
     def _device(self) -> torch.device:
         return next(self.model.parameters()).device

@@ -1,0 +1,78 @@
+"""Adding a system takes its own module and one registry line (issue 24): a toy system
+defined in this file runs through the command line, a grid (serial and the local process
+pool) and the cache, with nothing else of clirlib edited."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from clirlib import cli, experiments, grid_runs, paths, systems
+
+
+@dataclass(frozen=True)
+class LengthConfig(systems.SystemConfig):
+    system: str = "toy-length"
+    weight: float = 1.0  # its own field: the command line gets --weight from it
+
+
+class DocumentLength(systems.System):
+    """Scores a pair by ``weight`` times the document's length in tokens (nothing to learn)."""
+
+    name = "toy-length"
+    Config = LengthConfig
+    fits: list[str] = []  # every fit, to tell a cache read from a run
+
+    def fit(self, dataset, seed: int) -> "DocumentLength":
+        DocumentLength.fits.append(self.config.lang)
+        return self
+
+    def score(self, dataset, split: str) -> np.ndarray:
+        s = dataset.splits[split]
+        lengths = np.array([len(dataset.docs[int(d)]) for d in s.didx], dtype=np.float64)
+        return self.config.weight * lengths
+
+
+systems.register(DocumentLength)  # the one registry line (also run by a pool worker importing this file)
+
+
+@pytest.fixture()
+def toy(tmp_path, monkeypatch):
+    """The toy system registered, an empty cache; unregistered afterwards (other tests' parsers)."""
+    systems.register(DocumentLength)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    DocumentLength.fits.clear()
+    yield
+    systems.SYSTEMS.pop(DocumentLength.name, None)
+
+
+def test_a_toy_system_runs_through_the_cli_a_grid_and_the_cache(toy, tmp_path, capsys):
+    out = tmp_path / "toy.json"
+    assert cli.main(["train", "--system", "toy-length", "--weight", "2", "--data", "ci", "--lang", "fr",
+                     "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rec = json.loads(out.read_text())
+    assert rec["config"]["system"] == "toy-length" and rec["config"]["weight"] == 2.0  # --weight reached the config
+    assert rec["collection_supported"] is False and rec["history"] == []  # no dual encoder, no epochs
+    assert f"P_mr@1  {rec['test']['P_mr@1']:.4f}" in printed
+    assert DocumentLength.fits == ["fr"]
+
+    # a grid: the CLI's run read from the cache (not refitted), a new one fitted and cached
+    cfgs = [systems.config("toy-length", dataset="ci", lang=lang, weight=2.0) for lang in ("fr", "sw")]
+    serial = grid_runs.system_runs(cfgs, workers=1)
+    assert serial[0] == rec and DocumentLength.fits == ["fr", "sw"]
+    assert serial[1]["key"] == experiments.cache_key(cfgs[1]) == f"v5-g2-toy-length-{cfgs[1].key()}"
+    assert experiments.cached_record(cfgs[1]) == serial[1]
+
+    # the same grid retrained in two worker processes gives the same numbers
+    pooled = grid_runs.system_runs(cfgs, workers=2, force=True)
+    for a, b in zip(serial, pooled):
+        assert (a["test"], a["dev"], a["test_per_query"]) == (b["test"], b["dev"], b["test_per_query"])
+
+
+def test_an_option_the_toy_system_lacks_is_refused(toy, capsys):
+    assert cli.main(["train", "--system", "toy-length", "--epochs", "3", "--quiet"]) == 2
+    assert "--epochs: does not apply to --system toy-length" in capsys.readouterr().err
