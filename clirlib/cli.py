@@ -40,7 +40,7 @@ _UNSET = object()
 def _given_options(parser: argparse.ArgumentParser, arg_strings: list[str]) -> set[str]:
     """The dests of the options actually typed: argparse fills in a default only for a name
     the namespace lacks, so a namespace pre-filled with a marker keeps it for the rest."""
-    dests = {a.dest for a in parser._actions if a.dest != "help"}  # noqa: SLF001 (argparse has no public list)
+    dests = {a.dest for a in parser._actions if a.dest != "help"}  # noqa: SLF001 (Python 3.11-3.13 argparse has no public list)
     ns = argparse.Namespace(**{d: _UNSET for d in dests})
     parser.parse_args(arg_strings, namespace=ns)
     return {d for d in dests if getattr(ns, d) is not _UNSET}
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _options_of_registered_systems(t: argparse.ArgumentParser) -> None:
     """An option for each field of a system registered in this process (a system of the
     user's, ``systems.register``) that no option above sets: ``--<field>``, typed by its default."""
-    dests = {a.dest for a in t._actions}  # noqa: SLF001 (argparse has no public list)
+    dests = {a.dest for a in t._actions}  # noqa: SLF001 (Python 3.11-3.13 argparse has no public list)
     for name, cls in sorted(systems.SYSTEMS.items()):
         if name in systems.BUILTIN:  # their options are the ones above, with their help
             continue

@@ -14,31 +14,23 @@ front; every executor gives the same records:
   (:class:`GridError`), never retried, never dropped;
 - a tqdm bar counts finished runs (quiet under CI, see ``CLIRLIB_PROGRESS``).
 
-``serial`` trains in this process (the reference path). ``pool`` trains in a few local
-processes (:class:`PoolExecutor`; the systems' grids use it). ``ray`` sends each run as one Ray
-task that declares its CPUs (``CLIRLIB_THREADS``, the threads a serial run uses, pinned in
-the worker so the numbers are byte-identical to a serial run) and one GPU for the DSSM
-encoders when the cluster has GPUs. The driver loads each dataset once and puts it in
-Ray's object store; Ray copies it once to every node that needs it, and each worker process
-there reads it once and keeps it for its next tasks (:func:`worker_dataset`): the benchmark
-is built or read once, not once per task, and no shared file system is needed. A task whose worker dies (killed, node lost) is retried
-``max_retries`` times by Ray. A grid whose tasks ask for more CPUs than any node has is
-refused before anything is submitted (Ray would keep them pending forever). Before
-connecting, the address is probed with a short timeout (``raycluster.probe``): a head that
-does not answer fails in seconds, naming the address, instead of after Ray's minutes of
-silent retries. While a grid runs, the driver watches the cluster's nodes every
-``WATCH_SECONDS``: a node that dies (its tasks then retried by Ray) or joins is reported
-on stderr and appended to ``results/logs/ray-events.log`` (:func:`report_event`;
-``reproduce`` relays that file to the terminal, since a notebook kernel's stderr goes to
-its log), and the grid ends with one line saying how many nodes died and that every run
-still finished.
+``serial`` trains in this process (the reference path); ``pool`` in a few local spawned
+processes (:class:`PoolExecutor`); ``ray`` sends each run as one Ray task that declares
+its CPUs (``CLIRLIB_THREADS``, pinned in the worker so the numbers are byte-identical to a
+serial run) and one GPU for the DSSM encoders when the cluster has GPUs. The driver puts
+each dataset once in Ray's object store, and each worker process reads it once
+(:func:`worker_dataset`): no shared file system is needed. A task whose worker dies is
+retried ``max_retries`` times by Ray; a grid whose tasks ask for more CPUs than any node
+has is refused before anything is submitted; the address is probed first
+(``raycluster.probe``), so a head that does not answer fails in seconds. While a grid runs,
+the driver watches the nodes every ``WATCH_SECONDS``: a node that dies or joins is reported
+on stderr and in ``results/logs/ray-events.log`` (:func:`report_event`; ``reproduce``
+relays it, since a notebook kernel's stderr goes to its log). Details: ``docs/cluster.md``.
 
-The executor of :func:`clirlib.grid_runs.run_many` is chosen in one place,
-:func:`get_executor`: the environment variable ``CLIRLIB_EXECUTOR`` (``serial`` or ``ray``)
-and ``RAY_ADDRESS`` (an existing cluster; without it ``ray.init`` starts a local instance
-in this process, listening on 127.0.0.1 only; ``reproduce`` instead starts one loopback
-head for all its notebooks, :mod:`clirlib.raycluster`). ``python -m clirlib reproduce --executor ray --address ADDR``
-sets both for the notebooks it runs.
+The executor is chosen in one place, :func:`get_executor`: ``CLIRLIB_EXECUTOR`` (``serial``
+or ``ray``) and ``RAY_ADDRESS`` (without it ``ray.init`` starts a local instance listening
+on 127.0.0.1 only); ``python -m clirlib reproduce --executor ray --address ADDR`` sets both
+for the notebooks it runs.
 """
 
 from __future__ import annotations

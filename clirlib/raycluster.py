@@ -43,6 +43,7 @@ LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABL
 
 
 #: ``ray`` with its "localhost means the reachable IP" rewrite turned off (for joining nodes).
+#: Ray 2.60 has no public switch for it: ``ray._private.services`` is patched (pinned version).
 JOIN_CLI = [sys.executable, "-c",
             "import sys, ray._private.services as s; s.resolve_ip_for_localhost = lambda host: host; "
             "from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]

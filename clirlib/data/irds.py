@@ -126,7 +126,8 @@ def _irds_lang(code: str) -> str:
 
 def _relative(handler) -> str:
     """The path of a handler's file inside the extracted archive, read from ir_datasets'
-    path object without asking it for the full path (which downloads when it is missing)."""
+    path object without asking it for the full path (which downloads when it is missing).
+    ir_datasets 0.6.3 (pinned) has no public accessor for it: ``_dlc`` / ``_path`` are read."""
     rel = handler._dlc if hasattr(handler, "_dlc") else handler._qrels_dlc  # Tsv* / TrecQrels
     return rel._path  # RelativePath(TarExtractAll(download, <home>/wikiclir/source), "wiki-clir/...")
 

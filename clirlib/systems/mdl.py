@@ -44,30 +44,12 @@ module is our reading of it, on clirlib's splits:
    (docs/mdl_below_chance.md: on a toy task MDL.1 ranks the MR document first for every
    test query in the label space and for 35 % of them by the codes' cosine).
 
-Scale. The schedule is the MDL paper's (50 epochs of batch 256), not tuned here. On its
-18,903 training pairs that is about 3,700 Adam steps per language; on clirlib's 72 (``ci``)
-or 360 (``default``) training pairs it is 50 or 100. Measured once (``ci``, French, seed 0,
-true-topic labels, 8 domains): after training, the query and MR codes of the training pairs
-agree on the arg-max label for 22 % of the pairs (chance 12.5 %) and the training lists'
-P_mr@1 is 0.028, so on these small profiles MDL is far from fitting its own labels. With C
-below the code size (512), H z fixes only C of the code's directions; the other 512 - C are
-shaped by reconstruction alone and are not aligned across languages, which cosine sees.
-
 Determinism: gensim's own initial vectors for inference are seeded with Python's salted
 ``hash``, so :func:`infer` re-implements ``Doc2Vec.infer_vector`` (PV-DBOW) with a stable
 seed per text; training passes a stable ``hashfxn`` and ``workers=1``. The same config
 gives the same vectors in any process (``tests/test_mdl.py`` checks this).
 
-Speed (issue 13's budget: the 12 default fits within 4 minutes on 2 cores). Profiled on
-``default`` (French, seed 0, fit + test scoring 24.2 s, load about 1): the two autoencoders
-10.8 s, doc2vec inference 6.3 s (of which 5.8 s scoring the test candidates), doc2vec
-training 5.5 s (the documents' model), LDA 0.9 s. Nothing of the model changes: the query
-side (its doc2vec, then LDA) and the document side (its doc2vec), then the two
-autoencoders, run at once on two cores (:func:`sides`, bitwise the same as one after the
-other); a forked process infers half of every large batch of texts (``doc2vec.infer_all``;
-two threads do not help there, gensim's inference holds the GIL); and doc2vec runs once
-per (training texts, seed) (``doc2vec.Representations``). ``MDL(config, workers=1,
-memo=False)`` is the plain path the tests compare against.
+Measurements (the schedule at clirlib's scale, where a fit's time goes): ``docs/systems.md``.
 """
 
 from __future__ import annotations
