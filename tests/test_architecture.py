@@ -198,3 +198,40 @@ def test_no_private_name_crosses_a_module():
                 bad += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {a.name}" for a in node.names
                         if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, bad
+
+
+#: The benchmark generator: its package and the calibration that tunes it (docs/benchmark.md).
+GENERATOR = ("data.synthetic", "data.calibration")
+#: What any other module may import from it: where a benchmark is and how to write it, never
+#: its universes, lexicons or streams. What the generator knows (KG, gold links, each query's
+#: concept and domain) is read from the files it writes (issue 24, "data written once").
+GENERATOR_API = {"generate_benchmark", "default_dir", "GENERATOR_VERSION"}
+
+
+def test_only_the_generator_replays_the_generator():
+    bad = []
+    for path in MODULES:
+        name = module_name(path)
+        if any(name == g or name.startswith(g + ".") for g in GENERATOR):
+            continue
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                bad += [f"clirlib.{name}:{node.lineno} import {a.name}" for a in node.names
+                        if a.name.startswith("clirlib.data.synthetic")]
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                target = ".".join(package[:len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+            elif (node.module or "").startswith("clirlib."):
+                target = node.module[len("clirlib."):]
+            else:
+                continue
+            names = {a.name for a in node.names}
+            if target.startswith("data.synthetic."):
+                bad.append(f"clirlib.{name}:{node.lineno} from {target} import {', '.join(sorted(names))}")
+            elif target == "data.synthetic" and not names <= GENERATOR_API:
+                bad.append(f"clirlib.{name}:{node.lineno} from data.synthetic import {', '.join(sorted(names - GENERATOR_API))}")
+            elif target == "data" and "synthetic" in names:
+                bad.append(f"clirlib.{name}:{node.lineno} from data import synthetic")
+    assert not bad, bad

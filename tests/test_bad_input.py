@@ -553,6 +553,7 @@ def test_stale_generate_folders_are_cleaned(tmp_path, monkeypatch):
         d.mkdir(parents=True)
         (d / "part.txt").write_text("half written")
     monkeypatch.setattr(synthetic.writing, "manifest_ok", lambda *a: True)  # the collection itself is complete
+    monkeypatch.setattr(synthetic.writing, "complete_collection", lambda *a: [])  # with every part
     assert synthetic.generate_benchmark("ci", out_dir=root) == root
     assert not dead.exists() and live.exists() and other.exists()
 

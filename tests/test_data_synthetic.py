@@ -36,8 +36,9 @@ def ci_root(tmp_path_factory):
 
 def test_same_seed_same_bytes_other_seed_differs(ci_root, tmp_path):
     again = generate_benchmark("ci", seed=0, out_dir=tmp_path / "again")
-    # queries; docs + qrels per language; 5 Polyglot files; manifest; 4 KG files per language (issue 14)
-    assert len(digest(ci_root)) == 1 + 4 * 2 + 5 + 1 + 4 * 4
+    # queries; docs + qrels per language; 5 Polyglot files; manifest; 4 KG files per language (issue 14);
+    # a domains file per language (issue 24)
+    assert len(digest(ci_root)) == 1 + 4 * 2 + 5 + 1 + 4 * 4 + 4
     assert digest(again) == digest(ci_root)
     other = digest(generate_benchmark("ci", seed=1, out_dir=tmp_path / "other"))
     assert other.keys() == digest(ci_root).keys()
@@ -142,7 +143,7 @@ def test_default_profile_splits_and_determinism(tmp_path):
 def test_write_texts_matches_generate_benchmark(ci_root, tmp_path):
     texts = {k: v for k, v in digest(synthetic.write_texts("ci", 0, tmp_path / "t")).items() if k != "manifest.json"}
     full = digest(ci_root)
-    assert texts == {k: v for k, v in full.items() if k.startswith(("wiki-clir/", "kg/"))}  # kg/: issue 14
+    assert texts == {k: v for k, v in full.items() if k.startswith(("wiki-clir/", "kg/", "domains/"))}  # issues 14, 24
 
 
 def _file_tokens(path, column):
@@ -264,8 +265,9 @@ def test_generator_uses_no_loss_or_model():
     forbidden = {"losses", "similarity", "encoders", "train", "experiments", "fast", "train_config", "claims", "reproduction"}
     folder = Path(clirlib.data.__file__).parent
     files = [*sorted((folder / "synthetic").glob("*.py")),
-             *(folder / n for n in ("embeddings.py", "calibration.py", "sampling.py", "languages.py", "polyglot.py"))]
-    assert len(files) == 6 + 6  # the generator's six stage modules (kg: HIKE's graph) and its package file, and the rest
+             *(folder / n for n in ("embeddings.py", "calibration.py", "sampling.py", "languages.py", "polyglot.py",
+                                    "domains.py"))]
+    assert len(files) == 7 + 6  # the generator's six stage modules (kg: HIKE's graph) and its package file, and the rest
     for path in files:
         name = path.name
         tree = ast.parse(path.read_text())
@@ -300,6 +302,16 @@ CI_TEXT_SHA256 = {
 }
 
 
+#: The files the generator added later (issue 24: each query's concept and domain), ci, seed 0.
+CI_DOMAINS_SHA256 = {
+    "domains/fr.tsv": "c4b9016ab87682bd1922742f53af41298e6c12f8993ec64d7a167cdc833d697f",
+    "domains/it.tsv": "9bd76f24921411ff7ddd7f87be201fc0853db25f48f4a6113e0530db4bbb494b",
+    "domains/sw.tsv": "44d468bce57fa9dde5262e200eb14a230f5220a676d4e0c202b873410c7793fd",
+    "domains/tl.tsv": "ed9b98768b7c2a2362d5f959d49e8214c42651f22af491eeb77910b268e60d16",
+}
+
+
 def test_ci_text_files_are_byte_identical_to_the_recorded_hashes(ci_root):
     got = {k: v for k, v in digest(ci_root).items() if k in CI_TEXT_SHA256}
     assert got == CI_TEXT_SHA256
+    assert {k: v for k, v in digest(ci_root).items() if k.startswith("domains/")} == CI_DOMAINS_SHA256

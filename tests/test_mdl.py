@@ -4,6 +4,7 @@ the random-label control near chance on the ci profile."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,6 +13,9 @@ import numpy as np
 import pytest
 import torch
 
+from clirlib import profiles
+from clirlib.data import load_dataset, synthetic
+from clirlib.data.synthetic.concepts import query_ids
 from clirlib.systems import mdl
 
 
@@ -99,16 +103,20 @@ def test_infer_does_not_depend_on_call_order():
     assert np.array_equal(a, mdl.infer(model, texts[3], 0))
 
 
-def test_true_domains_replay_the_generator():
-    from clirlib.data import load_dataset
-
+def test_true_domains_are_read_from_the_benchmark():
     ds = load_dataset("ci", "sw")
-    dom = mdl.true_domains("ci", "sw", 0)
+    dom = mdl.true_domains(ds)  # domains/sw.tsv, written by the generator with the benchmark
     root = ds.info["root"]
     with open(f"{root}/swahili/en2sw.rel") as f:
         with_mr = {line.split()[0] for line in f if line.split()[2] == "2"}
     assert set(dom) == with_mr  # every query with an MR document, and nothing else
     assert set(ds.query_ids) <= set(dom)
+    # the generator's own truth (the test replays it; MDL does not)
+    universes = {lg: synthetic.build_universe("ci", lg, 0) for lg in profiles.LANGS}
+    assert dom == {str(q): int(universes["sw"].domain[c]) for q, lg, c, mr in query_ids(universes, 0)
+                   if lg == "sw" and mr}
+    with pytest.raises(ValueError, match="needs the embedded benchmark"):
+        mdl.true_domains(dataclasses.replace(ds, info={**ds.info, "source": "wikiclir"}))
 
 
 def test_random_label_control_fails_the_learning_gate_on_ci():
@@ -124,7 +132,6 @@ def test_random_label_control_fails_the_learning_gate_on_ci():
 
 def test_same_config_same_scores():
     from clirlib import systems
-    from clirlib.data import load_dataset
 
     ds = load_dataset("ci", "tl")
     cfg = systems.config("mdl", dataset="ci", lang="tl", epochs=2, d2v_epochs=3)

@@ -159,8 +159,11 @@ def _text_lines(path: Path, skipped: dict[str, int] | None = None) -> Iterable[t
             yield lineno, line.rstrip("\r\n")
 
 
-def _rows(path: Path, header: tuple[str, ...], skipped: dict[str, int] | None = None
-          ) -> Iterable[tuple[int, list[str]]]:
+def tsv_rows(path: Path, header: tuple[str, ...], skipped: dict[str, int] | None = None
+             ) -> Iterable[tuple[int, list[str]]]:
+    """(line number, fields) of each line under ``header`` of a tab-separated file, every
+    malformed line a ``DataFormatError`` (the rules of the module docstring; the KG's files
+    and the benchmark's ``domains/<lang>.tsv``, :mod:`clirlib.data.domains`, use it)."""
     seen_header = False
     for lineno, line in _text_lines(path, skipped):
         if not seen_header:
@@ -188,7 +191,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
             raise DataFormatError(f"{folder}: no {name} (a KG folder holds entities.tsv, labels.tsv, triples.tsv)")
     ids, types, index, skipped = [], [], {}, {}
     path = folder / "entities.tsv"
-    for lineno, (e, t) in _rows(path, ENTITY_HEADER, skipped):
+    for lineno, (e, t) in tsv_rows(path, ENTITY_HEADER, skipped):
         if not e:
             raise DataFormatError(f"{path}:{lineno}: empty entity id")
         if e in index:
@@ -202,7 +205,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
     descs: dict[str, list[str]] = {}
     seen: set[tuple[str, str]] = set()
     path = folder / "labels.tsv"
-    for lineno, (e, lang, lab, desc) in _rows(path, LABEL_HEADER, skipped):
+    for lineno, (e, lang, lab, desc) in tsv_rows(path, LABEL_HEADER, skipped):
         if e not in index:
             raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
         if (e, lang) in seen:
@@ -216,7 +219,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
                               f"could be linked to an entity")
     heads, rels, tails, relations, rel_index = [], [], [], [], {}
     path = folder / "triples.tsv"
-    for lineno, (h, r, t) in _rows(path, TRIPLE_HEADER, skipped):
+    for lineno, (h, r, t) in tsv_rows(path, TRIPLE_HEADER, skipped):
         for x in (h, t):
             if x not in index:
                 raise DataFormatError(f"{path}:{lineno}: unknown entity {x!r} (not in entities.tsv)")
@@ -228,6 +231,12 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         tails.append(index[t])
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
                           np.asarray(tails, np.int64), relations, skipped)
+
+
+def benchmark_kg_folder(root: str | Path, lang: str) -> Path:
+    """``<root>/kg/<lang>``: the KG folder of document language ``lang`` that the embedded
+    benchmark's generator writes into its root folder (with ``gold_links.tsv``)."""
+    return Path(root) / "kg" / lang
 
 
 def kg_files(kg_dir: str | Path, lang: str) -> list[Path]:
@@ -246,7 +255,7 @@ def read_gold_links(folder: str | Path) -> dict[str, list[str]] | None:
     if not path.is_file():
         return None
     out: dict[str, list[str]] = {}
-    for _, (q, e) in _rows(path, LINK_HEADER):
+    for _, (q, e) in tsv_rows(path, LINK_HEADER):
         out.setdefault(q, []).append(e)
     return out
 

@@ -57,8 +57,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import determinism, env
-from ..data.kg import read_gold_links, read_kg
-from ..data.synthetic.kg import ensure_benchmark_kg
+from ..data.kg import benchmark_kg_folder, read_gold_links, read_kg
 from ..data.text import tokenize
 from ..entity_linking import label_index, link, link_quality
 from ..metrics import METRICS, METRIC_NAMES, RankedLists
@@ -233,8 +232,11 @@ class Hike(System):
             folder = Path(cfg.kg_dir)
             if (folder / dataset.lang / "entities.tsv").is_file():
                 folder = folder / dataset.lang
-        elif dataset.info.get("source") == "synthetic":
-            folder = ensure_benchmark_kg(dataset.info["benchmark_root"], dataset.info["profile"], cfg.data_seed) / dataset.lang
+        elif dataset.info.get("source") == "synthetic":  # the KG the generator wrote; a fit only reads it
+            folder = benchmark_kg_folder(dataset.info["benchmark_root"], dataset.lang)
+            if not folder.is_dir():
+                raise ValueError(f"{folder}: the benchmark has no KG (generated before it existed and not completed: "
+                                 f"clirlib.data.load_dataset adds it, where the folder can be written)")
         else:
             raise ValueError("HIKE with a knowledge graph on real data needs kg_dir (--kg DIR); "
                              "without it use kg='none' (the vanilla cross-encoder)")

@@ -22,8 +22,8 @@ module is our reading of it, on clirlib's splits:
    10 so that m = 9 of the sweep still leaves unlabelled topics): 10 on ``ci``, 19 on
    ``default``, 794 on ``paper``. Controls: ``labels="random"`` (m distinct topics drawn
    uniformly per pair: the paper's Table 6) and ``labels="true"`` (one-hot of the
-   concept's domain from the embedded benchmark's generator, the topic truth LDA can at
-   best recover; :func:`true_domains`).
+   concept's domain, which the embedded benchmark's generator writes in
+   ``domains/<lang>.tsv``: the topic truth LDA can at best recover; :func:`true_domains`).
 3. **Model** (Sec. 3.3-3.4): per language an encoder f and a decoder g of three fully
    connected layers (1024 hidden units, code of 512; ReLU after each hidden layer, none
    on the code or the reconstruction, so codes can point anywhere for the cosine), and
@@ -63,10 +63,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import determinism, profiles
-from ..data import synthetic as syn
-from ..data.synthetic.concepts import query_ids
-from ..profiles import LANGS
+from .. import determinism
+from ..data.domains import mr_query_domains
 from ..validate import ConfigError
 from . import System, SystemConfig, register, token_texts
 from .doc2vec import Representations, infer, train_doc2vec  # noqa: F401 (re-exported)
@@ -167,14 +165,13 @@ def random_labels(n: int, n_topics: int, m: int, seed: int) -> np.ndarray:
     return y
 
 
-def true_domains(profile: str, lang: str, data_seed: int) -> dict[str, int]:
-    """Query id -> domain of its concept, replayed from the embedded benchmark's generator
-    (the same universes, and the ids of ``data.synthetic.concepts.query_ids``)."""
-    p = profiles.SIZES[profile]
-    universes = {lg: syn.build_universe(p, lg, data_seed) for lg in LANGS}
-    u = universes[lang]
-    return {str(qid): int(u.domain[c]) for qid, lg, c, has_mr in query_ids(universes, data_seed)
-            if lg == lang and has_mr}  # queries with an MR document only
+def true_domains(dataset) -> dict[str, int]:
+    """Query id -> domain of its concept, for the queries with an MR document of an embedded
+    benchmark ``dataset``: read from ``domains/<lang>.tsv``, which the generator writes with
+    the benchmark (``clirlib.data.domains``); nothing is replayed."""
+    if dataset.info.get("source") != "synthetic":
+        raise ValueError("labels='true' needs the embedded benchmark (its generator wrote the topics)")
+    return mr_query_domains(dataset.info["benchmark_root"], dataset.lang)
 
 
 # --------------------------------------------------------------------------- the model
@@ -327,10 +324,7 @@ class MDL(System):
         if cfg.labels == "random":
             return random_labels(len(qrows), C, cfg.m, seed)
         if cfg.labels == "true":
-            profile = dataset.info.get("profile")
-            if profile is None:
-                raise ValueError("labels='true' needs the embedded benchmark (its generator knows the topics)")
-            dom = true_domains(profile, dataset.lang, int(dataset.info["seed"]))
+            dom = true_domains(dataset)
             d = np.array([dom[dataset.query_ids[q]] for q in qrows])
             y = np.zeros((len(d), int(max(dom.values())) + 1), dtype=np.float32)
             y[np.arange(len(d)), d] = 1.0

@@ -8,8 +8,10 @@ byte-identical files; the sizes per profile are ``clirlib.profiles.SIZES``.
 One module per stage: ``settings`` (languages, Table 1's SR counts, the difficulty
 knobs), ``lexicon`` (the words of every language), ``concepts`` (concepts, domains,
 keywords, the link graph), ``texts`` (token streams of queries and articles), ``writing``
-(embeddings, the WikiCLIR files, the manifest; ``generate_benchmark``), ``kg`` (HIKE's
-knowledge graph of the benchmark).
+(embeddings, the WikiCLIR files, each query's domain, the manifest; ``generate_benchmark``),
+``kg`` (HIKE's knowledge graph of the benchmark). Everything the generator knows is written
+with the benchmark (issue 24): outside this package nothing replays it, and only
+``generate_benchmark`` completes a folder generated before a file existed.
 
 No word string is shared between English and a document language, so a model has to
 learn the cross-lingual alignment. The difficulty (``DIFFICULTY``) is set by a

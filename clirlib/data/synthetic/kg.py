@@ -15,7 +15,9 @@ neighbour concepts whose title meaning the generator drew into the query (anchor
 the link category), whatever surface form (synonym) it was rendered in.
 
 The graph is drawn from its own random streams (``rng(seed, "kg", ...)``) and only reads
-the generator's (replayed) streams, so every other benchmark file keeps its bytes.
+the generator's (replayed) streams, so every other benchmark file keeps its bytes. It is
+written once, with the benchmark (``writing.write_collection``; a collection generated before
+the KG existed is completed by ``generate_benchmark``); HIKE only reads it.
 The format, the readers and the :class:`~clirlib.data.kg.KnowledgeGraph` are in :mod:`clirlib.data.kg`.
 """
 
@@ -25,16 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import atomic
 from ...determinism import rng
-from ...profiles import LANGS, SIZES
-from ..kg import KnowledgeGraph, write_kg
-from .concepts import build_universe, query_ids
-from .lexicon import candidates, lexicons
-from .settings import DIFFICULTY
+from ...profiles import LANGS
+from ..kg import KnowledgeGraph, benchmark_kg_folder, write_kg
+from .concepts import query_ids
+from .lexicon import candidates
 from .texts import query_meanings, title_strings
 
 RELATIONS = ("linked_same_domain", "linked_other_domain")
+
+
+def entity_id(concept: int) -> str:
+    """The KG's id of a concept: ``E<concept>`` (also the ``entity`` of ``domains/<lang>.tsv``)."""
+    return f"E{concept}"
 
 
 def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple[KnowledgeGraph, dict[str, list[str]]]]:
@@ -66,7 +71,7 @@ def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple
             type_words[code] = words
         func = {code: [str(w) for w in lex[code].words[g.choice(d.n_function, size=3, replace=False)]]
                 for code in ("en", lang)}
-        ids = [f"E{c}" for c in range(u.n)]
+        ids = [entity_id(c) for c in range(u.n)]
         types = [f"domain{k}" for k in u.domain.tolist()]
         labels, descs = {}, {}
         for code in ("en", lang):
@@ -97,26 +102,7 @@ def benchmark_kg(p, seed: int, d, lex: dict, universes: dict) -> dict[str, tuple
 
 
 def write_benchmark_kg(root: str | Path, p, seed: int, d, lex: dict, universes: dict) -> None:
-    """Write ``<root>/kg/<lang>/`` for every document language (the generator's one call)."""
+    """Write ``<root>/kg/<lang>/`` for every document language (when the generator writes the
+    benchmark, or completes one generated before the KG existed: ``writing.complete_collection``)."""
     for lang, (kg, gold) in benchmark_kg(p, seed, d, lex, universes).items():
-        write_kg(kg, Path(root) / "kg" / lang, gold)
-
-
-def ensure_benchmark_kg(root: str | Path, profile: str, seed: int) -> Path:
-    """``<root>/kg``, written now if a benchmark generated before the KG existed lacks it.
-
-    The same files as the generator writes (same streams); written to a temporary folder
-    and renamed, so a concurrent reader never sees half a graph.
-    """
-    root = Path(root)
-    kg_dir = root / "kg"
-    if kg_dir.is_dir():
-        return kg_dir
-    p, d = SIZES[profile], DIFFICULTY
-    lex = lexicons(p.n_meanings, seed, d)
-    universes = {lang: build_universe(p, lang, seed, d) for lang in LANGS}
-    with atomic.temp_folder(kg_dir) as tmp:
-        write_benchmark_kg(tmp, p, seed, d, lex, universes)
-        if not kg_dir.exists():
-            atomic.replace_folder(tmp / "kg", kg_dir)
-    return kg_dir
+        write_kg(kg, benchmark_kg_folder(root, lang), gold)

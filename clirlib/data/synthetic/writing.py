@@ -2,13 +2,24 @@
 
 Writes ``wiki-clir/`` (queries, documents, qrels of all four document languages),
 ``polyglot/polyglot-<lang>.pkl`` (64-dimensional vectors learned per language from its own
-generated text only, never aligned across languages) and ``manifest.json`` (written last:
-its presence marks a complete collection). Same profile and seed give byte-identical files.
+generated text only, never aligned across languages), and what else the generator knows, so
+that no fit or evaluation replays it (issue 24, "data written once"): ``kg/<lang>/`` (HIKE's
+KG and gold links, ``synthetic.kg``) and ``domains/<lang>.tsv`` (each query's concept and its
+domain, ``clirlib.data.domains``); then ``manifest.json`` (written last: its presence marks a
+finished collection). Same profile and seed give byte-identical files.
+
+``kg/`` and ``domains/`` came after the first collections (``ADDED_PARTS``): a finished
+collection without them (same generator version: every other file has the bytes it would
+have now) is completed by :func:`generate_benchmark`, which ``load_dataset`` calls, with the
+same bytes a fresh generation writes (:func:`complete_collection`); the manifest lists no
+files, so it stays as it is.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,17 +31,21 @@ from ...cache import clean_stale
 from ...determinism import rng
 from ...profiles import LANGS, SIZES, Profile
 from ..blas import single_threaded_blas
+from ..domains import domains_file, write_domains
 from ..embeddings import train_embeddings
 from ..languages import WIKICLIR_LANGUAGES
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
-from .concepts import build_universe, query_ids
-from .kg import write_benchmark_kg
+from .concepts import Universe, build_universe, query_ids
+from .kg import entity_id, write_benchmark_kg
 from .lexicon import Lexicon, lexicons
 from .settings import DIFFICULTY, Difficulty
 from .texts import lengths_of, meanings, query_meanings, strings, title_strings
 
 #: Bump when the generated files change, so cached collections are regenerated.
 GENERATOR_VERSION = 2
+#: Folders the generator added after collections of this version were written; a finished
+#: collection without one is completed by :func:`complete_collection`, never regenerated.
+ADDED_PARTS = ("kg", "domains")
 
 
 def default_dir(profile: str, seed: int = 0) -> Path:
@@ -58,8 +73,9 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
 
     The root holds ``wiki-clir/`` (the WikiCLIR layout, all four document languages,
     since the English queries file is shared), ``polyglot/polyglot-<lang>.pkl`` and
-    ``manifest.json``. ``out_dir`` defaults to :func:`default_dir`. A finished collection
-    with the same generator version, profile and seed is reused; the files are written
+    ``manifest.json``, ``kg/`` and ``domains/`` (module docstring). ``out_dir`` defaults to
+    :func:`default_dir`. A finished collection with the same generator version, profile and
+    seed is reused (completed first if it lacks a part of ``ADDED_PARTS``); the files are written
     to a temporary folder that is renamed at the end, so an interrupted run never leaves
     a collection that looks complete. ``lang`` is only checked (all languages are written).
     """
@@ -72,6 +88,7 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     # Folders of killed writers (the PID in their name gone), never a live one's, however old.
     clean_stale(root.parent, patterns=(f".tmp-{root.name}-*", f".stale-{root.name}-*"))
     if not force and manifest_ok(root, p, seed):
+        _complete_or_warn(root, p, seed)
         return root
     if root.exists() and not (root / "manifest.json").exists() and any(root.iterdir()):
         raise FileExistsError(f"{root} exists and is not a generated benchmark (it has files but no manifest.json); "
@@ -81,6 +98,7 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
         with single_threaded_blas():
             write_collection(p, seed, tmp)
         if root.exists() and not force and manifest_ok(root, p, seed):  # another process finished first
+            _complete_or_warn(root, p, seed)
             return root
         atomic.replace_folder(tmp, root)
     return root
@@ -183,6 +201,7 @@ def write_collection(p: Profile, seed: int, root: Path, d: Difficulty | None = N
         _write_embeddings(root / "polyglot" / "polyglot-en.pkl", en_corpus, lex["en"], p, seed, "en")
 
     write_benchmark_kg(root, p, seed, d, lex, universes)  # kg/<lang>/ for HIKE, from its own streams (issue 14)
+    write_benchmark_domains(root, universes, ids)  # domains/<lang>.tsv (MDL's labels="true")
 
     manifest = {
         "generator_version": GENERATOR_VERSION,
@@ -193,6 +212,58 @@ def write_collection(p: Profile, seed: int, root: Path, d: Difficulty | None = N
     }
     # Written last: its presence marks a complete collection.
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def write_benchmark_domains(root: str | Path, universes: dict[str, Universe],
+                            ids: list[tuple[int, str, int, bool]]) -> None:
+    """``<root>/domains/<lang>.tsv`` of every document language: each query's concept (its KG
+    entity) and that concept's domain, in query id order (``ids``: ``concepts.query_ids``)."""
+    for lang in LANGS:
+        dom = universes[lang].domain
+        write_domains(domains_file(root, lang), ((qid, entity_id(c), int(dom[c]), has_mr)
+                                                 for qid, lg, c, has_mr in ids if lg == lang))
+
+
+def complete_collection(root: Path, p: Profile, seed: int) -> list[str]:
+    """Write the parts of ``ADDED_PARTS`` a finished collection of ``p`` and ``seed`` lacks (it
+    was generated before they existed) and return their names.
+
+    The same bytes as a fresh generation: the same writers on the same replayed universes,
+    lexicons and streams. Each part is written to a temporary folder inside ``root`` and
+    renamed into place, so a reader sees all of it or none of it; when another process
+    installs it first, its (identical) part is kept. Only the data layer calls this (through
+    :func:`generate_benchmark`); a fit only reads.
+    """
+    missing = [part for part in ADDED_PARTS if not (root / part).is_dir()]
+    if not missing:
+        return []
+    clean_stale(root, patterns=tuple(f".tmp-{part}-*" for part in ADDED_PARTS))
+    d = DIFFICULTY
+    with single_threaded_blas():
+        universes = {lang: build_universe(p, lang, seed, d) for lang in LANGS}
+        for part in missing:
+            with atomic.temp_folder(root / part) as tmp:
+                if part == "kg":
+                    write_benchmark_kg(tmp, p, seed, d, lexicons(p.n_meanings, seed, d), universes)
+                else:
+                    write_benchmark_domains(tmp, universes, query_ids(universes, seed))
+                try:
+                    os.rename(tmp / part, root / part)
+                except OSError:
+                    if not (root / part).is_dir():  # not another process's finished part: a real error
+                        raise
+    return missing
+
+
+def _complete_or_warn(root: Path, p: Profile, seed: int) -> None:
+    """:func:`complete_collection`; where the folder cannot be written (read-only, disk full)
+    the collection is still served, with one warning: only the readers of the missing part
+    (HIKE's KG, MDL's ``labels="true"``) then fail, naming the file."""
+    try:
+        complete_collection(root, p, seed)
+    except OSError as e:
+        warnings.warn(f"{root}: could not add {', '.join(x for x in ADDED_PARTS if not (root / x).is_dir())} "
+                      f"to this benchmark generated before they existed ({atomic.describe(e)})", stacklevel=3)
 
 
 def _write_embeddings(path: Path, corpus: list[tuple[np.ndarray, np.ndarray]], lex: Lexicon, p: Profile,
