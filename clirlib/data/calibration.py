@@ -1,46 +1,12 @@
 """How the embedded benchmark's difficulty is chosen: method-free, on a dev split of data seed 1.
 
-The generator (``synthetic``) has knobs (``Difficulty``) that make the task easier or
-harder. They are set from a statistic that involves no trained model, no loss, no
-threshold and no test split, so that no method is favoured by construction and the
-experiments' test data (data seed 0) are never looked at.
-
-The statistic: the meaning oracle
----------------------------------
-``oracle`` ranks each query's candidate pool (its MR, SR and NR documents, exactly as
-the loader builds them) by the TF-IDF cosine between the query and each document in the
-space of latent *meanings*: it knows every word's meaning in every language (so English
-and document-language words meet, and synonyms merge), drops function words (they have no
-meaning), uses raw term counts and ``idf = log(N / df)`` over the whole document
-collection of the language. It needs no training. Its P_mr@1 says how far the MR
-document can be told apart from the SR and NR documents by the vocabulary alone, given a
-perfect dictionary: the ceiling a bag-of-words ranker could reach if it learned the
-cross-lingual alignment perfectly. Two descriptive statistics are reported beside it:
-``mr_overlap`` / ``nr_overlap``, the mean share of a query's distinct content meanings
-that occur in its MR document / in one of its NR documents.
-
-Target (fixed before any measurement, written here first)
----------------------------------------------------------
-**Oracle P_mr@1 on the dev split of the ``default`` profile, French, data seed 1, in
-[0.80, 0.90].** Below 0.80 even a perfect dictionary leaves many MR documents
-indistinguishable from linked (SR) articles, so the models' scores would mostly measure
-noise in the data; above 0.90 the vocabulary almost decides the task and the differences
-between methods would be squeezed against the ceiling. French is the target because it
-has the most SR documents per query (12.6, Table 1), i.e. the hardest pools; the other
-languages are reported, not targeted. The dev split of seed 1 has 120 French queries,
-so the oracle's standard error is about 0.03 (column ``se``).
-
-Knob and rule
--------------
-The knob is the keyword share of the token mixtures (``keyword_share``): the share of
-query tokens drawn from the concept's keywords, with the documents' keyword share moved
-in the same proportion (today 0.53 for queries and 0.40 for documents) and the other
-categories rescaled so that each mixture sums to 1. Grid: ``KEYWORD_GRID``. Rule: keep
-the current setting when its oracle P_mr@1 is inside the band, otherwise take the grid
-value whose oracle P_mr@1 is closest to the band's centre (``choose``).
-
-Outcome: see ``synthetic``'s module docstring ("Difficulty") and notebook 01, which
-recomputes the table with :func:`calibrate` on the profile at hand.
+The generator's knobs (``Difficulty``) are set from a statistic that involves no trained
+model, loss, threshold or test split, so that no method is favoured by construction and the
+experiments' test data (data seed 0) are never looked at. The statistic is the *meaning
+oracle* (``oracle``), a TF-IDF ranker over latent meanings (a perfect dictionary); the
+target, oracle P_mr@1 on ``default`` French dev in [0.80, 0.90], was fixed before
+measuring; the knob is ``keyword_share`` over ``KEYWORD_GRID``, the rule ``choose``.
+Details, rationale and the outcome: docs/benchmark.md ("How the setting was chosen").
 """
 
 from __future__ import annotations
