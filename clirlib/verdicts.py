@@ -1,52 +1,14 @@
 """The decisions: every hypothesis of :mod:`clirlib.hypotheses` decided by one procedure (notebook 08).
 
-One comparison is one (side A, side B, metric) triple, e.g. SOSL vs MSE on French P_mr@1. Per-query test values are first
-averaged over seeds, then:
-
-- ``superiority`` (A > B): paired sign-flip randomization test of mean(A - B) = 0
-  (``stats.paired_randomization``; unpaired permutation test when A and B have different
-  queries), 95 % percentile-bootstrap interval of the effect. The comparison *holds* when
-  the Holm-adjusted p < 0.05 with a positive effect and the interval's lower end clears
-  the margin; it *does not hold* when Holm-adjusted p < 0.05 with a negative effect.
-- ``equivalence`` (A = B within +-margin): two one-sided tests read off the bootstrap
-  distribution, p = max(P*(effect <= -margin), P*(effect >= margin)); *holds* when the
-  Holm-adjusted p < 0.05; *does not hold* when the Holm-adjusted p of "|effect| > margin"
-  (the smaller one-sided bootstrap p that the effect lies beyond a margin) is < 0.05.
-- ``at_most`` (relative drop (A - B) / A at most ``margin``): bootstrap p of
-  "drop >= margin"; *holds* when Holm-adjusted p < 0.05 and the interval's upper end is
-  below the margin; *does not hold* when the Holm-adjusted p of "drop <= margin" is < 0.05.
-
-- ``closes_gap`` (A closes more than ``margin`` of the gap from B up to a reference
-  system ``ref``, e.g. class-balanced MSE closes most of the gap from MSE to SOSL): the
-  share (mean A - mean B) / (mean ref - mean B), queries resampled jointly; *holds* when
-  the Holm-adjusted bootstrap p of "share <= margin" is < 0.05 and the interval's lower
-  end is above the margin; *does not hold* when the Holm-adjusted p of "share >= margin"
-  is < 0.05.
-
-Anything else is *inconclusive*, and ``mde`` says which true effect would have been
-detected with 80 % power (``stats.min_detectable_effect`` at the Bonferroni level of the
-family, the worst case of Holm; for superiority the margin is added, for the others it is
-the distance from the margin that the test resolves).
-
-**The learning gate.** A system enters a verdict only if it learned something: on its dev
-candidate lists its dev NDCG@5 (the metric runs are early-stopped on; mean over seeds)
-beats a uniformly random order of the same lists significantly, by a one-sided test at
-``gate.ALPHA`` = 0.01 against the exact random-order distribution of each dev query's
-value, with the selection of the best epoch accounted for (``clirlib.gate``). The claims
-tables carry each system's gate numbers: dev value, random expectation, p. A claim is
-*not tested* when a system of it fails the gate or has fewer than ``MIN_SEEDS`` seeds;
-its comparisons are still computed and printed (effect, interval, p), only not decided.
-
-A claim quantifies over its comparisons ("in all languages and all metrics"), so it
-*holds* when every comparison holds, *does not hold* when any comparison does not hold,
-and is *inconclusive* otherwise. Beside the claim's row, the summary has one row per
-language (per pair of languages when a claim compares languages), decided by the same
-rule on that language's comparisons (Holm over the whole claim); the claim row says in how
-many languages the claim holds, and names the strongest comparison (the one whose
-interval lies furthest beyond the margin in the claim's direction) and the deciding one:
-the weakest holding one for *holds*, the strongest contrary one for *does not hold*, the
-one furthest from holding for *inconclusive* and *not tested*; its ``p_holm`` is that of
-the test that decided (the contrary test's for *does not hold*).
+One comparison is one (side A, side B, metric) triple, e.g. SOSL vs MSE on French P_mr@1;
+per-query test values are averaged over seeds, then tested by kind: ``superiority`` (paired
+sign-flip randomization test, ``stats.paired_randomization``, and a bootstrap interval),
+``equivalence`` (two one-sided bootstrap tests), ``at_most`` (a relative drop) and
+``closes_gap`` (share of the gap to a reference system), all Holm-adjusted at 0.05; anything
+else is *inconclusive*, with ``mde`` the effect 80 % power would detect. A system enters a
+verdict only if it passes the learning gate (``clirlib.gate``); otherwise, or with fewer
+than ``MIN_SEEDS`` seeds, its claims are *not tested*. A claim holds when every comparison
+holds, does not hold when any does not. Details: docs/conventions.md ("How a claim is decided").
 """
 
 from __future__ import annotations
