@@ -13,26 +13,9 @@ neighbours v^r_ne1..nek, chosen by TransE cosine (Eq. 3, ``clirlib.transe``). Th
 - the score (Eq. 8): f(q, d) = W_S [v_qd; e_kglang] + b_S;
 - the pairwise hinge loss (Eq. 9, :func:`~.hike_model.hinge_loss`).
 
-Choices where the paper is silent or does not fit a scalar ranker:
-
-- Entity vectors v^r_e are computed once, before training, with the initial encoder
-  and kept fixed, as the paper does to save time ("we save the embeddings of entity
-  information before training"); only v_qd is fine-tuned.
-- Several linked entities: e^r_kg is computed per entity and averaged over the query's
-  first ``max_entities`` = 3 linked entities; a query with none uses a learned "no entity"
-  vector per language in place of v^r_e and its neighbours.
-- Eq. 8 mentions a softmax; for one scalar score it is left out (the hinge loss ranks raw
-  scores).
-- Training: 1,600 (q, d+, d-) triples sampled per epoch from the training split, any
-  candidate with a higher label as d+ (MR > SR > NR), batches of 32, Adam with two
-  learning rates (the encoder's: 1e-5 for BERT as in the paper, 1e-3 for the small
-  encoder, which starts untrained; 1e-3 for the rest), at most 15 epochs, the epoch with
-  the best dev NDCG@5 kept, stop after ``patience`` = 5 epochs without a gain (the
-  project's rule for every system).
-- Speed without changing the model (issue 14): the encoder's last layer runs for the
-  [CLS] row only (``cross_encoder.cls_layer``), a training batch is packed in
-  ``train_buckets`` = 4 length groups, scoring sorts pairs by length and projects the
-  entity rows once per query; ``score_pairs_reference`` is the plain path tests compare.
+Choices where the paper is silent (fixed entity vectors, several entities averaged, no
+softmax in Eq. 8, the training schedule) and the speed-ups that keep the model
+(``score_pairs_reference`` is the plain path tests compare): docs/systems.md ("HIKE").
 
 Controls (``HikeConfig.kg``): ``full`` (linker + graph), ``none`` (v_qd alone: f = w^T
 v_qd + b, exactly a plain cross-encoder, the paper's "vanilla BERT"), ``shuffled`` (every
