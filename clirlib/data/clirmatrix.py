@@ -1,45 +1,14 @@
 """The CLIRMatrix reader (Sun and Duh 2020; HIKE's data, HIKE paper Section "Dataset"): files in,
 :class:`RankingDataset` out.
 
-CLIRMatrix judges, for each query (a Wikipedia title in the query language), about 100
-documents of the document language with a relevance level 0-6: levels 1-6 are
-Jenks-optimised bins of the BM25 score of the query in its own language's Wikipedia
-(6 = most relevant), 0 = "document not retrieved in the source language" (ir_datasets'
-``QRELS_DEFS``). HIKE uses MULTI-8 (``clirmatrix/<doc>/multi8/<query>/<split>``), 10,000
-train, 1,000 dev and 1,000 ``test1`` queries per pair, the 100 judged documents as the
-candidate list, NDCG@1/5/10 on the levels.
-
-File formats (as ir_datasets' ``CLIRMatrixQueries`` / ``CLIRMatrixQrels`` / ``TsvDocs`` parse them):
-
-- queries and judgements, one gzipped JSON-lines file per split:
-  ``{"src_id": "690", "src_query": "Aruba", "tgt_results": [["14013", 6], ["15050", 0], ...]}``;
-  blank lines are ignored;
-- documents, one gzipped TSV file per language: ``doc_id<TAB>text`` (exactly two columns).
-
-**Label rule** (the benchmark has three levels, NR 0 / SR 1 / MR 2):
-``6 -> MR``, ``1..5 -> SR``, ``0 -> NR`` (:data:`LEVEL_TO_LABEL`). Level 6 is CLIRMatrix's own
-"most relevant" class, the counterpart of WikiCLIR's inter-language-linked article;
-levels 1-5 are relevant to a lesser degree, as WikiCLIR's SR; level 0 is an explicit
-judgement of non-relevance. Every level-1..6 judgement of a selected query is kept. NR
-documents are sampled as on WikiCLIR, ``n_nr`` per query, seeded by the data seed and the
-query id (:func:`clirlib.data.sampling.sample_nr`), but from the query's judged level-0
-documents (the candidate list HIKE ranks) rather than from the whole collection; a query
-with fewer level-0 documents keeps them all (counted in ``info["skipped"]``), and the
-level-0 judgements not drawn are counted in ``info["levels"]``. Queries without a level-6
-document cannot have an MR document, so, as WikiCLIR's queries without an MR document,
-they are passed over and counted.
-
-Splits: given the three files (train, dev, test), the first queries of each (file order)
-with a usable level-6 document form that split (``split_sizes`` of them, or all); given one
-file, its first ``n_queries`` usable queries are split 3:1:1 at random like WikiCLIR
-(``sampling.split_queries``).
-
-A UTF-8 byte-order mark at the start of a file is dropped (ir_datasets' files have none;
-an editor may add one). Malformed lines raise :class:`DataFormatError` naming the file, the line and the problem
-(bad JSON, a missing field, a level outside 0-6, a document judged twice for one query,
-a query id repeated, a judged document missing from the documents file, a documents line
-without exactly two columns). Documents without any word in their text are skipped and
-counted, as on WikiCLIR; a query whose every level-6 document is such is passed over.
+Reads ir_datasets' files (gzipped JSON lines of queries and judged documents per split,
+gzipped ``doc_id<TAB>text`` per language) and maps CLIRMatrix's relevance levels 0-6 to the
+benchmark's three: ``6 -> MR``, ``1..5 -> SR``, ``0 -> NR`` (:data:`LEVEL_TO_LABEL`). NR
+documents are sampled from each query's judged level-0 documents
+(:func:`clirlib.data.sampling.sample_nr`); queries without a level-6 document are passed
+over and counted. Malformed lines raise :class:`DataFormatError` naming the file, the line
+and the problem. Formats, label rule, splits and what is skipped: docs/real-data.md
+("CLIRMatrix").
 """
 
 from __future__ import annotations
