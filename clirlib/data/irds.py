@@ -1,39 +1,14 @@
 """The real WikiCLIR through ir_datasets (Section 5, "Datasets"): ``--data irds:wikiclir/fr``.
 
 ir_datasets (MacAvaney et al. 2021) registers WikiCLIR (Sasaki et al. 2018) as
-``wikiclir/<lang>`` for every document language of the archive (``wikiclir/fr``,
-``wikiclir/sw``, ``wikiclir/en-simple``, ...). Its registry says which files a dataset is
-made of and where its cache keeps them (``$IR_DATASETS_HOME/wikiclir/source/wiki-clir/``,
-the archive extracted); this module asks it, checks that the cache holds them, and reads
-them with the streaming reader :func:`clirlib.data.wikiclir.load_wikiclir` (the same
-format ir_datasets' own ``TsvQueries`` / ``TsvDocs`` / ``TrecQrels`` parse; the tests
-cross-check the two on a fixture). Reading the 1.9-million-document French file through
-``docs_iter()`` would parse every text in Python twice, and ``docs_store()`` would first
-write an lz4 index of the whole collection; the streaming reader keeps only the
-documents the sampled candidate pools need. The paper's selection, the 3:1:1 split and
-the seeded NR sampling are the reader's (``clirlib.data.sampling``).
-
-Nothing is downloaded: with no cache the error says what to download and where (the
-address comes from ir_datasets' own download table).
-
-``irds:wikiclir`` (no language) takes the language from the config's ``lang``;
-``irds:wikiclir/fr`` names it and must agree with ``lang``.
-
-CLIRMatrix (Sun and Duh 2020, the HIKE paper's data) is read the same way:
-``irds:clirmatrix/<doc lang>/<variant>/<query lang>`` (the official train, dev and test1
-files as the three splits; HIKE's set is ``irds:clirmatrix/fr/multi8/en``) or with a split,
-``irds:clirmatrix/fr/multi8/en/test1`` (that file alone, split 3:1:1). The ids are
-ir_datasets' own (``clirmatrix/<doc>/{multi8,bi139-base,bi139-full}/<query>/{train,dev,test1,test2}``,
-checked against its registry's patterns without resolving them, which would download).
-ir_datasets' cache layout (``ir_datasets/datasets/clirmatrix.py``, 0.6): under
-``$IR_DATASETS_HOME/clirmatrix/``, ``clirmatrix_downloads.json.gz`` is CLIRMatrix's own
-download table (fetched once from the address in ir_datasets' ``etc/downloads.json``), a
-JSON object whose context ``clirmatrix_docs`` maps ``docs/<lang>`` and whose contexts
-``clirmatrix_multi8`` / ``clirmatrix_bi139_base`` / ``clirmatrix_bi139_full`` map
-``queries/<query lang>_<doc lang>/<split>`` to ``{url, expected_md5, cache_path}``; each
-file is kept at ``$IR_DATASETS_HOME/clirmatrix/<cache_path>`` (gzip, read by
-:mod:`clirlib.data.clirmatrix`). The paths come from that table, so they are the ones
-ir_datasets would use; nothing is fetched, a missing file is named with its address.
+``wikiclir/<lang>``; this module asks its registry which files a dataset is made of and
+where its cache keeps them, checks that the cache holds them, and reads them with the
+streaming reader :func:`clirlib.data.wikiclir.load_wikiclir`. ``irds:wikiclir`` (no
+language) takes the language from the config's ``lang``; ``irds:wikiclir/fr`` names it and
+must agree with ``lang``. CLIRMatrix (Sun and Duh 2020, the HIKE paper's data) is read the
+same way: ``irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>]``, with
+:mod:`clirlib.data.clirmatrix`. Nothing is downloaded: a missing file is named with its
+address. Why not ``docs_iter()``, and the cache layout: docs/real-data.md ("Through ir_datasets").
 """
 
 from __future__ import annotations
