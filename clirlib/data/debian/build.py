@@ -2,37 +2,13 @@
 
 Debian's translated package descriptions pair an English description with its
 translation by ``Description-md5`` (the MD5 of the English text). From apt's index files
-(:mod:`.index`) :func:`build` writes what ``clirlib.data.wikiclir`` reads:
-
-- ``wiki-clir/english/wiki_en.queries``: one query per English description (packages
-  whose descriptions are the same text share it): ``md5<TAB>package names<TAB>query``,
-  the query being the synopsis and the first sentence of the extended description (up to
-  the first ".", "!" or "?" followed by a space and a capital letter) with the packages'
-  names removed (as WikiCLIR removes the title). Lines are sorted by md5, a fixed order
-  unrelated to names, so the loader's "first n queries" is a spread sample. The file
-  depends on the English files only, so every language built into one folder shares it.
-- ``wiki-clir/<language>/wiki_<lang>.documents``: one document per distinct translated
-  text (texts with the same tokens are merged: no MR document ties with a copy of itself),
-  ``id<TAB>package names<TAB>synopsis and paragraphs``; the id is the smallest md5 of the
-  descriptions merged into it; sorted by id.
-- ``wiki-clir/<language>/en2<lang>.rel``: ``md5 id 2`` for the translation (MR), ``md5 id 1``
-  for SR: the translated descriptions of related packages, (a) the other binary packages
-  built from the same source package (``Source``, or the package's own name) and (b) the
-  packages the query's packages name in ``Depends`` or ``Recommends`` (every alternative
-  of ``a | b``; names that are not a package of the ``Packages`` file, e.g. virtual ones,
-  are left out), minus the MR document itself.
-- ``polyglot/polyglot-en.pkl`` and ``polyglot-<lang>.pkl`` (unless ``embeddings=False``):
-  64-dimensional monolingual vectors trained on that language's descriptions only (every
-  English description; every translated document), by the generator's count-based method
-  (``clirlib.data.embeddings``: PPMI of a window-5 co-occurrence, rank-64 SVD, a random
-  rotation per language), over the words that occur at least ``EMBEDDING_MIN_COUNT`` times.
-  Never aligned across languages, as Polyglot's are not.
-- ``debian-<lang>.json``: the input files' SHA-256, what was merged or left out, and the
-  statistics of :func:`stats_table` (Table 1's columns and the share of query tokens that
-  occur in the MR document).
-
-NR documents are not written: the loader samples them from the whole documents file, as
-for WikiCLIR. The same index files give the same bytes.
+(:mod:`.index`) :func:`build` writes what ``clirlib.data.wikiclir`` reads: the queries
+(English descriptions), the documents (distinct translated texts), the relevance file (the
+translation as MR, related packages' translations as SR), Polyglot-format embeddings per
+language (``clirlib.data.embeddings``, words seen ``EMBEDDING_MIN_COUNT`` times) and
+``debian-<lang>.json`` (input SHA-256s, what was merged or left out, :func:`stats_table`'s
+statistics). NR documents are sampled by the loader, as for WikiCLIR. The same index files
+give the same bytes. The rules for each file: docs/debian.md ("Rules").
 """
 
 from __future__ import annotations
