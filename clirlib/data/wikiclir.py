@@ -17,12 +17,8 @@ this language, a 3:1:1 split and ``n_nr`` NR documents per query (see ``sampling
 The embedded benchmark passes explicit ``split_sizes`` instead of the 3:1:1 rule (its
 ``default`` profile has a larger test split); real data keeps 3:1:1.
 
-The French documents file has 1.9 million articles, so it is streamed twice: pass 1
-keeps one 64-bit key, the line number and an "has text" flag per document (for
-duplicate checks, id lookups and NR sampling by position); pass 2 tokenises only the
-documents the sampled candidate pools use. The qrels file is also read twice (MR pairs
-of every query, then all pairs of the selected queries). Memory therefore grows with the
-selected pools, not with the collection's text.
+The documents and qrels files are streamed twice, so memory grows with the selected pools,
+not with the collection's text (docs/real-data.md, "WikiCLIR files").
 
 The loader reads (``wikiclir_format``: one validating pass over documents and qrels; ids,
 headers, byte-order marks), selects and samples (``wikiclir_select``). When no query is usable the error names the
