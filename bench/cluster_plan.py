@@ -4,7 +4,7 @@
    (average pooling, DSSM-CNN, DSSM-LSTM): ``clirlib.train.train`` for a few epochs on a
    synthetic dataset of the paper's shapes (``bench/common.training_dataset``: vocabulary
    100k, queries 8-30 tokens, documents 50-300), and ``score_split`` for scoring.
-2. Cost every run of the paper profile's grids (``clirlib.reproduction``: Table 2, Table 3
+2. Cost every run of the paper profile's grids (``clirlib.studies.reproduction``: Table 2, Table 3
    with the LSTM read-outs, Figure 4 with its seed runs, Figure 5; cached runs shared
    between grids counted once) as
    ``epochs x (train pairs x t_train + dev pairs x t_score) + test pairs x t_score``, with
@@ -15,7 +15,7 @@
    running one task with ``CLIRLIB_THREADS`` threads, on CPUs only and with one GPU per
    worker (assumption, not measured here: no GPU on this machine; a DSSM run is
    ``--gpu-speedup`` times faster on a GPU, 10 by default, average pooling stays on the CPU
-   as ``clirlib.executors`` schedules it).
+   as ``clirlib.runs.executors`` schedules it).
 
     python bench/cluster_plan.py [--gpu-speedup 10] [--json out.json]
 
@@ -74,7 +74,8 @@ def measure(epochs: int = 3, scale: float = 1.0) -> dict[str, dict[str, float]]:
 
 def paper_runs() -> list:
     """Every distinct config of the paper profile's grids."""
-    from clirlib import experiments, reproduction as r
+    from clirlib.runs import experiments
+    from clirlib.studies import reproduction as r
 
     grid4 = [r.base("paper", None, "fr", epsilon=e, thresholds=t) for e in r.EPSILONS
              for t in experiments.settings("paper")["threshold_grid"]]

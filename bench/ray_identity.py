@@ -6,7 +6,7 @@ budget; this is the full check a maintainer runs (``make ray-check``; a section 
 
 1. ``python -m clirlib reproduce --profile ci`` serially, with ``CLIRLIB_HOME`` an empty
    folder holding a copy of ``notebooks/`` and of the generated ci benchmark (``data/``);
-2. a two-node loopback cluster (``clirlib.raycluster.LocalCluster``: ``ray start --head``
+2. a two-node loopback cluster (``clirlib.runs.raycluster.LocalCluster``: ``ray start --head``
    plus a second node joining by address, each with its declared CPUs, torn down by the
    process groups it recorded), and the same reproduce with ``--executor ray --address``
    into a second such folder;
@@ -144,7 +144,7 @@ def git_commit() -> str:
 
 def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib", notebooks: list[str] | None = None) -> dict:
     from clirlib import determinism
-    from clirlib.raycluster import LOOPBACK_ENV, LocalCluster
+    from clirlib.runs.raycluster import LOOPBACK_ENV, LocalCluster
 
     threads = determinism.DEFAULT_THREADS
     if min(cpus) < threads:
@@ -293,7 +293,7 @@ def markdown(res: dict, report: dict, level: str = "##") -> list[str]:
           f"`notebooks/` and the generated ci benchmark): {res['serial_seconds'] / 60:.1f} min, mean load "
           f"{res['serial_load']['mean']:.1f}.",
           f"2. The same with `--executor ray --address <head>` into a second empty home, on a two-node loopback "
-          f"cluster (`clirlib.raycluster.LocalCluster`, {res['cpus'][0]} + {res['cpus'][1]} CPUs declared, "
+          f"cluster (`clirlib.runs.raycluster.LocalCluster`, {res['cpus'][0]} + {res['cpus'][1]} CPUs declared, "
           f"{res['threads']} per task; started in {res['cluster_start_seconds']:.0f} s, {res.get('nodes_alive', '?')} "
           f"nodes alive at the end, torn down by process group): {res['ray_seconds'] / 60:.1f} min, mean load "
           f"{res['ray_load']['mean']:.1f}.",

@@ -1,12 +1,12 @@
 """Per-task data overhead of the Ray executor: the dataset once per node vs once per task.
 
-Starts a two-node loopback Ray cluster (``clirlib/raycluster.py``: one CPU per node), puts
-one profile's French dataset in the object store as ``clirlib.executors.RayExecutor``
+Starts a two-node loopback Ray cluster (``clirlib/runs/raycluster.py``: one CPU per node), puts
+one profile's French dataset in the object store as ``clirlib.runs.executors.RayExecutor``
 does, and times:
 
 - ``empty``: tasks that do nothing (Ray's own per-task cost);
 - ``with dataset``: tasks that get the dataset as the executor's tasks do
-  (``clirlib.executors.worker_dataset``: the object ref in a list, read from the node's
+  (``clirlib.runs.executors.worker_dataset``: the object ref in a list, read from the node's
   object store once per worker process; the first task on a node waits for the one
   transfer);
 - ``bare ref``: tasks that take the ref as an argument, which Ray resolves (unpickles)
@@ -40,13 +40,13 @@ def _empty(_=None) -> int:
 
 def _warm() -> int:
     import clirlib.data  # noqa: F401  (torch and clirlib imported once per worker, before timing)
-    import clirlib.executors  # noqa: F401
+    import clirlib.runs.executors  # noqa: F401
 
     return 0
 
 
 def _with_dataset(box) -> int:
-    from clirlib.executors import worker_dataset
+    from clirlib.runs.executors import worker_dataset
 
     return len(worker_dataset(box).splits["train"])
 
@@ -64,7 +64,7 @@ def _load_per_task(profile: str) -> int:
 
 def measure(profile: str = "ci", tasks: int = 20) -> dict:
     """Start the two-node cluster, time the four kinds of task, tear the cluster down (by PID)."""
-    from clirlib.raycluster import LOOPBACK_ENV, LocalCluster, short_temp_dir
+    from clirlib.runs.raycluster import LOOPBACK_ENV, LocalCluster, short_temp_dir
 
     os.environ.update(LOOPBACK_ENV)
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -147,7 +147,7 @@ def markdown(res: dict, report: dict) -> list[str]:
     L = [f"## Ray executor: data once per node (issue 15)", ""]
     if "error" in res:
         return L + [f"Not measured: {res['error']}. Rerun `python bench/ray_overhead.py --profile {res['profile']}`.", ""]
-    L += [f"A two-node Ray cluster on 127.0.0.1 (`clirlib/raycluster.py`, one CPU per node), the {res['profile']} "
+    L += [f"A two-node Ray cluster on 127.0.0.1 (`clirlib/runs/raycluster.py`, one CPU per node), the {res['profile']} "
           f"profile's French dataset: the driver reads it in {res['driver_load_s']:.1f} s and puts it in the object "
           f"store in {res['put_s'] * 1e3:.0f} ms, once. Time per task per worker ({res['tasks']} tasks of each "
           "kind; loading in each task: a fifth as many):", "",

@@ -75,7 +75,7 @@ def main() -> int:
     os.symlink(ROOT / "data", Path(home) / "data")
     os.environ["CLIRLIB_HOME"] = home
     os.environ.setdefault("CLIRLIB_PROGRESS", "0")
-    from clirlib import experiments
+    from clirlib.runs import experiments
     from clirlib.train import TrainConfig
 
     failures = 0

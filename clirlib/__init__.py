@@ -9,7 +9,7 @@ Modules, one per concept of the paper:
 - ``metrics``     the seven ranking metrics of Tables 2 and 3
 - ``data``        the embedded WikiCLIR-like benchmark and the real WikiCLIR / Polyglot loaders
 - ``train``       the training loop of Section 5 (Adam, batch 128, clipping)
-- ``experiments`` a cached experiment runner used by the notebooks
+- ``runs``, ``studies``: the run machinery (cached runner, executors); the notebooks' studies
 - ``paths``, ``determinism``, ``reported``: where things live, seeds, the paper's numbers
 """
 

@@ -47,14 +47,14 @@ def _given_options(parser: argparse.ArgumentParser, arg_strings: list[str]) -> s
 
 
 def _records_pack(args: argparse.Namespace) -> int:
-    from . import shipped  # torch-heavy (the benchmark generator's version): imported when the command runs
+    from .runs import shipped  # torch-heavy (the benchmark generator's version): imported when the command runs
 
     shipped.pack_local(args.profile, code=args.code)
     return 0
 
 
 def _records_verify(args: argparse.Namespace) -> int:
-    from . import verify  # torch-heavy: imported when the command runs
+    from .runs import verify  # torch-heavy: imported when the command runs
 
     return verify.run(args.n, args.seed)
 

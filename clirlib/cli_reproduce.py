@@ -21,7 +21,7 @@ import pandas as pd
 
 from . import atomic, env, paths
 from .precheck import precheck
-from .raycluster import LOOPBACK_ENV, LocalCluster, probe, short_temp_dir
+from .runs.raycluster import LOOPBACK_ENV, LocalCluster, probe, short_temp_dir
 from .validate import ConfigError
 
 #: The notebook that writes tables/claims_summary.csv, which the README's claims table mirrors.
@@ -207,7 +207,7 @@ def _relay_ray_events():
     """While the notebooks run, print the lines the kernels' grids append to the Ray events
     log (``executors.events_log``: node deaths, retries) on this terminal: the kernels'
     own stderr goes to kernels.log."""
-    from .executors import events_log  # torch-heavy (executors -> experiments -> train)
+    from .runs.executors import events_log  # torch-heavy (executors -> experiments -> train)
 
     log = events_log()
     start = log.stat().st_size if log.exists() else 0
@@ -240,10 +240,10 @@ def _relay_ray_events():
 
 
 def _executor_env(args: argparse.Namespace):
-    """Name the executor for the notebook kernels (``clirlib.executors.get_executor`` reads
+    """Name the executor for the notebook kernels (``clirlib.runs.executors.get_executor`` reads
     it). ``ray`` without an address: one local loopback Ray instance for every notebook,
     started here; returns the function that stops it."""
-    from .executors import EXECUTORS  # torch-heavy, as above
+    from .runs.executors import EXECUTORS  # torch-heavy, as above
 
     if args.executor not in EXECUTORS:
         raise ValueError(f"unknown executor {args.executor!r}; choose one of {', '.join(EXECUTORS)}")
@@ -269,8 +269,8 @@ def _executor_env(args: argparse.Namespace):
 
 def update_readme(readme, summary: pd.DataFrame) -> bool:
     """Replace the README's block between ``README_START`` and ``README_END`` by
-    :func:`clirlib.verdict_words.markdown_table`; returns whether the file changed."""
-    from .verdict_words import README_END, README_START, markdown_table  # torch-heavy (stats): only when it runs
+    :func:`clirlib.studies.verdict_words.markdown_table`; returns whether the file changed."""
+    from .studies.verdict_words import README_END, README_START, markdown_table  # torch-heavy (stats): only when it runs
 
     path = Path(readme)
     text = path.read_text(encoding="utf-8")

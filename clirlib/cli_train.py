@@ -64,7 +64,7 @@ def train_command(args: argparse.Namespace) -> int:
     ``args.given`` / ``args.dests``: the options typed, and every option of the command."""
     own = check_options_apply(args)
     from . import systems  # torch-heavy, as above
-    from .experiments import jsonable, run  # torch-heavy, as above
+    from .runs.experiments import jsonable, run  # torch-heavy, as above
 
     cls = systems.get(args.system)
     values = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,

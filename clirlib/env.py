@@ -120,7 +120,7 @@ def set_default(name: str, value: str) -> None:
     os.environ.setdefault(name, value)
 
 
-#: Values of ``CLIRLIB_EXECUTOR`` (``clirlib.executors.EXECUTORS``).
+#: Values of ``CLIRLIB_EXECUTOR`` (``clirlib.runs.executors.EXECUTORS``).
 EXECUTOR_NAMES = ("serial", "ray")
 
 

@@ -311,7 +311,7 @@ def evaluate(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = ME
 
 def chance_p_mr1(labels: Any, query_ids: Any) -> float:
     """Expected ``P_mr@1`` of a uniformly random ranking: mean over queries of
-    #MR / #candidates (the bar that the convergence check of ``clirlib.verdicts`` scales)."""
+    #MR / #candidates (the bar that the convergence check of ``clirlib.studies.verdicts`` scales)."""
     labels, qids = _as_numpy(labels), _as_numpy(query_ids)
     _, inverse = np.unique(qids, return_inverse=True)
     n = np.bincount(inverse)  # (Q,) candidates per query
@@ -325,7 +325,7 @@ def random_ndcg(k: int, labels: Any, query_ids: Any) -> np.ndarray:
     rank r <= min(k, n) holds each candidate with probability 1 / n, so
     E[DCG@k] = sum over r <= min(k, n) of (mean label of the n candidates) / log2(r + 1),
     while IDCG@k does not depend on the order; 0 for a query without a relevant candidate.
-    The bar of the learning gate (``clirlib.gate``)."""
+    The bar of the learning gate (``clirlib.studies.gate``)."""
     labels = _as_numpy(labels)
     rl = RankedLists.from_scores(np.zeros(len(labels)), labels, query_ids)  # the order does not matter here
     disc = 1.0 / np.log2(np.arange(2, k + 2))  # (k,) discount of ranks 1..k

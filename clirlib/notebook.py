@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from . import atomic, determinism, env, paths, profiles, reproduction
+from . import atomic, determinism, env, paths, profiles
+from .studies import reproduction
 
 
 class Setup(NamedTuple):

@@ -22,7 +22,7 @@ DATA_DIR = ROOT / "data"
 FIGURES_DIR = ROOT / "figures"
 TABLES_DIR = ROOT / "tables"
 NOTEBOOKS_DIR = ROOT / "notebooks"
-#: Shipped run records (committed): the runs behind the committed tables (``clirlib.shipped``).
+#: Shipped run records (committed): the runs behind the committed tables (``clirlib.runs.shipped``).
 RECORDS_DIR = ROOT / "records"
 #: The paper's reported numbers, shipped with the package.
 REPORTED_DIR = PACKAGE_DIR / "reported"

@@ -3,7 +3,7 @@
 A profile fixes everything that scales a run: the embedded benchmark's sizes
 (:data:`SIZES`, read by the generator ``clirlib.data.synthetic`` and the loader), the
 experiments' epochs, early-stopping patience, seeds and Figure 4's threshold grid
-(:data:`TRAINING`, read by ``clirlib.experiments`` / ``reproduction``), the number of
+(:data:`TRAINING`, read by ``clirlib.runs.experiments`` / ``reproduction``), the number of
 queries sampled from a real WikiCLIR directory (:data:`REAL_QUERIES`), the sizes of the
 numerical studies of notebooks 11 and 12 (:data:`LEMMA2`, :data:`THEOREM3_EPOCHS`) and of
 HIKE's and the three families' runs (:data:`HIKE`, :data:`FAMILIES`). The command line's
@@ -125,11 +125,11 @@ LEMMA2: dict[str, dict[str, int]] = {
 }
 
 #: Notebook 12 (Theorem 3): epochs over the full training set that fix T, the number of
-#: steps of every run of the fixed-steps design (``clirlib.theorem3.theorem3_configs``).
+#: steps of every run of the fixed-steps design (``clirlib.studies.theorem3.theorem3_configs``).
 THEOREM3_EPOCHS: dict[str, int] = {"ci": 2, "default": 2, "paper": 10}
 
 
-#: HIKE's runs (notebooks 13 and 15, ``clirlib.knowledge``): epochs and (q, d+, d-) triples
+#: HIKE's runs (notebooks 13 and 15, ``clirlib.studies.knowledge``): epochs and (q, d+, d-) triples
 #: per epoch, the languages of the full-KG runs (the controls run on the first) and seeds.
 #: ``ci`` only checks that the code runs (one short epoch on French; its numbers decide
 #: nothing); ``default`` and ``paper`` run the HIKE paper's 15 epochs of 1,600 triples.
@@ -140,7 +140,7 @@ HIKE: dict[str, dict[str, Any]] = {
 }
 
 
-#: Notebook 13 (``clirlib.families``): the languages (None: every language of the data),
+#: Notebook 13 (``clirlib.studies.families``): the languages (None: every language of the data),
 #: MDL's schedule (empty: the MDL paper's, ``systems.mdl``) and the m x C sweep of MDL.
 #: ``ci`` only checks that the code runs (French, short MDL schedules, a 2 x 2 sweep: its
 #: numbers decide nothing); ``default`` and ``paper`` run the full grid.

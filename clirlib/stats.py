@@ -6,12 +6,12 @@ exchangeable on each query, so each per-query difference keeps or flips its sign
 probability 1/2. The two-sided p-value is (1 + #{|mean of flipped| >= |observed mean|}) /
 (1 + n_resamples). ``paired_bootstrap_ci`` gives a confidence interval of the mean
 difference. Both are seeded and vectorised in chunks. ``mean_std`` summarises runs over
-seeds, and ``holm`` adjusts a family of p-values (``clirlib.verdicts``).
+seeds, and ``holm`` adjusts a family of p-values (``clirlib.studies.verdicts``).
 
 For comparisons that cannot be paired (two languages have different queries),
 ``permutation_unpaired`` shuffles the group labels and ``bootstrap_unpaired`` resamples
 each group on its own. ``bootstrap_paired`` / ``bootstrap_unpaired`` return the whole
-bootstrap distribution of the mean difference, from which :mod:`clirlib.verdicts` reads
+bootstrap distribution of the mean difference, from which :mod:`clirlib.studies.verdicts` reads
 percentile intervals and the bootstrap p-values of shifted null hypotheses (equivalence
 and "at most" claims). ``min_detectable_effect`` is the normal-approximation power formula
 (z_{1-alpha/2} + z_{power}) * se.

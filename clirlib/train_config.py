@@ -3,7 +3,7 @@
 ``TrainConfig`` holds everything that determines a run of the paper's ranker; ``None``
 fields resolve to the paper's setting per encoder (``PAPER_SETTINGS``). It is the config
 of system ``sosl`` (``clirlib.systems.sosl``) for the paper's tables: its runs go through
-the same pipeline as every system's (``clirlib.experiments``), keyed by ``run_id()``.
+the same pipeline as every system's (``clirlib.runs.experiments``), keyed by ``run_id()``.
 ``clirlib.train`` re-exports every name here.
 """
 

@@ -1,12 +1,13 @@
-"""The MSE / PO collapse study (clirlib.ablations, notebook 14) and its TrainConfig fields."""
+"""The MSE / PO collapse study (clirlib.studies.ablations, notebook 14) and its TrainConfig fields."""
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from clirlib import ablations, losses
-from clirlib.reproduction import table2_configs
+from clirlib import losses
+from clirlib.studies import ablations
+from clirlib.studies.reproduction import table2_configs
 from clirlib.train import TrainConfig, objective
 
 

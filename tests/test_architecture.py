@@ -19,19 +19,15 @@ from clirlib import paths
 PACKAGE = paths.PACKAGE_DIR
 
 #: Bottom to top. A name is a module (``train``) or a package with everything in it
-#: (``data``, ``fast``, ``systems``), relative to ``clirlib``.
-#: Some names are modules other branches add (issues 13, 14, 16, 17: cache, validate,
-#: train_config, retrieval, entity_linking, transe, families, precheck), placed here ahead of
-#: their merge; a name with no file is simply unused.
+#: (``data``, ``fast``, ``systems``, ``runs``, ``studies``), relative to ``clirlib``.
+#: A name with no file is simply unused.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("env", "profiles", "labels", "paths", "determinism", "atomic", "cache", "validate")),
     ("paper", ("similarity", "losses", "metrics", "stats", "reported")),
     ("data", ("data",)),
-    ("training", ("encoders", "fast", "train_config", "train", "convergence", "systems", "retrieval", "entity_linking",
-                  "transe")),
-    ("experiments", ("experiments", "executors", "grid_runs", "raycluster", "shipped", "verify")),
-    ("studies", ("reproduction", "hypotheses", "verdicts", "verdict_words", "gate", "findings", "scores", "stability",
-                 "theory", "theorem3", "ablations", "plots", "plots_studies", "families", "knowledge")),
+    ("training", ("encoders", "fast", "train_config", "train", "convergence", "systems", "retrieval")),
+    ("experiments", ("runs",)),
+    ("studies", ("studies",)),
     ("front", ("cli", "cli_train", "cli_reproduce", "notebook", "precheck", "__main__", "")),  # "" is clirlib/__init__.py
 ]
 
@@ -109,10 +105,11 @@ def test_rules_themselves():
     # a hand-checked instance of each rule, so a broken checker cannot pass silently
     assert owner("data.synthetic") == "data" and owner("data") == "data" and owner("fast.adam") == "fast"
     assert layer("profiles") == 0 and layer("metrics") == 1 and layer("train") == 3 and layer("cli") == 6
-    assert imports(PACKAGE / "scores.py") == {"labels"}
+    assert imports(PACKAGE / "studies" / "scores.py") == {"labels"}
     assert "profiles" in imports(PACKAGE / "data" / "synthetic" / "writing.py")  # `from ...profiles import ...`
     assert "data.blas" in imports(PACKAGE / "data" / "synthetic" / "writing.py")  # `from ..blas import ...`
     assert owner("no_such_module") is None
+    assert owner("runs.experiments") == "runs" and owner("studies.reproduction") == "studies"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
@@ -235,3 +232,46 @@ def test_only_the_generator_replays_the_generator():
             elif target == "data" and "synthetic" in names:
                 bad.append(f"clirlib.{name}:{node.lineno} from data import synthetic")
     assert not bad, bad
+
+
+ARCHITECTURE_DOC = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def doc_table() -> list[tuple[str, list[str]]]:
+    """docs/architecture.md's layer table: (layer, the backticked names of its module column)
+    per row, names relative to ``clirlib`` (``clirlib.data`` -> ``data``, ``fast/`` -> ``fast``)."""
+    rows, inside = [], False
+    for line in ARCHITECTURE_DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if cells[:3] == ["", "layer", "modules"]:
+            inside = True
+        elif inside and line.startswith("|") and not set(cells[1]) <= set("-: "):
+            names = [n.removeprefix("clirlib.").rstrip("/").replace("/", ".") for n in cells[2].split("`")[1::2]]
+            rows.append((cells[1], names))
+        elif inside and not line.startswith("|"):
+            break
+    return rows
+
+
+def is_module(name: str) -> bool:
+    path = PACKAGE.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_doc_table_is_the_layers_and_the_files():
+    # the page's table is this file's LAYERS: same rows, every name a module of its row, every module named
+    rows = doc_table()
+    assert len(rows) == len(LAYERS), f"docs/architecture.md's table has {len(rows)} rows, LAYERS {len(LAYERS)}"
+    named = set()
+    for i, (label, names) in enumerate(rows):
+        for n in names:
+            if not is_module(n):
+                assert (PACKAGE.parent / n).is_dir(), f"docs/architecture.md names `{n}`, which is no module or folder"
+                continue  # notebooks/, bench/
+            assert layer(n) == i, (f"docs/architecture.md puts clirlib.{n} in '{label}', "
+                                   f"LAYERS in {LAYERS[layer(n)][0] if layer(n) is not None else 'none'}")
+            named.add(n)
+    for path in MODULES:
+        name = module_name(path)
+        covered = any(name == n or name.startswith(n + ".") or n.startswith(name + ".") for n in named)
+        assert name == "" or covered, f"clirlib.{name} is missing from docs/architecture.md's layer table"

@@ -19,7 +19,8 @@ import warnings
 import numpy as np
 import pytest
 
-from clirlib import cache, cli, experiments, grid_runs, paths
+from clirlib import cache, cli, paths
+from clirlib.runs import experiments, grid_runs
 from clirlib.systems import sosl
 from clirlib.data import DataFormatError, DataSkipWarning, load_dataset, load_wikiclir
 from clirlib.train import TrainConfig

@@ -2,7 +2,7 @@
 
 The cluster is started by the test (``ray start --head`` plus a second node joining by
 address, one CPU each, loopback only) and torn down by the process groups it recorded
-(``clirlib/raycluster.py``). The grid is a slice of the ci profile's Table 2 grid (French,
+(``clirlib/runs/raycluster.py``). The grid is a slice of the ci profile's Table 2 grid (French,
 seed 0, the four losses) with 4 epochs, so the file stays within its time budget.
 """
 
@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from clirlib import executors, experiments, grid_runs, paths, reproduction
+from clirlib import paths
+from clirlib.runs import executors, experiments, grid_runs
+from clirlib.studies import reproduction
 from clirlib.train import TrainConfig
 
-from clirlib.raycluster import LOOPBACK_ENV, LocalCluster, short_temp_dir
+from clirlib.runs.raycluster import LOOPBACK_ENV, LocalCluster, short_temp_dir
 
 #: Fields that hold wall-clock times or dates: everything else of a record must match.
 TIMING = {"seconds", "created"}
@@ -187,7 +189,8 @@ def test_reproduce_takes_executor_and_address():
 _DRIVER = """
 import sys, pathlib
 sys.path.insert(0, sys.argv[3])
-from clirlib import executors, paths
+from clirlib import paths
+from clirlib.runs import executors
 from test_executors import _grid
 paths.RESULTS_DIR = pathlib.Path(sys.argv[1])
 ex = executors.RayExecutor(sys.argv[2], threads=1)

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from clirlib import cache, experiments, grid_runs, losses, paths, theorem3
+from clirlib import cache, losses, paths
+from clirlib.runs import experiments, grid_runs
+from clirlib.studies import theorem3
 from clirlib.systems import sosl
 from clirlib.train import NonFiniteError, TrainConfig
 
@@ -94,7 +96,7 @@ def test_history_and_per_query_frames(results_dir):
 def test_save_table_leaves_out_wall_clock_columns(tmp_path):
     import pandas as pd
 
-    from clirlib.reproduction import save_table
+    from clirlib.studies.reproduction import save_table
 
     df = pd.DataFrame({"lang": ["fr"], "MAP": [0.5], "seconds": [3.2]})
     save_table(df, tmp_path / "t.csv")
@@ -106,8 +108,8 @@ def test_save_table_leaves_out_wall_clock_columns(tmp_path):
 def test_summary_row_columns_do_not_depend_on_where_the_record_came_from():
     import json
 
-    from clirlib.grid_runs import summary_row
     from clirlib.metrics import METRIC_NAMES
+    from clirlib.runs.grid_runs import summary_row
     from clirlib.train import TrainConfig
 
     fresh = {"config": TrainConfig().resolved().to_dict(), "best_epoch": 1, "epochs_run": 2, "dev_chance": 0.02,
@@ -126,7 +128,7 @@ def test_config_rejects_unknown_settings():
 
 def test_every_grid_of_the_notebooks_builds_its_configs():
     # the grids pass only TrainConfig fields (config() would raise on a typo)
-    from clirlib import ablations, reproduction
+    from clirlib.studies import ablations, reproduction
 
     assert len(reproduction.table2_configs("ci")) == 4 * 4 * 3  # losses x languages x seeds
     assert len(reproduction.table3_configs("ci")) == 3 * 4 * 3  # encoders x languages x seeds

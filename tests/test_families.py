@@ -1,5 +1,5 @@
-"""Tests of clirlib.families: the grid, and claims decided on hand-made run records
-(whole-collection metrics go through clirlib.verdicts like the seven)."""
+"""Tests of clirlib.studies.families: the grid, and claims decided on hand-made run records
+(whole-collection metrics go through clirlib.studies.verdicts like the seven)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import _gate_lists
-from clirlib import families, verdicts
 from clirlib.metrics import METRIC_NAMES
 from clirlib.retrieval import COLLECTION_METRICS
+from clirlib.studies import families, verdicts
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,7 +40,7 @@ def test_grid_has_every_system_language_and_seed():
     hike = [c for label, c in cfgs if label == "HIKE"][0]
     assert hike.kg == "full" and hike.epochs == 15 and hike.pairs_per_epoch == 1600  # the HIKE paper's schedule
     # notebook 13's HIKE runs are notebook 15's full-KG runs: one cache entry serves both
-    from clirlib import knowledge
+    from clirlib.studies import knowledge
 
     assert {c.key() for label, c in cfgs if label == "HIKE"} <= {c.key() for c in knowledge.profile_configs("default")}
     mdl = [c for label, c in cfgs if label == "MDL.6"][0]

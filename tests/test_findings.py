@@ -1,11 +1,11 @@
-"""Computed result sentences of notebooks 09 and 10 (clirlib.findings) on hand-made frames."""
+"""Computed result sentences of notebooks 09 and 10 (clirlib.studies.findings) on hand-made frames."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import findings, hypotheses, stability, verdicts
 from clirlib.metrics import METRIC_NAMES
+from clirlib.studies import findings, hypotheses, stability, verdicts
 
 import _gate_lists
 

@@ -1,4 +1,4 @@
-"""The learning gate (clirlib.gate) and the exact random-order NDCG@k (metrics.random_ndcg),
+"""The learning gate (clirlib.studies.gate) and the exact random-order NDCG@k (metrics.random_ndcg),
 checked by hand and by enumerating every permutation of tiny lists."""
 
 import itertools
@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from clirlib import gate
 from clirlib.metrics import RankedLists, ndcg, random_ndcg
+from clirlib.studies import gate
 
 # discounts 1 / log2(r + 1) of ranks 1..5: 1, 0.630930, 0.5, 0.430677, 0.386853 (sum 2.948459)
 

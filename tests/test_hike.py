@@ -12,7 +12,7 @@ import torch
 from clirlib import paths
 from clirlib.systems import get
 from clirlib.systems.cross_encoder import BertEncoder, SmallEncoder, pack
-from clirlib.experiments import run
+from clirlib.runs.experiments import run
 from clirlib.systems.hike import ALL_METRICS, Hike, HikeConfig
 from clirlib.systems.hike_model import HikeModel, KnowledgeFusion, hinge_loss, language_fusion
 

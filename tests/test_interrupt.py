@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirlib import cache, experiments, paths
+from clirlib import cache, paths
 from clirlib.metrics import METRIC_NAMES
+from clirlib.runs import experiments
 from clirlib.train import KEY_DEFAULTS, TrainConfig
 
 NOTEBOOK = "07"

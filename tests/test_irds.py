@@ -93,7 +93,7 @@ def test_no_cache_says_what_to_download(tmp_path, monkeypatch):
 
 
 def test_grids_find_the_cached_languages(irds_home):
-    from clirlib import reproduction
+    from clirlib.studies import reproduction
 
     # the fixture caches French only: of the paper's fr, it, sw, tl the grids get fr
     assert reproduction.languages("irds:wikiclir") == ["fr"]

@@ -17,8 +17,8 @@ from clirlib.data.kg import KnowledgeGraph, read_gold_links, read_kg, read_wikid
 from clirlib.data.synthetic.kg import write_benchmark_kg
 from clirlib.data.text import tokenize
 from clirlib.data.languages import WIKICLIR_LANGUAGES
-from clirlib.entity_linking import label_index, link, link_quality
-from clirlib.transe import margin_loss, top_neighbours, train_transe, transe_distance
+from clirlib.systems.entity_linking import label_index, link, link_quality
+from clirlib.systems.transe import margin_loss, top_neighbours, train_transe, transe_distance
 
 
 def digest(root, skip=()):

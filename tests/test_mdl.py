@@ -120,11 +120,13 @@ def test_true_domains_are_read_from_the_benchmark():
 
 
 def test_random_label_control_fails_the_learning_gate_on_ci():
-    from clirlib import experiments, hypotheses, systems, verdicts
+    from clirlib import systems
+    from clirlib.runs import experiments
+    from clirlib.studies import hypotheses, verdicts
 
     rec = experiments.run(systems.config("mdl", dataset="ci", lang="sw", labels="random", m=5), collection=False)
     # random labels carry nothing from one language to the other: the run does not beat a
-    # random order of its dev lists (clirlib.gate; MDL selects no epoch, so E = 1)
+    # random order of its dev lists (clirlib.studies.gate; MDL selects no epoch, so E = 1)
     g = verdicts.group_gate(hypotheses.run_table([rec])[0])
     assert not g["passes"] and g["p"] >= 0.01
     assert rec["config"]["labels"] == "random" and len(rec["history"]) == 50

@@ -13,7 +13,9 @@ import shutil
 import subprocess
 import sys
 
-from clirlib import cache, experiments, paths, reproduction, shipped
+from clirlib import cache, paths
+from clirlib.runs import experiments, shipped
+from clirlib.studies import reproduction
 
 NOTEBOOK = "07_fig5_negatives.ipynb"
 

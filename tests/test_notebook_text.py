@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from clirlib import hypotheses, paths, reproduction, verdict_words, verdicts
+from clirlib import paths
+from clirlib.studies import hypotheses, reproduction, verdict_words, verdicts
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
 VERDICT_WORDS = re.compile(r"\b(holds|held|does not hold|not held|inconclusive|partly held)\b", re.I)

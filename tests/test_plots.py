@@ -1,4 +1,4 @@
-"""The figure functions (clirlib.plots): panels, series, markers, and labelled axes on every figure."""
+"""The figure functions (clirlib.studies.plots): panels, series, markers, and labelled axes on every figure."""
 
 import matplotlib
 
@@ -10,8 +10,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from clirlib import findings, plots, plots_studies  # noqa: E402
 from clirlib.metrics import METRIC_NAMES  # noqa: E402
+from clirlib.studies import findings, plots, plots_studies  # noqa: E402
 
 
 @pytest.fixture
@@ -319,7 +319,7 @@ def _families():
 _STAGES = pd.DataFrame({"step": [1, 2], "grad_norm": [1.0, 0.5], "regime": "pretrained", "epsilon": [1.0, 1.0],
                         "clip": ["none", "none"]})
 
-#: One tiny inline input per figure function of clirlib.plots (a new one must be added here).
+#: One tiny inline input per figure function of clirlib.studies.plots (a new one must be added here).
 BUILDERS = {
     "figure1": lambda: plots.figure1({0.5: np.ones((3, 3))}, np.array([-1.0, 0.0, 1.0])),
     "figure2": lambda: plots.figure2(plots.fig2_curves((0.0, 0.5), n=3)),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from clirlib import cli, experiments, profiles, reproduction
+from clirlib import cli, profiles
 from clirlib.data import PROFILES
+from clirlib.runs import experiments
+from clirlib.studies import reproduction
 
 
 def test_every_table_has_the_same_profiles():

@@ -80,7 +80,7 @@ def test_nodes_smaller_than_a_task_are_refused_before_any_run():
 _SAVE = """
 import sys
 import matplotlib.pyplot as plt
-from clirlib import plots
+from clirlib.studies import plots
 fig, ax = plt.subplots()
 ax.plot([0, 1, 2], [0.1, 0.5, 0.2], label="a")
 ax.set(xlabel="x", ylabel="y")  # plots.save refuses unlabelled axes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clirlib import verdict_words
+from clirlib.studies import verdict_words
 
 REPO = Path(__file__).resolve().parents[1]  # the checkout (not CLIRLIB_HOME: these are committed files)
 MAX_README_LINES = 250  # issue 25: the README is a guide; measurement history lives in docs/timings.md

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirlib import atomic, cache, cli, cli_reproduce, env, executors, experiments, paths, raycluster, systems
+from clirlib import atomic, cache, cli, cli_reproduce, env, paths, systems
+from clirlib.runs import executors, experiments, raycluster
 from clirlib.data import DataFormatError, DataSkipWarning, load_wikiclir, read_polyglot
 from clirlib.data.digests import file_digest
 from clirlib.data.polyglot import EmbeddingCoverageWarning, load_polyglot
@@ -235,7 +236,7 @@ def test_stale_generator_folders_of_a_live_writer_are_kept(tmp_path):
 def test_tables_are_written_atomically_with_the_same_bytes(tmp_path):
     import pandas as pd
 
-    from clirlib import reproduction
+    from clirlib.studies import reproduction
 
     df = pd.DataFrame({"loss": ["sosl", "mse"], "MAP": [0.5, 1 / 3], "seconds": [1.0, 2.0]})
     reproduction.save_table(df, tmp_path / "a.csv")
@@ -244,7 +245,7 @@ def test_tables_are_written_atomically_with_the_same_bytes(tmp_path):
 
 
 def test_figures_are_written_atomically_with_the_same_bytes(tmp_path):
-    from clirlib import plots
+    from clirlib.studies import plots
 
     fig, ax = plots.plt.subplots(figsize=(2, 2))
     ax.plot([0, 1], [1, 0])

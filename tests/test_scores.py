@@ -1,9 +1,9 @@
-"""Figure 3's class separation numbers (clirlib.scores) on a hand-made score table."""
+"""Figure 3's class separation numbers (clirlib.studies.scores) on a hand-made score table."""
 
 import pandas as pd
 import pytest
 
-from clirlib import scores
+from clirlib.studies import scores
 
 
 def test_class_separation_and_sentences():

@@ -1,4 +1,4 @@
-"""Shipped run records (clirlib.shipped) and make verify (clirlib.verify)."""
+"""Shipped run records (clirlib.runs.shipped) and make verify (clirlib.runs.verify)."""
 
 import gzip
 import json
@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from clirlib import cache, env, experiments, paths, shipped, verify
+from clirlib import cache, env, paths
+from clirlib.runs import experiments, shipped, verify
 from clirlib.systems import sosl
 from clirlib.train import TrainConfig
 

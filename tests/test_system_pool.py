@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from clirlib import executors, grid_runs, paths, systems
+from clirlib import paths, systems
+from clirlib.runs import executors, grid_runs
 
 # Small, fast runs of three systems on the ci benchmark (French): the lexical floor, two MDL
 # fits of one seed (they share doc2vec, so they form one group) and a one-epoch HIKE.

@@ -1,6 +1,6 @@
 """Tests of clirlib.systems: BM25 hand-checked on a 3-document fixture, the configs
 (unknown fields raise, stable keys), the paper's ranker through the interface, and the
-run records of ``experiments.run`` (the keys ``clirlib.verdicts`` reads)."""
+run records of ``experiments.run`` (the keys ``clirlib.studies.verdicts`` reads)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from clirlib import hypotheses, systems
+from clirlib import systems
 from clirlib.data.dataset import RankingDataset, Ragged, Split, Vocab
+from clirlib.studies import hypotheses
 
 
 def _three_docs() -> RankingDataset:
@@ -79,7 +80,8 @@ def test_sosl_through_the_interface_equals_train():
 
 
 def test_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
-    from clirlib import experiments, paths
+    from clirlib import paths
+    from clirlib.runs import experiments
 
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
     cfg = systems.config("bm25", dataset="ci", lang="sw")

@@ -1,4 +1,4 @@
-"""clirlib.theory (Section 4: Proposition 1, Lemma 2, Theorem 3) and the SGD trainer of
+"""clirlib.studies.theory (Section 4: Proposition 1, Lemma 2, Theorem 3) and the SGD trainer of
 Theorem 3's setting, on hand-checked inputs."""
 
 import math
@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 import torch
 
-from clirlib import determinism, profiles, theorem3, theory
+from clirlib import determinism, profiles
 from clirlib.encoders import Ranker
 from clirlib.losses import sosl
+from clirlib.studies import theorem3, theory
 from clirlib.train import TrainConfig, ragged_batch, train
 
 from _toy import toy_dataset

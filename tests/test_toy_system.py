@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from clirlib import cli, experiments, grid_runs, paths, systems
+from clirlib import cli, paths, systems
+from clirlib.runs import experiments, grid_runs
 
 
 @dataclass(frozen=True)

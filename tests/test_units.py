@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import reproduction, stability, theorem3, theory
+from clirlib.studies import reproduction, stability, theorem3, theory
 
 
 def test_figure4_tie_break_goes_to_the_first_grid_entry():

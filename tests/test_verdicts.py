@@ -1,11 +1,12 @@
-"""The verdict procedure (clirlib.verdicts) on tiny hand-made run records."""
+"""The verdict procedure (clirlib.studies.verdicts) on tiny hand-made run records."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import cli_reproduce, hypotheses, verdict_words, verdicts
+from clirlib import cli_reproduce
 from clirlib.metrics import METRIC_NAMES
+from clirlib.studies import hypotheses, verdict_words, verdicts
 
 import _gate_lists
 

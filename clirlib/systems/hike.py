@@ -4,7 +4,7 @@ its config, the knowledge per query, training and scoring; the network is :mod:`
 For a query q and a document d, the cross-encoder gives v_qd (Eq. 1). Every entity e
 linked from the query has, in the source language s (English) and the target language t
 (the documents'), a vector v^r_e of its label and description (Eq. 2) and k = 3
-neighbours v^r_ne1..nek, chosen by TransE cosine (Eq. 3, ``clirlib.transe``). Then
+neighbours v^r_ne1..nek, chosen by TransE cosine (Eq. 3, ``clirlib.systems.transe``). Then
 
 - knowledge-level fusion, once per language r (:class:`~.hike_model.KnowledgeFusion`, Eq. 4-6):
   multi-head self-attention over the rows E^r = [v_qd; v^r_e; v^r_ne1; ..; v^r_nek] and
@@ -42,9 +42,9 @@ from tqdm.auto import tqdm
 from .. import determinism, env
 from ..data.kg import benchmark_kg_folder, read_gold_links, read_kg
 from ..data.text import tokenize
-from ..entity_linking import label_index, link, link_quality
+from .entity_linking import label_index, link, link_quality
 from ..metrics import METRICS, METRIC_NAMES, RankedLists
-from ..transe import top_neighbours, train_transe
+from .transe import top_neighbours, train_transe
 from ..profiles import SIZES
 from ..validate import ConfigError, check_bert_dir, check_kg_dir
 from . import System, SystemConfig, register

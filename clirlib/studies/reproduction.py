@@ -1,7 +1,7 @@
 """The paper's experiments as grids of training configurations (Section 5).
 
 Each function describes the runs behind one table or figure, runs them through the
-cached runner (:mod:`clirlib.experiments`) and returns a tidy DataFrame; the notebooks
+cached runner (:mod:`clirlib.runs.experiments`) and returns a tidy DataFrame; the notebooks
 call these, write the frames to CSV and plot from the CSV. Every method gets the same
 data, the same epochs and the same selection rule; only the setting under study changes.
 
@@ -21,12 +21,13 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import atomic, hypotheses, profiles, verdicts
-from .data import available_languages, irds
-from .experiments import config, run, settings
-from .grid_runs import run_many
-from .metrics import METRIC_NAMES
-from .profiles import LANGS
+from . import hypotheses, verdicts
+from .. import atomic, profiles
+from ..data import available_languages, irds
+from ..metrics import METRIC_NAMES
+from ..profiles import LANGS
+from ..runs.experiments import config, run, settings
+from ..runs.grid_runs import run_many
 
 LOSS_ORDER = ("sosl", "3part_l2", "mse", "po")
 ENCODER_ORDER = ("avgpool", "cnn", "lstm")
@@ -157,7 +158,7 @@ GRIDS = ("table2", "table3", "figure4", "figure5")
 
 def verdict_records(profile: str, dataset: str | None = None,
                     grids: Iterable[str] = GRIDS) -> dict[str, list[dict[str, Any]]]:
-    """The cached records behind the claims of ``clirlib.verdicts``, by grid (trains only
+    """The cached records behind the claims of ``clirlib.studies.verdicts``, by grid (trains only
     what the cache lacks; ``force`` belongs to the notebooks that run the grids)."""
     langs, out = languages(dataset), {}
     for grid in grids:
@@ -177,7 +178,7 @@ def verdict_records(profile: str, dataset: str | None = None,
 
 
 def claim_verdicts(profile: str, dataset: str | None = None, grids: Iterable[str] = GRIDS):
-    """(summary, comparisons) of ``clirlib.verdicts`` for the claims resting on ``grids``."""
+    """(summary, comparisons) of ``clirlib.studies.verdicts`` for the claims resting on ``grids``."""
     grids = tuple(grids)
     hyps = [h for h in hypotheses.HYPOTHESES if h.grid in grids]
     return verdicts.evaluate(verdict_records(profile, dataset, grids), hyps)

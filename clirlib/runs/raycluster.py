@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import env
-from .validate import ConfigError
+from .. import env
+from ..validate import ConfigError
 
 RAY = str(Path(sys.executable).with_name("ray"))
 #: Ray replaces 127.0.0.1 by the machine's reachable IP unless clusters are "disabled";

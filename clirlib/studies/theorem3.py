@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import profiles
-from .data.dataset import Split
+from .. import profiles
+from ..data.dataset import Split
+from ..train import subsample_train
 from .reproduction import base
-from .train import subsample_train
 
 
 def generalization_gap(record: dict) -> float:

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from . import determinism, experiments, shipped, systems
+from . import experiments, shipped
+from .. import determinism, systems
 
 #: Largest absolute difference of a mean metric that still counts as the same result.
 TOLERANCE = 0.01

@@ -1,6 +1,6 @@
 """Figures of the paper (Figures 1-5), drawn headless, and what every figure shares
 (colours, seed styles, the chance line, :func:`save`); the companion's other figures are in
-:mod:`clirlib.plots_studies`.
+:mod:`clirlib.studies.plots_studies`.
 
 Plot functions take tidy DataFrames (read back from the CSVs the notebooks write), so
 re-plotting never retrains. :func:`save` writes PNG and PDF with fixed metadata so the
@@ -29,14 +29,14 @@ from matplotlib.patches import Patch  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from . import atomic  # noqa: E402
-from .losses import mse, sosl  # noqa: E402
-from .labels import MR, NR, SR  # noqa: E402
-from .labels import NAMES as LABEL_NAMES  # noqa: E402
-from .metrics import METRIC_NAMES  # noqa: E402
-from .profiles import LANGS  # noqa: E402
-from .reported import LOSS_NAMES  # noqa: E402
-from .similarity import smooth_cosine, smooth_cosine_grad_q  # noqa: E402
+from .. import atomic  # noqa: E402
+from ..losses import mse, sosl  # noqa: E402
+from ..labels import MR, NR, SR  # noqa: E402
+from ..labels import NAMES as LABEL_NAMES  # noqa: E402
+from ..metrics import METRIC_NAMES  # noqa: E402
+from ..profiles import LANGS  # noqa: E402
+from ..reported import LOSS_NAMES  # noqa: E402
+from ..similarity import smooth_cosine, smooth_cosine_grad_q  # noqa: E402
 
 CLASS_COLORS = {NR: "tab:blue", SR: "tab:orange", MR: "tab:green"}
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 120, "font.size": 9, "svg.hashsalt": "clirlib"})

@@ -42,10 +42,10 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from . import determinism
-from .data import load_dataset
-from .labels import MR, NR, SR
-from .metrics import random_ndcg
+from .. import determinism
+from ..data import load_dataset
+from ..labels import MR, NR, SR
+from ..metrics import random_ndcg
 
 METRIC = "NDCG@5"
 K = 5

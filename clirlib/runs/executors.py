@@ -1,9 +1,9 @@
 """Executors for grids of runs: serially, in a local process pool, or as Ray tasks on a cluster.
 
 The paper's tables and figures and the systems' comparisons are grids of independent runs
-(:mod:`clirlib.reproduction`, :mod:`clirlib.families`). An executor takes such a grid (a
+(:mod:`clirlib.studies.reproduction`, :mod:`clirlib.studies.families`). An executor takes such a grid (a
 list of configs, ``TrainConfig`` or ``systems.SystemConfig``, mixed as you like) and
-returns one record per config, in order, with the cache of :mod:`clirlib.experiments` in
+returns one record per config, in order, with the cache of :mod:`clirlib.runs.experiments` in
 front; every executor gives the same records:
 
 - runs already in the cache are read, never resubmitted;
@@ -49,11 +49,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from . import determinism, experiments, paths, systems
-from . import env as env_vars
-from .data import load_dataset
-from .data.synthetic import generate_benchmark
-from .profiles import SIZES
+from . import experiments
+from .. import determinism, paths, systems
+from .. import env as env_vars
+from ..data import load_dataset
+from ..data.synthetic import generate_benchmark
+from ..profiles import SIZES
 from .raycluster import probe
 
 EXECUTORS = ("serial", "pool", "ray")

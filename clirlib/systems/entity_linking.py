@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .data.text import tokenize
+from ..data.text import tokenize
 
 
 @dataclass

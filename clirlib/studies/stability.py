@@ -17,7 +17,7 @@ setting, reusing a clipped run for its unclipped twin when clipping never fired;
 :func:`grid_summary` and :func:`grid_trace` give its tables; :func:`scs_vs_cosine` sets
 each SCS run against plain cosine (paired randomization test, Holm over the rows); and
 :func:`small_norm_pairs` pairs each rescaled regime with its ordinary one. The result
-sentences are rendered by :func:`clirlib.findings.stability_sentences`.
+sentences are rendered by :func:`clirlib.studies.findings.stability_sentences`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import experiments, reproduction
-from .grid_runs import per_query_frame
-from .metrics import METRIC_NAMES
-from .stats import holm, paired_randomization
+from . import reproduction
+from ..metrics import METRIC_NAMES
+from ..runs import experiments
+from ..runs.grid_runs import per_query_frame
+from ..stats import holm, paired_randomization
 
 _STOPPED_AT = re.compile(r"at epoch (\d+), step (\d+)")
 

@@ -1,5 +1,5 @@
 """The companion's figures beyond the paper's five (notebooks 09-14: Lemma 2, Theorem 3, seeds, stability,
-the MSE/PO collapse, the three families, MDL's sweep), drawn headless like :mod:`clirlib.plots`.
+the MSE/PO collapse, the three families, MDL's sweep), drawn headless like :mod:`clirlib.studies.plots`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .metrics import METRIC_NAMES
+from ..metrics import METRIC_NAMES
+from ..reported import LOSS_NAMES
 from .plots import CHANCE_LABEL, language_axis, need
-from .reported import LOSS_NAMES
 
 
 def lemma2_gradient_bound(trace: pd.DataFrame, search: pd.DataFrame) -> plt.Figure:

@@ -23,9 +23,10 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import hypotheses, losses, reported, stats, verdicts
-from .experiments import run
-from .grid_runs import run_many
+from . import hypotheses, verdicts
+from .. import losses, reported, stats
+from ..runs.experiments import run
+from ..runs.grid_runs import run_many
 from .hypotheses import ALPHA
 from .reproduction import base, languages
 

@@ -1,6 +1,6 @@
-"""Grids of runs through :mod:`clirlib.executors` (:func:`run_many`: the paper's tables, on the
+"""Grids of runs through :mod:`clirlib.runs.executors` (:func:`run_many`: the paper's tables, on the
 executor the environment names; :func:`system_runs`: in a local process pool), each run cached
-by :mod:`clirlib.experiments`, and records as tables (:func:`summary_row`, ...).
+by :mod:`clirlib.runs.experiments`, and records as tables (:func:`summary_row`, ...).
 """
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ import dataclasses
 from typing import Any, Iterable
 
 import pandas as pd
-from . import env
+from .. import env
+from ..metrics import METRIC_NAMES
+from ..train import TrainConfig
 from .executors import get_executor
-from .metrics import METRIC_NAMES
-from .train import TrainConfig
 
 
 def run_many(configs: Iterable[TrainConfig], *, force: bool | None = None, desc: str = "runs",
              executor=None) -> pd.DataFrame:
     """Run (or load) every config; one tidy row per run: config columns, then the metrics.
 
-    ``executor``: ``"serial"``, ``"ray"`` or an executor object of :mod:`clirlib.executors`;
+    ``executor``: ``"serial"``, ``"ray"`` or an executor object of :mod:`clirlib.runs.executors`;
     ``None`` takes the one ``CLIRLIB_EXECUTOR`` names (serial by default)."""
     records = get_executor(executor).run(list(configs), force=force, desc=desc)
     return pd.DataFrame([summary_row(r) for r in records])

@@ -1,5 +1,5 @@
 """The verdicts in words: one Markdown sentence per claim and the README's claims table,
-every number taken from a summary row of :func:`clirlib.verdicts.evaluate`.
+every number taken from a summary row of :func:`clirlib.studies.verdicts.evaluate`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Section 4 made measurable: Lemma 2's gradient bound (Theorem 3's gap: :mod:`clirlib.theorem3`).
+"""Section 4 made measurable: Lemma 2's gradient bound (Theorem 3's gap: :mod:`clirlib.studies.theorem3`).
 
 - :func:`max_gradient_norm` searches for the largest ||grad_q r_eps(q, d)|| over random
   inputs, inputs with tiny norms and an adversarial gradient ascent, to set against the
@@ -15,8 +15,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .losses import sosl, sosl_grad_bound
-from .similarity import smooth_cosine
+from ..losses import sosl, sosl_grad_bound
+from ..similarity import smooth_cosine
 
 
 def _grad_norms(q: torch.Tensor, d: torch.Tensor, eps: float, create_graph: bool = False) -> torch.Tensor:

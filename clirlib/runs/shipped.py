@@ -1,7 +1,7 @@
 """Shipped run records: the trained runs behind the committed tables, read like the cache.
 
 ``records/`` (committed) holds run records exactly as the cache of
-:mod:`clirlib.experiments` wrote them, one JSON line each, in gzip shards of at most
+:mod:`clirlib.runs.experiments` wrote them, one JSON line each, in gzip shards of at most
 ``SHARD_BYTES``, and ``records/MANIFEST.json``: for every record its key, shard, the
 SHA-256 of its line, when it was trained, on which CPU and at which commit. The cache
 reads a shipped record when ``results/runs/`` has none for the key (:func:`read`), and
@@ -25,9 +25,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import atomic, cache, paths
-from .cache import CACHE_VERSION
-from .data.synthetic import GENERATOR_VERSION
+from .. import atomic, cache, paths
+from ..cache import CACHE_VERSION
+from ..data.synthetic import GENERATOR_VERSION
 
 FORMAT = 1
 MANIFEST = "MANIFEST.json"

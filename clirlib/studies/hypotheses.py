@@ -1,6 +1,6 @@
 """The paper's claims (Sections 5.1-5.3; notebook 08) as :class:`Hypothesis` objects: sides (filters on
 run configs), metrics, direction, ``margin`` (fixed before any result was seen) and Holm family; the
-runs each side selects (:func:`run_table`, :func:`pairs`). :mod:`clirlib.verdicts` decides them.
+runs each side selects (:func:`run_table`, :func:`pairs`). :mod:`clirlib.studies.verdicts` decides them.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import gate, reported
-from .metrics import METRIC_NAMES
+from . import gate
+from .. import reported
+from ..metrics import METRIC_NAMES
 
 VERDICTS = ("holds", "does not hold", "inconclusive", "not tested")
 ALPHA = 0.05

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .determinism import one_thread, rng, torch_generator
+from ..determinism import one_thread, rng, torch_generator
 
 
 def transe_distance(e_h: torch.Tensor, w_r: torch.Tensor, e_t: torch.Tensor) -> torch.Tensor:

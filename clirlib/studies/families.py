@@ -3,13 +3,13 @@
 The lexical floor (BM25 over untranslated texts), the paper's smooth-learning ranker
 (SOSL, average pooling), MDL (MDL.1 and MDL.6, ``systems.mdl``) and the knowledge-enhanced
 cross-encoder HIKE (full KG, ``systems.hike``; its KG controls are notebook 15's,
-``clirlib.knowledge``) on the same splits,
+``clirlib.studies.knowledge``) on the same splits,
 the same seeds (the profile's, ``experiments.settings``) and the same metrics: the seven
 of the paper's tables on candidate lists, and whole-collection retrieval
 (``clirlib.retrieval``) for every system that can rank a collection. MDL's own controls
 run beside them: random multilabels (the MDL paper's Table 6) and labels from the
 embedded benchmark's true topics, and the m x C sweep (the MDL paper's Figure 5) on one
-language and seed. Claims are decided by ``clirlib.verdicts`` (paired randomization
+language and seed. Claims are decided by ``clirlib.studies.verdicts`` (paired randomization
 tests over seed-averaged per-query values, Holm within a claim, bootstrap intervals).
 
 Nothing here is tuned per system: SOSL keeps the profile's epochs and patience of every
@@ -25,14 +25,16 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import experiments, grid_runs, profiles, stats, systems, verdicts
+from . import verdicts
+from .. import profiles, stats, systems
+from ..metrics import METRIC_NAMES
+from ..paths import REPORTED_DIR
+from ..retrieval import COLLECTION_METRICS
+from ..runs import experiments, grid_runs
+from ..systems.mdl import scaled_topics
 from .hypotheses import Hypothesis, run_table
-from .metrics import METRIC_NAMES
-from .paths import REPORTED_DIR
 from .reproduction import languages as all_languages
 from .reproduction import source
-from .retrieval import COLLECTION_METRICS
-from .systems.mdl import scaled_topics
 
 #: The four systems of the comparison: label -> (system, config fields).
 FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -52,7 +54,7 @@ CONTROLS: dict[str, tuple[str, dict[str, Any]]] = {
 #: (``mdl.scaled_topics``) times ``"sweep_c_factors"`` (C must exceed the largest m).
 ORDER = ("BM25", "SOSL", "MDL.1", "MDL.6", "HIKE", "MDL.6 random labels", "MDL true topics")
 
-_ABS = "0.01 absolute, as the paper's claims (clirlib.verdicts)"
+_ABS = "0.01 absolute, as the paper's claims (clirlib.studies.verdicts)"
 
 #: Claims, with margins fixed before any run. Candidate-list claims use the seven metrics,
 #: whole-collection ones the MDL paper's measure (MAP@1000) or retrieval measures.

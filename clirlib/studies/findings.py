@@ -8,7 +8,7 @@ Notebook 09 (seeds and significance for Tables 2 and 3):
 
 - :func:`mean_std_table`: mean +- sample standard deviation over seeds per (language,
   system), tidy and as a display table;
-- :func:`seeds_tests`: the comparisons of :func:`clirlib.verdicts.evaluate` behind the
+- :func:`seeds_tests`: the comparisons of :func:`clirlib.studies.verdicts.evaluate` behind the
   Table 2 / Table 3 claims, with the seed-to-seed standard deviation of both sides, in the
   fixed column order :data:`SEEDS_TEST_COLUMNS` (``tables/seeds_significance_tests.csv``);
 - :func:`comparison_grid`: those comparisons as a (pair x metric) display table;
@@ -16,7 +16,7 @@ Notebook 09 (seeds and significance for Tables 2 and 3):
   inconclusive, and the seed-to-seed spread against the effects.
 
 Notebook 10 (training stability): :func:`stability_sentences` from the frames of
-:mod:`clirlib.stability`.
+:mod:`clirlib.studies.stability`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from . import verdicts
+from ..metrics import METRIC_NAMES
+from ..stats import mean_std
 from .hypotheses import ENCODER_LABELS, HYPOTHESES, LOSS_LABELS, POWER, Hypothesis, pairs
-from .metrics import METRIC_NAMES
-from .stats import mean_std
 
 # --------------------------------------------------------------------------- notebook 09
 #: The claims of Tables 2 and 3 (their grids are the runs of notebook 09).

@@ -1,4 +1,4 @@
-"""The decisions: every hypothesis of :mod:`clirlib.hypotheses` decided by one procedure (notebook 08).
+"""The decisions: every hypothesis of :mod:`clirlib.studies.hypotheses` decided by one procedure (notebook 08).
 
 One comparison is one (side A, side B, metric) triple, e.g. SOSL vs MSE on French P_mr@1;
 per-query test values are averaged over seeds, then tested by kind: ``superiority`` (paired
@@ -6,7 +6,7 @@ sign-flip randomization test, ``stats.paired_randomization``, and a bootstrap in
 ``equivalence`` (two one-sided bootstrap tests), ``at_most`` (a relative drop) and
 ``closes_gap`` (share of the gap to a reference system), all Holm-adjusted at 0.05; anything
 else is *inconclusive*, with ``mde`` the effect 80 % power would detect. A system enters a
-verdict only if it passes the learning gate (``clirlib.gate``); otherwise, or with fewer
+verdict only if it passes the learning gate (``clirlib.studies.gate``); otherwise, or with fewer
 than ``MIN_SEEDS`` seeds, its claims are *not tested*. A claim holds when every comparison
 holds, does not hold when any does not. Details: docs/conventions.md ("How a claim is decided").
 """
@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import gate, stats
+from . import gate
+from .. import stats
 from .hypotheses import (ALL_LANGUAGES, ALPHA, HYPOTHESES, MIN_SEEDS, N_RESAMPLES, POWER, Hypothesis, pair_language, pairs,
                          ref_filter, run_table, select, side_label)
 
@@ -306,7 +307,7 @@ def claim_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 #: Fixed column orders, so the CSVs are byte-identical however the runs were obtained.
 #: gate_a / gate_b: the system of each side nearest to failing the learning gate (largest p)
-#: within the row's scope, with its dev value, random expectation and p (``clirlib.gate``).
+#: within the row's scope, with its dev value, random expectation and p (``clirlib.studies.gate``).
 SUMMARY_COLUMNS = ["claim", "source", "hypothesis", "kind", "metrics", "margin", "language", "verdict",
                    "n_languages", "n_languages_tested", "n_languages_holding", "deciding", "effect", "ci_low", "ci_high", "p_holm", "mde",
                    "strongest", "strongest_effect", "strongest_ci_low", "strongest_ci_high", "strongest_p_holm",

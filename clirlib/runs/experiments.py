@@ -4,10 +4,10 @@ Every run is a system run. A config is a ``TrainConfig`` (the paper's ranker, Se
 or a ``systems.SystemConfig`` (BM25, MDL, HIKE, e5, the ranker with whole-collection
 retrieval); its ``system`` names the class of ``clirlib.systems`` that fits it. The steps,
 the same for every config: :func:`cache_key` (its text), :func:`cached_record` (the local
-entry, else the shipped one, ``clirlib.shipped``), :func:`compute_record` (the one record
+entry, else the shipped one, ``clirlib.runs.shipped``), :func:`compute_record` (the one record
 builder: fit, then evaluate) and :func:`store_record`; :func:`run` chains them.
-:mod:`clirlib.executors` runs a grid of configs with the same steps, in this process, in a
-local process pool or on Ray; :mod:`clirlib.grid_runs` turns records into tables.
+:mod:`clirlib.runs.executors` runs a grid of configs with the same steps, in this process, in a
+local process pool or on Ray; :mod:`clirlib.runs.grid_runs` turns records into tables.
 
 Entries are written atomically (temporary file, then rename), so an interrupted
 ``make reproduce`` loses at most the run in progress and never leaves a corrupt entry;
@@ -33,14 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from . import cache, determinism, env, paths, profiles, retrieval, shipped, systems
-from .data import kg, load, load_for
-from .data.digests import file_digest
-from .cache import CACHE_VERSION
-from .data.synthetic import GENERATOR_VERSION
-from .metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
-from .train import NonFiniteError, TrainConfig
-from .validate import ConfigError
+from . import shipped
+from .. import cache, determinism, env, paths, profiles, retrieval, systems
+from ..data import kg, load, load_for
+from ..data.digests import file_digest
+from ..cache import CACHE_VERSION
+from ..data.synthetic import GENERATOR_VERSION
+from ..metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
+from ..train import NonFiniteError, TrainConfig
+from ..validate import ConfigError
 
 def settings(profile: str) -> dict[str, Any]:
     """Epochs, patience, seeds and threshold grid of ``profile`` (``clirlib.profiles.TRAINING``)."""
@@ -139,7 +140,7 @@ def cached_record(config: Any, *, force: bool | None = None, collection: bool = 
 def _read_cached(key: str, config: dict[str, Any], key_defaults: dict[str, Any], trained: bool,
                  force: bool | None) -> dict[str, Any] | None:
     """The record of ``key``: the local entry (``results/runs``), else the shipped one
-    (``records/``, :mod:`clirlib.shipped`); both checked on read (a damaged local entry is
+    (``records/``, :mod:`clirlib.runs.shipped`); both checked on read (a damaged local entry is
     moved aside, a damaged shipped one refused; either is retrained).
 
     Forced (``force`` or ``CLIRLIB_FORCE=1``) neither is read, except local entries
@@ -180,7 +181,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     metrics there (``clirlib.retrieval``).
 
     A record has ``key, config, test, dev, dev_chance, best_epoch, epochs_run, history,
-    seconds, data_info, test_per_query, created, provenance`` (what ``clirlib.verdicts``
+    seconds, data_info, test_per_query, created, provenance`` (what ``clirlib.studies.verdicts``
     reads), plus ``collection_supported`` / ``collection`` for systems and the ranker's
     ``split_losses``, ``step_grad_norms``, ``train_scores``.
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .labels import MR, NAMES
+from ..labels import MR, NAMES
 
 
 def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd.DataFrame:

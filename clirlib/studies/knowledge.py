@@ -3,7 +3,7 @@
 HIKE itself (Zhang et al. 2021, Sec. 3: the model, fusions Eq. 4-8, hinge loss Eq. 9) is
 ``clirlib.systems.hike``; this module runs it as a study: the profile's runs
 (``profiles.HIKE``) cached by ``experiments.run``, the KG controls (none, shuffled,
-half, gold links), the claims decided by ``clirlib.verdicts`` (paired randomization tests
+half, gold links), the claims decided by ``clirlib.studies.verdicts`` (paired randomization tests
 over seed-averaged per-query values, Holm within a claim), the tables of notebook 15 and
 whole-collection re-ranking of a first stage's top 100.
 """
@@ -14,9 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import grid_runs, profiles, verdict_words, verdicts
+from . import verdict_words, verdicts
+from .. import profiles
+from ..runs import grid_runs
+from ..systems.hike import ALL_METRICS, KG_MODES, HikeConfig
 from .hypotheses import Hypothesis
-from .systems.hike import ALL_METRICS, KG_MODES, HikeConfig
 
 #: The display name of each KG control: the ``system`` field of the verdict records.
 KG_LABELS = {"full": "HIKE", "none": "HIKE without KG", "shuffled": "HIKE, shuffled KG", "half": "HIKE, half the KG",
@@ -48,7 +50,7 @@ def records_for_profile(profile: str, dataset: str | None = None, force: bool | 
 # --------------------------------------------------------------------------- verdicts and tables
 def verdict_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records with their ``label`` (``KG_LABELS``, e.g. ``"HIKE without KG"``): the value of
-    the ``system`` field ``clirlib.verdicts`` tells systems apart by."""
+    the ``system`` field ``clirlib.studies.verdicts`` tells systems apart by."""
     return [{**r, "label": KG_LABELS[r["config"]["kg"]]} for r in records]
 
 
@@ -56,7 +58,7 @@ def hypotheses(control_lang: str = "fr") -> tuple[Hypothesis, ...]:
     """What the KG adds, as ``Hypothesis`` objects (margins fixed before any run:
     0.01 absolute, the project's smallest effect that matters), over the seven metrics and
     NDCG@1 / NDCG@10."""
-    why = "0.01 absolute, as every claim of clirlib.verdicts"
+    why = "0.01 absolute, as every claim of clirlib.studies.verdicts"
     fr = {"lang": control_lang}  # the controls run in one language
 
     def claim(name: str, text: str, source: str, a: str, b: str) -> Hypothesis:
