@@ -22,8 +22,10 @@ which the tests use as an independent check. Ranks ``r`` count from 1.
 - ``MRR_mr``: 1 / rank of the first MR document, 0 if none (``recip_rank``, level 2).
 - ``MRR_r``: 1 / rank of the first document with label >= 1, 0 if none (level 1).
 
-The registry ``METRICS`` also holds ``NDCG@1`` and ``NDCG@10`` (the same formula, cut
-at 1 and 10; HIKE reports them), which are not among the seven of the tables.
+The one registry ``METRICS`` (:class:`Measure`: family, level, cutoff, as ir_measures)
+also holds ``NDCG@1`` and ``NDCG@10`` (HIKE reports them) and the whole-collection measures
+(``COLLECTION_METRICS``: MAP@10/50/1000, R@100, MRR), each computed on candidate lists
+(:class:`RankedLists`) or on a whole collection's top lists (:class:`TopLists`).
 
 Tie rule (pessimistic): documents with equal scores are ranked with the LESS relevant
 label first, then by input row order. A tie therefore never helps the model: a model
@@ -275,20 +277,104 @@ def reciprocal_rank(level: int) -> Callable[[RankedLists], np.ndarray]:
     return rr
 
 
-METRICS: dict[str, Callable[[RankedLists], np.ndarray]] = {
-    "P_mr@1": precision(1, MR),
-    "P_mr@5": success(5, MR),
-    "P_r@5": precision(5, SR),
-    "NDCG@5": ndcg(5),
-    "MAP": average_precision(SR),
-    "MRR_mr": reciprocal_rank(MR),
-    "MRR_r": reciprocal_rank(SR),
-    # Not in the paper's tables (``METRIC_NAMES`` stays the seven): HIKE reports these.
-    "NDCG@1": ndcg(1),
-    "NDCG@10": ndcg(10),
+# --- the same measures on a whole collection's top lists (``clirlib.retrieval``) ------
+
+
+@dataclass(frozen=True, eq=False)
+class TopLists:
+    """Each query's labels at ranks 1..k over a whole collection, ``top`` (n_q, k), with
+    its number of relevant (label >= 1) and MR documents in the collection, which may lie
+    below rank k (so recall and the ideal DCG see them)."""
+
+    top: np.ndarray
+    n_rel: np.ndarray
+    n_mr: np.ndarray
+
+    def count_at_least(self, level: int) -> np.ndarray:
+        return np.asarray(self.n_rel if level == SR else self.n_mr, dtype=np.float64)
+
+
+def _top_ap(tl: TopLists, level: int, cutoff: int) -> np.ndarray:
+    """AP@cutoff: precision@r summed over relevant ranks r <= cutoff, over all relevant R."""
+    rel = (tl.top >= level).astype(np.float64)  # (n_q, k)
+    k = rel.shape[1]
+    cum_ap = np.cumsum(rel * np.cumsum(rel, axis=1) / np.arange(1, k + 1), axis=1)
+    R = tl.count_at_least(level)
+    return np.where(R > 0, cum_ap[:, min(cutoff, k) - 1] / np.where(R > 0, R, 1.0), 0.0)
+
+
+def _top_recall(tl: TopLists, level: int, cutoff: int) -> np.ndarray:
+    rel = (tl.top >= level).astype(np.float64)
+    R = tl.count_at_least(level)
+    return np.where(R > 0, np.cumsum(rel, axis=1)[:, min(cutoff, rel.shape[1]) - 1] / np.where(R > 0, R, 1.0), 0.0)
+
+
+def _top_rr(tl: TopLists, level: int) -> np.ndarray:
+    rel = tl.top >= level
+    first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)
+    return np.divide(1.0, first, out=np.zeros(len(first)), where=first > 0)
+
+
+def _top_ndcg(tl: TopLists, cutoff: int) -> np.ndarray:
+    disc = 1.0 / np.log2(np.arange(2, cutoff + 2))  # (cutoff,)
+    cum_disc = np.concatenate(([0.0], np.cumsum(disc)))
+    cc = min(cutoff, tl.top.shape[1])
+    dcg = tl.top[:, :cc].astype(np.float64) @ disc[:cc]
+    # ideal: MR documents first (gain 2), then SR (gain 1), as ndcg on candidate lists
+    idcg = cum_disc[np.minimum(tl.n_rel, cutoff).astype(int)] + cum_disc[np.minimum(tl.n_mr, cutoff).astype(int)]
+    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A named measure, ir_measures style: ``family`` (P, Success, nDCG, AP, R, RR), the
+    relevance ``level`` and the ``cutoff``, computed two ways: on candidate lists
+    (:class:`RankedLists`, the paper's tables) or on a whole collection's top lists
+    (:class:`TopLists`); one value per query. A way a measure lacks raises."""
+
+    family: str
+    level: int = SR
+    cutoff: int | None = None
+
+    def __call__(self, lists: RankedLists | TopLists) -> np.ndarray:
+        f, level, k = self.family, self.level, self.cutoff
+        if isinstance(lists, TopLists):
+            way = {"AP": lambda t: _top_ap(t, level, k), "R": lambda t: _top_recall(t, level, k),
+                   "RR": lambda t: _top_rr(t, level), "nDCG": lambda t: _top_ndcg(t, k)}
+        else:
+            way = {"P": precision(k, level) if k else None, "Success": success(k, level) if k else None,
+                   "nDCG": ndcg(k) if k else None, "AP": None if k else average_precision(level),
+                   "RR": reciprocal_rank(level)}
+        fn = way.get(f)
+        if fn is None:
+            raise ValueError(f"{self} has no way on {type(lists).__name__}")
+        return fn(lists)
+
+
+METRICS: dict[str, Measure] = {
+    "P_mr@1": Measure("P", MR, 1),
+    "P_mr@5": Measure("Success", MR, 5),
+    "P_r@5": Measure("P", SR, 5),
+    "NDCG@5": Measure("nDCG", cutoff=5),
+    "MAP": Measure("AP", SR),
+    "MRR_mr": Measure("RR", MR),
+    "MRR_r": Measure("RR", SR),
+    # Not in the paper's tables (``METRIC_NAMES`` stays the seven): HIKE reports these,
+    # and whole-collection retrieval the last ones too (``COLLECTION_METRICS``).
+    "NDCG@1": Measure("nDCG", cutoff=1),
+    "NDCG@10": Measure("nDCG", cutoff=10),
+    "MAP@10": Measure("AP", SR, 10),
+    "MAP@50": Measure("AP", SR, 50),
+    "MAP@1000": Measure("AP", SR, 1000),
+    "R@100": Measure("R", SR, 100),
+    "MRR": Measure("RR", SR),
 }
-"""Each metric of the paper (and NDCG@1 / NDCG@10, which HIKE reports) as a function of
-the ranked lists, one value per query. ``evaluate`` and the tables use ``METRIC_NAMES``."""
+"""The one registry of measures by name (the paper's seven, HIKE's NDCG@1 / NDCG@10 and the
+whole-collection measures of the MDL paper): ``METRICS[name](lists)`` is one value per query.
+``evaluate`` and the tables use ``METRIC_NAMES``; whole-collection tables ``COLLECTION_METRICS``."""
+
+#: Measures of whole-collection retrieval (``clirlib.retrieval``), in table order.
+COLLECTION_METRICS = ("MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10")
 
 
 def evaluate_per_query(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = METRIC_NAMES) -> pd.DataFrame:

@@ -47,8 +47,8 @@ from .data.dataset import RankingDataset, Ragged, Split
 from .data.languages import wikiclir_files
 from .data.text import tokenize
 from .data.wikiclir_format import read_lines, tsv_fields
+from .metrics import COLLECTION_METRICS, METRICS, TopLists
 
-COLLECTION_METRICS = ("MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10")
 DEPTH = 1000
 _CACHE: dict[tuple, RankingDataset] = {}
 
@@ -220,31 +220,11 @@ def rank_vectors_reference(q: np.ndarray, d: np.ndarray, eps: float, q_codes: np
 
 # --------------------------------------------------------------------------- metrics
 def metrics_from_labels(top: np.ndarray, n_rel: np.ndarray, n_mr: np.ndarray) -> pd.DataFrame:
-    """Per-query whole-collection metrics from the top-k labels (n_q, k), the number of
-    relevant documents R (n_q,) and of MR documents (n_q,) of each query."""
-    rel = (top > 0).astype(np.float64)  # (n_q, k)
-    k = top.shape[1]
-    ranks = np.arange(1, k + 1)
-    cum = np.cumsum(rel, axis=1)  # (n_q, k)
-    prec_hits = rel * cum / ranks  # rel_i * P@i
-    cum_ap = np.cumsum(prec_hits, axis=1)
-    R = np.asarray(n_rel, dtype=np.float64)
-    safe = np.where(R > 0, R, 1.0)
-    out: dict[str, Any] = {}
-    for t in (10, 50, 1000):
-        out[f"MAP@{t}"] = np.where(R > 0, cum_ap[:, min(t, k) - 1] / safe, 0.0)
-    out["R@100"] = np.where(R > 0, cum[:, min(100, k) - 1] / safe, 0.0)
-    first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)
-    out["MRR"] = np.divide(1.0, first, out=np.zeros(len(first)), where=first > 0)
-    for c in (1, 10):
-        disc = 1.0 / np.log2(np.arange(2, c + 2))  # (c,)
-        cum_disc = np.concatenate(([0.0], np.cumsum(disc)))
-        cc = min(c, k)
-        dcg = top[:, :cc].astype(np.float64) @ disc[:cc]
-        # ideal: MR documents first (gain 2), then SR (gain 1); as metrics.ndcg
-        idcg = cum_disc[np.minimum(R, c).astype(int)] + cum_disc[np.minimum(n_mr, c).astype(int)]
-        out[f"NDCG@{c}"] = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
-    return pd.DataFrame(out)
+    """Per-query whole-collection metrics (``COLLECTION_METRICS`` of the one registry,
+    ``metrics.METRICS``) from the top-k labels (n_q, k), the number of relevant documents
+    R (n_q,) and of MR documents (n_q,) of each query."""
+    lists = TopLists(top, n_rel, n_mr)
+    return pd.DataFrame({m: METRICS[m](lists) for m in COLLECTION_METRICS})
 
 
 def evaluate_system(system: Any, dataset: RankingDataset, split: str = "test", k: int = DEPTH,

@@ -58,8 +58,24 @@ def _fixture_arrays():
 
 def test_metric_names_and_registry_order():
     assert METRIC_NAMES == ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r")
-    # the paper's seven first, in the tables' order; then the extra NDCG cuts HIKE reports
-    assert tuple(METRICS) == METRIC_NAMES + ("NDCG@1", "NDCG@10")
+    # the paper's seven first, in the tables' order; then the extra NDCG cuts HIKE reports,
+    # then the whole-collection measures of the MDL paper (one registry, issue 24.3)
+    assert tuple(METRICS) == METRIC_NAMES + ("NDCG@1", "NDCG@10", "MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR")
+
+
+def test_one_name_two_ways():
+    # NDCG@1 of one query ranked MR, NR, SR: on its candidate list and on the same list as a
+    # whole collection's top 3 (R = 2, one MR): gain 2 at rank 1, ideal 2 -> 1.0 both ways
+    from clirlib.metrics import RankedLists, TopLists
+
+    rl = RankedLists.from_scores([3.0, 2.0, 1.0], [2, 0, 1], [0, 0, 0])
+    tl = TopLists(np.array([[2, 0, 1]]), np.array([2]), np.array([1]))
+    assert METRICS["NDCG@1"](rl).tolist() == METRICS["NDCG@1"](tl).tolist() == [1.0]
+    # MRR_r and MRR are one family (RR, level 1): 1 / rank 1 both ways
+    assert METRICS["MRR_r"](rl).tolist() == METRICS["MRR"](tl).tolist() == [1.0]
+    # AP with a cutoff exists on whole collections only: a clear error on candidate lists
+    with pytest.raises(ValueError, match="no way on RankedLists"):
+        METRICS["MAP@10"](rl)
 
 
 def test_hand_checked_per_query():
