@@ -33,12 +33,7 @@ that gives every document the same score gets the worst possible ranking of ever
 query. Because equally labelled documents are interchangeable, the metrics do not
 depend on the order of the input rows. (trec_eval instead breaks ties by document id.)
 
-Everything is vectorised, with no Python loop over queries: the rows are sorted once
-(each query's row of a padded queries x candidates matrix, or one ``np.lexsort`` when
-the lists are very uneven), and per-query values come from ``np.bincount`` and
-fixed-width top-k slices of the ranked rows. ``METRICS`` maps each name of the paper to
-a function of a :class:`RankedLists` that returns one value per query; averaging over
-queries is done separately, by :func:`evaluate`.
+How the computation is vectorised: ``docs/conventions.md``.
 """
 
 from __future__ import annotations

@@ -18,17 +18,8 @@ pessimistic tie rule: a tie never helps the system (:func:`rank_vectors_referenc
 every document that way; the tests compare the two). A relevant
 document outside the top k counts as not retrieved (as in a TREC run of depth k).
 
-Metrics, per query, then averaged (R = the query's number of relevant documents, MR or
-SR, in the collection; rel_i = 1 if the document at rank i is relevant):
-
-- ``MAP@t`` (t = 10, 50, 1000), the MDL paper's AP with cutoff t:
-  AP@t = (1 / R) * sum_{i=1}^{t} rel_i * (sum_{j<=i} rel_j) / i, which is trec_eval's
-  ``map_cut_t`` (the denominator is R, not the relevant documents within t);
-- ``R@100``: (sum_{i<=100} rel_i) / R (trec_eval ``recall_100``);
-- ``MRR``: 1 / (rank of the first relevant document), 0 if none in the top k
-  (``recip_rank``);
-- ``NDCG@1``, ``NDCG@10``: linear gain (the label) and discount log2(i + 1), ideal
-  ranking from the query's labels in the collection (``ndcg_cut``, as ``metrics.ndcg``).
+Metrics: ``metrics.COLLECTION_METRICS`` of the one registry, computed on the top lists
+(``metrics.TopLists``); their definitions: ``docs/systems.md``, "Whole-collection metrics".
 """
 
 from __future__ import annotations

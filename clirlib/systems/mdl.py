@@ -34,20 +34,9 @@ module is our reading of it, on clirlib's splits:
    The English side and the document side are trained separately, each on its half of
    the training pairs, into the space fixed by H and the shared labels.
 4. **Scoring** (Sec. 4.1): cosine of the query's and the document's representations in
-   the shared space. ``space="code"`` (the default, what every cached run used): the codes
-   z themselves. ``space="label"``: H z, the part of the code the loss aligns across
-   languages. When C >= code (the paper's C = 1000 > 512) H has orthonormal columns, so
-   H z keeps all of z's geometry and both give the same ranking; when C < code (every
-   profile here: C = 10 on ``ci``, 19 on ``default``) only C of the code's directions are
-   tied to the labels, and the other code - C, shaped by each language's reconstruction
-   alone, are not aligned across languages yet dominate the cosine of the codes
-   (docs/mdl_below_chance.md: on a toy task MDL.1 ranks the MR document first for every
-   test query in the label space and for 35 % of them by the codes' cosine).
-
-Determinism: gensim's own initial vectors for inference are seeded with Python's salted
-``hash``, so :func:`infer` re-implements ``Doc2Vec.infer_vector`` (PV-DBOW) with a stable
-seed per text; training passes a stable ``hashfxn`` and ``workers=1``. The same config
-gives the same vectors in any process (``tests/test_mdl.py`` checks this).
+   the shared space: the codes z (``space="code"``, the default) or H z (``"label"``).
+   Why the two differ when C < 512, and how gensim's inference is made deterministic:
+   ``docs/systems.md``, "MDL: scoring space and determinism".
 
 Measurements (the schedule at clirlib's scale, where a fit's time goes): ``docs/systems.md``.
 """
