@@ -332,18 +332,21 @@ class Measure:
     cutoff: int | None = None
 
     def __call__(self, lists: RankedLists | TopLists) -> np.ndarray:
-        f, level, k = self.family, self.level, self.cutoff
-        if isinstance(lists, TopLists):
-            way = {"AP": lambda t: _top_ap(t, level, k), "R": lambda t: _top_recall(t, level, k),
-                   "RR": lambda t: _top_rr(t, level), "nDCG": lambda t: _top_ndcg(t, k)}
-        else:
-            way = {"P": precision(k, level) if k else None, "Success": success(k, level) if k else None,
-                   "nDCG": ndcg(k) if k else None, "AP": None if k else average_precision(level),
-                   "RR": reciprocal_rank(level)}
-        fn = way.get(f)
+        fn = self._top_way() if isinstance(lists, TopLists) else self._candidate_way()
         if fn is None:
             raise ValueError(f"{self} has no way on {type(lists).__name__}")
         return fn(lists)
+
+    def _candidate_way(self) -> Callable[[RankedLists], np.ndarray] | None:
+        f, level, k = self.family, self.level, self.cutoff
+        if f in ("RR", "AP"):  # AP has no cutoff on candidate lists
+            return reciprocal_rank(level) if f == "RR" else (None if k else average_precision(level))
+        return None if not k else ndcg(k) if f == "nDCG" else {"P": precision, "Success": success}[f](k, level)
+
+    def _top_way(self) -> Callable[[TopLists], np.ndarray] | None:
+        f, level, k = self.family, self.level, self.cutoff
+        return {"AP": lambda t: _top_ap(t, level, k), "R": lambda t: _top_recall(t, level, k),
+                "RR": lambda t: _top_rr(t, level), "nDCG": lambda t: _top_ndcg(t, k)}.get(f)
 
 
 METRICS: dict[str, Measure] = {
