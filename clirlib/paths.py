@@ -18,6 +18,9 @@ ROOT = env.home(PACKAGE_DIR.parent)
 RESULTS_DIR = ROOT / "results"
 #: Generated embedded-benchmark collections, in the WikiCLIR layout.
 DATA_DIR = ROOT / "data"
+#: The Debian real-text benchmark as run configs name it (relative to the root, so a run's
+#: key is the same on every machine): ``python -m clirlib data debian --out data/debian``.
+DEBIAN_DATASET = "data/debian"
 #: Figures and tables of `make reproduce` on the default profile (committed).
 FIGURES_DIR = ROOT / "figures"
 TABLES_DIR = ROOT / "tables"

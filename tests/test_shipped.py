@@ -178,3 +178,9 @@ def test_eta_scales_the_measured_times_by_this_runs_pace(tmp_path):
     eta.expected = {"01_a.ipynb": 60.0, "02_b.ipynb": 600.0}  # as measured: 1 min then 10 min
     assert eta.after(tmp_path / "01_a.ipynb", 120.0) == "; about 20 min left"  # twice as slow: 2 x 10 min
     assert eta.after(tmp_path / "02_b.ipynb", 1300.0) == ""  # nothing left
+
+
+def test_verify_leaves_out_records_of_real_data_this_machine_lacks(tmp_path):
+    assert verify.available({"config": {"dataset": "ci", "lang": "fr"}})  # generated on demand
+    gone = {"config": {"dataset": str(tmp_path / "no-such-folder"), "lang": "fr"}, "data_info": {"inputs": {}}}
+    assert not verify.available(gone)  # e.g. the Debian benchmark, which is not committed

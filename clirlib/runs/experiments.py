@@ -39,6 +39,7 @@ from ..data import kg, load, load_for
 from ..data.digests import file_digest
 from ..cache import CACHE_VERSION
 from ..data.synthetic import GENERATOR_VERSION
+from ..labels import label_counts
 from ..metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
 from ..train import NonFiniteError, TrainConfig
 from ..validate import ConfigError
@@ -110,27 +111,30 @@ def _atomic_write_json(path: Path, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(config: Any, *, force: bool | None = None, dataset=None, collection: bool = True,
-        allow_nonfinite: bool = False) -> dict[str, Any]:
+        allow_nonfinite: bool = False, inputs: dict[str, str] | None = None) -> dict[str, Any]:
     """The record of ``config`` (a ``TrainConfig`` or a ``systems.SystemConfig``): read from
     the cache (:func:`cached_record`), else computed (:func:`compute_record`) and stored.
 
     ``collection``: a system that can rank the whole collection is evaluated there too
     (a cached record without that part is recomputed). With ``allow_nonfinite=True`` a run
     stopped by ``NonFiniteError`` is cached as a record with an ``"error"`` message (and no
-    metrics) instead of raising, for stability studies.
+    metrics) instead of raising, for stability studies. ``inputs``: the real data's file
+    digests when known (:func:`cache_key`), so that a record is found without the files.
     """
-    record = cached_record(config, force=force, collection=collection)
+    record = cached_record(config, force=force, collection=collection, inputs=inputs)
     if record is None:
         record = compute_record(config, dataset=dataset, collection=collection, allow_nonfinite=allow_nonfinite)
         record = store_record(config, record)
     return record
 
 
-def cached_record(config: Any, *, force: bool | None = None, collection: bool = True) -> dict[str, Any] | None:
+def cached_record(config: Any, *, force: bool | None = None, collection: bool = True,
+                  inputs: dict[str, str] | None = None) -> dict[str, Any] | None:
     """The cache entry of ``config``, or ``None`` when it must be (re)computed: missing,
-    damaged, forced, or (``collection``) without the whole-collection part it can have."""
+    damaged, forced, or (``collection``) without the whole-collection part it can have.
+    ``inputs``: as :func:`cache_key` (the real data's digests, e.g. a shipped record's)."""
     cfg = config.resolved()
-    record = _read_cached(cache_key(cfg), cfg.to_dict(), cfg.key_defaults, cfg.trains, force)
+    record = _read_cached(cache_key(cfg, inputs), cfg.to_dict(), cfg.key_defaults, cfg.trains, force)
     if (record is not None and collection and cfg.whole_collection and "collection" not in record
             and record.get("collection_supported") is not False):
         return None
@@ -182,7 +186,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
 
     A record has ``key, config, test, dev, dev_chance, best_epoch, epochs_run, history,
     seconds, data_info, test_per_query, created, provenance`` (what ``clirlib.studies.verdicts``
-    reads), plus ``collection_supported`` / ``collection`` for systems and the ranker's
+    reads), on real data ``dev_counts`` (``labels.label_counts`` of the dev lists), plus ``collection_supported`` / ``collection`` for systems and the ranker's
     ``split_losses``, ``step_grad_norms``, ``train_scores``.
     """
     cfg = config.resolved()
@@ -203,6 +207,8 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     if fields is None:
         fields = _candidate_lists(system, dataset, cfg)
     fields.setdefault("seconds", time.perf_counter() - t0)
+    if cfg.dataset not in profiles.SIZES:  # real data: the gate's dev lists without its files (studies.gate)
+        fields["dev_counts"] = label_counts(dataset.splits["dev"].labels, dataset.splits["dev"].qidx).tolist()
     fields["data_info"] = jsonable(fields["data_info"])
     record = {"key": key, "config": cfg.to_dict(), **fields,
               "created": time.strftime("%Y-%m-%d %H:%M:%S"), "provenance": shipped.provenance()}

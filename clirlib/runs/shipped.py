@@ -201,7 +201,7 @@ def provenance() -> dict[str, str]:
 
 def pack_local(profile: str = "default", folder: Path | None = None, code: str | None = None) -> dict[str, Any]:
     """Refresh ``records/`` from the local cache: every valid ``results/runs`` entry of the
-    embedded benchmark ``profile`` under the current cache and generator versions, plus the
+    embedded benchmark ``profile`` and of the Debian benchmark (``paths.DEBIAN_DATASET``) under the current cache and generator versions, plus the
     shipped records of the same versions that the local cache does not hold. ``code``: the
     commit that trained the records that carry no provenance of their own (default: this
     checkout's)."""
@@ -213,7 +213,7 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     for path in sorted((paths.RESULTS_DIR / "runs").glob(f"{prefix}*.json")):
         with open(path, encoding="utf-8") as f:
             rec = json.load(f)
-        if rec.get("config", {}).get("dataset") != profile or "error" in rec:
+        if rec.get("config", {}).get("dataset") not in (profile, paths.DEBIAN_DATASET) or "error" in rec:
             continue
         if rec.get("checksum") != cache.checksum(rec):
             raise ValueError(f"{path}: checksum does not match its content; not packing it")

@@ -220,7 +220,8 @@ def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[Hypothesis] = 
     rows, comps = [], []
     for h in hypotheses:
         runs, pq = grids[h.grid]
-        labels = {h.a["system"], h.b["system"]}
+        labels = {lab for side in (h.a, h.b) for lab in
+                  (side["system"] if isinstance(side["system"], list) else [side["system"]])}
         if pq.empty or not labels <= set(runs["system"]):
             rows.append(verdicts.not_tested(h, f"no {h.grid} runs of {' and '.join(sorted(labels))}"))
             continue

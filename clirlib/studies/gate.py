@@ -29,8 +29,9 @@ candidate lists:
   passes when p < :data:`ALPHA` = 0.01 (the one definition of the gate's level).
 
 The dev lists of a run are read back from its config's data fields (``dataset, lang,
-n_queries, n_nr, data_seed``, as ``data.load_for`` loads them), so nothing is added to
-the cached records.
+n_queries, n_nr, data_seed``, as ``data.load_for`` loads them). A record on real data also
+carries them as label counts (``dev_counts``), since a reader of the shipped records may
+not have the data's files (the Debian benchmark is not committed).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import numpy as np
 
 from .. import determinism
 from ..data import load_dataset
-from ..labels import MR, NR, SR
+from ..labels import MR, NR, SR, label_counts
 from ..metrics import random_ndcg
 
 METRIC = "NDCG@5"
@@ -80,15 +81,6 @@ def distribution(n_nr: int, n_sr: int, n_mr: int, k: int = K) -> tuple[np.ndarra
         out[v] = out.get(v, 0.0) + prob
     values = np.array(sorted(out))
     return values, np.array([out[v] for v in values])
-
-
-def label_counts(labels: np.ndarray, qidx: np.ndarray) -> np.ndarray:
-    """(Q, 3) NR, SR and MR candidates of each query, queries in order of first appearance."""
-    _, first, inverse = np.unique(qidx, return_index=True, return_inverse=True)
-    order = np.argsort(np.argsort(first))  # code of each unique id in first-appearance order
-    code = order[inverse]
-    c = np.bincount(code * 3 + np.asarray(labels, dtype=np.int64), minlength=3 * len(first))
-    return c.reshape(len(first), 3)
 
 
 @functools.lru_cache(maxsize=32)
@@ -174,7 +166,10 @@ def dev_lists(key: tuple) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lists_of(record: Mapping[str, Any]) -> Lists:
-    """A cached run record's :class:`Lists`: its dev split (loaded from its config) and epochs."""
+    """A cached run record's :class:`Lists`: its dev split (its ``dev_counts``, else loaded
+    from its config) and epochs."""
+    if record.get("dev_counts") is not None:
+        return Lists(tuple(tuple(int(x) for x in c) for c in record["dev_counts"]), epochs_chosen_from(record))
     labels, qidx = dev_lists(data_key(record["config"]))
     return Lists.of(labels, qidx, epochs_chosen_from(record))
 

@@ -124,7 +124,7 @@ def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -
         row["system"] = rec.get("label") or cfg.get("system") or "sosl"
         row.update(run=i, seed=cfg["seed"], dev_p1=rec["dev"]["P_mr@1"], dev_chance=rec["dev_chance"],
                    dev_value=rec["dev"].get(gate.METRIC, np.nan), data_key=gate.data_key(cfg),
-                   epochs=gate.epochs_chosen_from(rec))
+                   epochs=gate.epochs_chosen_from(rec), lists=gate.lists_of(rec) if "dev_counts" in rec else None)
         runs.append(row)
         f = pd.DataFrame(rec["test_per_query"] if where == "candidates" else rec["collection"]["per_query"])
         f["run"] = i
@@ -137,7 +137,7 @@ def run_table(records: Iterable[Mapping[str, Any]], where: str = "candidates") -
     return runs_df, pq
 
 
-_RUN_COLUMNS = ("dev_p1", "dev_chance", "dev_value", "data_key", "epochs")
+_RUN_COLUMNS = ("dev_p1", "dev_chance", "dev_value", "data_key", "epochs", "lists")
 
 
 def hashable(v: Any) -> Any:

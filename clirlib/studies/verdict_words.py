@@ -58,6 +58,8 @@ def sentences(summary: pd.DataFrame) -> str:
 
 
 README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
+#: The README's block of the claims decided on real text (notebook 13, ``tables/realtext_claims.csv``).
+REALTEXT_MARKERS = ("<!-- realtext:start -->", "<!-- realtext:end -->")
 
 
 def _cell(r: Mapping[str, Any], prefix: str) -> str:
@@ -72,19 +74,29 @@ def _cell(r: Mapping[str, Any], prefix: str) -> str:
             f"p {r[f'{prefix}p_holm']:.3g}")
 
 
-def markdown_table(summary: pd.DataFrame) -> str:
+def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None) -> str:
     """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``):
     one line per claim with the languages it holds in, its strongest and its weakest
-    (deciding) comparison, effect and interval printed also when it is not tested."""
+    (deciding) comparison, effect and interval printed also when it is not tested. With
+    ``real_text`` (the same claims decided on the Debian benchmark, ``realtext_paper_claims.csv``)
+    a column gives each claim's verdict there and its weakest (deciding) comparison, empty where
+    real text does not decide it."""
+    real = {} if real_text is None else {r["hypothesis"]: r for r in claim_rows(real_text).to_dict("records")}
+    extra = (" real text (Debian) |", " --- |") if real_text is not None else ("", "")
     lines = ["| claim | source | verdict | languages | strongest comparison: effect [95 % CI], p (Holm) | "
-             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |",
-             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |"]
+             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |" + extra[0],
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |" + extra[1]]
     for r in claim_rows(summary).to_dict("records"):
         pct = r["kind"] in ("at_most", "closes_gap")
         mde = "" if not np.isfinite(r["mde"]) else (f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}")
         word = r["verdict"] if r["verdict"] == "not tested" else f"**{r['verdict']}**"
         langs = _holds_in(r) if int(r["n_languages"]) else ""
         size = f"{int(r['n_queries'])} x {int(r['n_seeds'])}" if int(r["n_queries"]) else ""
-        lines.append(f"| {r['claim']} | {r['source']} | {word} | {langs} | {_cell(r, 'strongest_')} | {_cell(r, '')} | "
-                     f"{mde} | {size} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
+        line = (f"| {r['claim']} | {r['source']} | {word} | {langs} | {_cell(r, 'strongest_')} | {_cell(r, '')} | "
+                f"{mde} | {size} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
+        if real_text is not None:
+            rr = real.get(r["hypothesis"])
+            w = "" if rr is None else (rr["verdict"] if rr["verdict"] == "not tested" else f"**{rr['verdict']}**")
+            line += f" {w}{': ' + _cell(rr, '') if rr is not None and _cell(rr, '') else ''} |"
+        lines.append(line)
     return "\n".join(lines)

@@ -137,7 +137,8 @@ class Outcome:
 
 def group_gate(sel: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
     """``gate.test`` of one system's runs (rows of :func:`run_table`'s runs frame)."""
-    lists = [gate.Lists.of(*gate.dev_lists(k), e) for k, e in zip(sel["data_key"], sel["epochs"])]
+    lists = [ls if ls is not None else gate.Lists.of(*gate.dev_lists(k), e)  # a record's own dev lists first
+             for k, e, ls in zip(sel["data_key"], sel["epochs"], sel["lists"])]
     return gate.test(sel["dev_value"], lists, seed)
 
 

@@ -42,7 +42,7 @@ from ..validate import check_system_config
 
 SYSTEMS: dict[str, type["System"]] = {}
 #: The systems clirlib ships (each module registers itself when imported).
-BUILTIN = ("bm25", "sosl", "mdl", "hike", "e5")
+BUILTIN = ("bm25", "sosl", "mdl", "hike", "e5", "e5head")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,113 @@
+"""The paper's losses on frozen e5 vectors (clirlib.systems.e5head) and the in-batch InfoNCE loss."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from clirlib import paths
+from clirlib.data import load_dataset
+from clirlib.losses import in_batch_info_nce
+from clirlib.systems.e5head import E5Head, E5HeadConfig
+from clirlib.validate import ConfigError
+from test_e5 import debian, tiny_model  # noqa: F401 (fixture)
+
+
+def test_info_nce_hand_checked():
+    # two queries, each scoring 1 with its own document and 0 with the other: at t = 1 each row is
+    # -log(e / (e + 1)) = log(1 + e^-1) = 0.31326
+    s = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    assert float(in_batch_info_nce(s, 1.0)) == pytest.approx(math.log1p(math.exp(-1)), abs=1e-6)
+    # t = 0.5 doubles the logits: log(1 + e^-2) = 0.12693
+    assert float(in_batch_info_nce(s, 0.5)) == pytest.approx(math.log1p(math.exp(-2)), abs=1e-6)
+    # a document shared by both queries is no negative of either: the only logit left is the positive's
+    assert float(in_batch_info_nce(torch.ones(2, 2), 1.0, positives=torch.ones(2, 2, dtype=torch.bool))) == 0.0
+    with pytest.raises(ValueError, match="square"):
+        in_batch_info_nce(torch.ones(2, 3))
+
+
+def test_info_nce_matches_autograd_of_the_textbook_formula():
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(5, 5, generator=g, requires_grad=True)
+    ours = in_batch_info_nce(s, 0.1)
+    ours.backward()
+    s2 = s.detach().clone().requires_grad_()
+    textbook = -torch.stack([torch.log(torch.exp(s2[i, i] / 0.1) / torch.exp(s2[i] / 0.1).sum()) for i in range(5)]).mean()
+    textbook.backward()
+    assert float(ours.detach()) == pytest.approx(float(textbook.detach()), rel=1e-5)
+    assert torch.allclose(s.grad, s2.grad, atol=1e-5)
+
+
+def test_config_refuses_bad_settings(debian):  # noqa: F811
+    with pytest.raises(ConfigError, match="made up"):
+        E5HeadConfig(dataset="ci").resolved()
+    with pytest.raises(ConfigError, match="unknown loss"):
+        E5HeadConfig(dataset=str(debian), loss="hinge").resolved()
+    with pytest.raises(ConfigError, match="temperature"):
+        E5HeadConfig(dataset=str(debian), temperature=0.0).resolved()
+    assert E5HeadConfig(dataset=str(debian), loss="mse").resolved().thresholds == (0.2, 0.7)  # losses.DEFAULT_THRESHOLDS
+    assert E5HeadConfig(dataset=str(debian), loss="infonce").resolved().thresholds is None
+
+
+@pytest.mark.parametrize("loss", ["sosl", "infonce"])
+def test_head_trains_on_frozen_vectors_and_scores_by_r_eps(tmp_path, monkeypatch, debian, loss):  # noqa: F811
+    model = tiny_model(tmp_path / "model")
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    ds = load_dataset(debian, "fr", n_queries=7, n_nr=2, embeddings="none")
+    cfg = E5HeadConfig(dataset=str(debian), n_queries=7, n_nr=2, e5_path=str(model), loss=loss, epochs=4).resolved()
+    head = E5Head(cfg).fit(ds, 0)
+    assert len(head.history) == 4 and 1 <= head.best_epoch <= 4
+    assert head.weight.shape == (64, 12) and head.bias.shape == (64,)  # the tiny model is 12 wide
+    # independently: tanh(W x + b) of e5's own vectors, then r_eps (Eq. 1) in numpy
+    te = ds.splits["test"]
+    xq = head._e5.encode_queries(ds, te.qidx).astype(np.float64)
+    xd = head._e5.encode_documents(ds, te.didx).astype(np.float64)
+    w, b = head.weight.numpy().astype(np.float64), head.bias.numpy().astype(np.float64)
+    u, v = np.tanh(xq @ w.T + b), np.tanh(xd @ w.T + b)
+    want = (u * v).sum(1) / ((np.linalg.norm(u, axis=1) + 1.0) * (np.linalg.norm(v, axis=1) + 1.0))
+    assert np.allclose(head.score(ds, "test"), want, atol=1e-5)
+    again = E5Head(cfg).fit(ds, 0)  # seeded: the same head
+    assert torch.equal(again.weight, head.weight) and again.best_epoch == head.best_epoch
+
+
+def test_real_text_runs_are_read_back_from_shipped_records_without_the_files(tmp_path, monkeypatch):
+    """A reader without the Debian files (they are not committed) reads the shipped records:
+    the lookup by config and the records' input digests, the gate from their dev_counts."""
+    import shutil
+
+    from clirlib.data.debian import build
+    from clirlib.runs import shipped
+    from clirlib.studies import gate, realtext
+    from clirlib.studies.hypotheses import Hypothesis
+    from test_debian import write_index
+
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(paths, "RECORDS_DIR", tmp_path / "records")
+    monkeypatch.setattr(realtext, "N_QUERIES", 7)
+    monkeypatch.setattr(realtext, "N_NR", 2)
+    monkeypatch.setattr(realtext, "SYSTEMS", {"BM25": ("bm25", {}), "BM25 k1=2": ("bm25", {"k1": 2.0})})
+    h = Hypothesis("k1", "BM25 beats BM25 with k1 = 2", "test", "candidates", {"system": "BM25"},
+                   {"system": "BM25 k1=2"}, ("P_mr@1",))
+    build(tmp_path / "data" / "debian", "fr", write_index(tmp_path / "lists"), embeddings=False)
+    realtext._shipped_inputs.cache_clear()
+    labelled = realtext.configs()
+    trained = realtext.run(labelled)  # trained here, from the files
+    assert [r["config"]["seed"] for _, r in trained] == [0, 0, 1, 1, 2, 2] and all("dev_counts" in r for _, r in trained)
+    shipped.pack([r for _, r in trained], paths.RECORDS_DIR, {"code": "test", "cpu": "test"})
+    shipped.forget()
+    shutil.rmtree(tmp_path / "results")
+    shutil.rmtree(tmp_path / "data")
+    assert not realtext.has_files("fr")
+    read = realtext.run(labelled)  # no files, no local cache: the shipped records
+    assert [r["key"] for _, r in read] == [r["key"] for _, r in trained]
+    monkeypatch.setattr(gate, "dev_lists", lambda key: pytest.fail("the gate loaded dev lists"))
+    summary, comp = realtext.decide(read, (h,))  # the gate from the records' dev_counts
+    assert summary.loc[0, "n_comparisons"] == 1 and np.isfinite(summary.loc[0, "gate_a_p"])
+    assert comp.loc[0, "gate_random_a"] == pytest.approx(
+        gate.Lists(tuple(map(tuple, read[0][1]["dev_counts"]))).random())  # the dev lists' exact random NDCG@5
+    realtext._shipped_inputs.cache_clear()
+    shipped.forget()
