@@ -104,6 +104,9 @@ def test_real_text_runs_are_read_back_from_shipped_records_without_the_files(tmp
     assert not realtext.has_files("fr")
     read = realtext.run(labelled)  # no files, no local cache: the shipped records
     assert [r["key"] for _, r in read] == [r["key"] for _, r in trained]
+    with pytest.warns(UserWarning, match="read from the shipped records, not retrained"):
+        forced = realtext.run(labelled, force=True)  # make reproduce FORCE=1 without the files
+    assert [r["key"] for _, r in forced] == [r["key"] for _, r in trained]
     monkeypatch.setattr(gate, "dev_lists", lambda key: pytest.fail("the gate loaded dev lists"))
     summary, comp = realtext.decide(read, (h,))  # the gate from the records' dev_counts
     assert summary.loc[0, "n_comparisons"] == 1 and np.isfinite(summary.loc[0, "gate_a_p"])

@@ -22,6 +22,7 @@ lists' label counts the record carries (``dev_counts``).
 from __future__ import annotations
 
 import functools
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -132,12 +133,19 @@ def _dataset(lang: str, n_queries: int, n_nr: int, data_seed: int):
 
 def run(labelled: list[tuple[str, Any]], force: bool | None = None) -> list[tuple[str, dict]]:
     """(label, record) of every (label, config): the cached or shipped record, else trained
-    (which needs the files)."""
+    (which needs the files). ``force`` retrains where the files are here; where they are not,
+    the shipped records are read, and a warning says so."""
     out = []
+    warned: set[str] = set()
     for label, cfg in labelled:
-        rec = experiments.cached_record(cfg, force=force, inputs=inputs(cfg.lang))
+        here = has_files(cfg.lang)
+        if force and not here and cfg.lang not in warned:
+            warned.add(cfg.lang)
+            warnings.warn(f"no Debian files for {cfg.lang!r} in {folder()}: its runs are read from the shipped "
+                          "records, not retrained", stacklevel=2)
+        rec = experiments.cached_record(cfg, force=force and here, inputs=inputs(cfg.lang))
         if rec is None:
-            if not has_files(cfg.lang):
+            if not here:
                 raise FileNotFoundError(f"{label} ({cfg.lang}) has no record and {folder()} no files to train it on; "
                                         f"build them with: python -m clirlib data debian --lang {cfg.lang} --out {DEBIAN}")
             ds = _dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed)
