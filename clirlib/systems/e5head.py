@@ -160,7 +160,7 @@ class E5Head(System):
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_([weight, bias], 5.0)
                 opt.step()
-                total += float(loss) * len(rows)
+                total += float(loss.detach()) * len(rows)
             self.weight, self.bias = weight.detach(), bias.detach()
             dev_m = evaluate(self._pair_scores(dev_frozen), dev.labels, dev.qidx)
             self.history.append({"epoch": epoch, "train_loss": total / units, **{f"dev_{k}": v for k, v in dev_m.items()}})
