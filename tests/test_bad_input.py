@@ -210,7 +210,7 @@ def test_system_setting_from_the_shell_has_no_traceback(tmp_path):
                        text=True, env={**os.environ, "CLIRLIB_PROGRESS": "0"}, timeout=300, cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == [
-        "python -m clirlib train: error: --loss: does not apply to --system mdl (it is an option of --system sosl)"]
+        "python -m clirlib train: error: --loss: does not apply to --system mdl (it is an option of --system e5head / sosl)"]
 
 
 # --------------------------------------------------------------------------- 2. readers

@@ -94,8 +94,13 @@ def test_ci_and_default_verdicts_never_flip(ci_summary):
 def test_readme_claims_table_is_the_csv():
     readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split(verdict_words.README_START, 1)[1].split(verdict_words.README_END, 1)[0].strip()
-    assert block == verdict_words.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv")), \
+    real = pd.read_csv(paths.TABLES_DIR / "realtext_paper_claims.csv")  # its real-text column (notebook 13)
+    assert block == verdict_words.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"), real), \
         "README claims table is stale: `make reproduce` regenerates it from tables/claims_summary.csv"
+    start, end = verdict_words.REALTEXT_MARKERS
+    block = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    assert block == verdict_words.markdown_table(pd.read_csv(paths.TABLES_DIR / "realtext_claims.csv")), \
+        "README real-text claims table is stale: `make reproduce` regenerates it from tables/realtext_claims.csv"
 
 
 def test_claims_notebook_is_the_one_that_writes_the_summary():
