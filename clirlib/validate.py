@@ -156,6 +156,12 @@ def check_system_config(cfg) -> None:
                 _at_least(name, getattr(cfg, name), 0, strict=True)
         if cfg.patience is not None:
             _at_least("patience", cfg.patience, 1, integer=True)
+    elif system == "e5head":
+        for name in ("dim", "epochs", "batch_size"):
+            _at_least(name, getattr(cfg, name), 1, integer=True)
+        for name in ("lr", "temperature"):
+            _at_least(name, getattr(cfg, name), 0, strict=True)
+        _at_least("epsilon", cfg.epsilon, 0)
 
 
 def check_kg_dir(path: str | os.PathLike, lang: str, *, gold: bool = False, option: str = "--kg") -> Path:

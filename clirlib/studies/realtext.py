@@ -136,16 +136,16 @@ def run(labelled: list[tuple[str, Any]], force: bool | None = None) -> list[tupl
     (which needs the files). ``force`` retrains where the files are here; where they are not,
     the shipped records are read, and a warning says so."""
     out = []
-    warned: set[str] = set()
-    for label, cfg in labelled:
-        here = has_files(cfg.lang)
-        if force and not here and cfg.lang not in warned:
-            warned.add(cfg.lang)
-            warnings.warn(f"no Debian files for {cfg.lang!r} in {folder()}: its runs are read from the shipped "
+    here = {lang: has_files(lang) for lang in dict.fromkeys(cfg.lang for _, cfg in labelled)}  # once per language
+    digests = {lang: inputs(lang) for lang in here}
+    for lang in here:
+        if force and not here[lang]:
+            warnings.warn(f"no Debian files for {lang!r} in {folder()}: its runs are read from the shipped "
                           "records, not retrained", stacklevel=2)
-        rec = experiments.cached_record(cfg, force=force and here, inputs=inputs(cfg.lang))
+    for label, cfg in labelled:
+        rec = experiments.cached_record(cfg, force=force and here[cfg.lang], inputs=digests[cfg.lang])
         if rec is None:
-            if not here:
+            if not here[cfg.lang]:
                 raise FileNotFoundError(f"{label} ({cfg.lang}) has no record and {folder()} no files to train it on; "
                                         f"build them with: python -m clirlib data debian --lang {cfg.lang} --out {DEBIAN}")
             ds = _dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed)

@@ -59,17 +59,9 @@ class E5HeadConfig(E5Config):
     temperature: float = 0.05  # InfoNCE only: scores divided by it before the softmax
 
     def resolved(self) -> "E5HeadConfig":
-        super().resolved()
+        super().resolved()  # ranges and finiteness: validate.check_system_config
         if self.loss not in HEAD_LOSSES:
             raise ConfigError("loss", f"unknown loss {self.loss!r}; choose one of {', '.join(HEAD_LOSSES)}")
-        for name in ("dim", "epochs", "batch_size"):
-            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
-                raise ConfigError(name, f"must be a positive integer, got {getattr(self, name)!r}")
-        for name in ("lr", "temperature"):
-            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
-                raise ConfigError(name, f"must be a positive number, got {getattr(self, name)!r}")
-        if not (math.isfinite(self.epsilon) and self.epsilon >= 0):
-            raise ConfigError("epsilon", f"must be >= 0, got {self.epsilon!r}")
         if self.thresholds is None and self.loss in DEFAULT_THRESHOLDS:
             return dataclasses.replace(self, thresholds=tuple(DEFAULT_THRESHOLDS[self.loss]))
         return self
