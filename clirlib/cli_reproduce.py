@@ -100,14 +100,16 @@ def reproduce(args: argparse.Namespace) -> int:
           f"{'; notebooks/ updated' if in_place else ''}")
     if marker is not None:
         marker.unlink(missing_ok=True)  # the forced retrain is complete: nothing to resume
-    # The README's claims table mirrors tables/claims_summary.csv, which CLAIMS_NOTEBOOK writes:
-    # a run of other notebooks only (--notebooks 01 04) leaves both as they are.
-    if args.profile == "default" and not args.data and any(nb.name == CLAIMS_NOTEBOOK for nb in notebooks):
+    # The README's claims table mirrors tables/claims_summary.csv, which CLAIMS_NOTEBOOK writes, and
+    # its real-text column FAMILIES_NOTEBOOK's realtext_paper_claims.csv: a run of neither
+    # (--notebooks 01 04) leaves it as it is.
+    ran = {nb.name for nb in notebooks}
+    if args.profile == "default" and not args.data and ran & {CLAIMS_NOTEBOOK, FAMILIES_NOTEBOOK}:
         real = paths.TABLES_DIR / "realtext_paper_claims.csv"  # notebook 13's: the same claims on real text
         changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"),
                                 real_text=pd.read_csv(real) if real.is_file() else None)
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
-    if args.profile == "default" and not args.data and any(nb.name == FAMILIES_NOTEBOOK for nb in notebooks):
+    if args.profile == "default" and not args.data and FAMILIES_NOTEBOOK in ran:
         from .studies.verdict_words import REALTEXT_MARKERS  # torch-heavy (stats): only when it runs
 
         changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "realtext_claims.csv"),

@@ -112,3 +112,7 @@ def test_claims_notebook_is_the_one_that_writes_the_summary():
     writers = [nb.name for nb in sorted((paths.ROOT / "notebooks").glob("*.ipynb"))
                if 'save_table(summary, TABLES / \\"claims_summary.csv\\")' in nb.read_text(encoding="utf-8")]
     assert writers == [cli_reproduce.CLAIMS_NOTEBOOK]
+    # ... and when FAMILIES_NOTEBOOK ran, which writes the table's real-text column
+    writers = [nb.name for nb in sorted((paths.ROOT / "notebooks").glob("*.ipynb"))
+               if 'TABLES / \\"realtext_paper_claims.csv\\"' in nb.read_text(encoding="utf-8")]
+    assert writers == [cli_reproduce.FAMILIES_NOTEBOOK]
