@@ -5,6 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -241,6 +242,20 @@ def test_families_bars_zero_and_absent_systems():
         assert fig.get_suptitle() == "not shown: HIKE (pairs only)"
         assert float(np.asarray(ax.collections[-1].get_segments())[0, 0, 1]) == 0.019  # chance segment
         assert [t.get_text() for t in fig.legends[0].get_texts()][:2] == ["BM25", "SOSL"]
+    finally:
+        plt.close(fig)
+
+
+def test_families_bars_gives_every_system_its_own_colour():
+    # notebook 13's real-text figures show 11 systems: the 10-colour cycle would give the 11th C0 again
+    order = [f"S{i}" for i in range(12)]
+    summary = pd.DataFrame({"label": order, "lang": "fr", "metric": "P_mr@1", "mean": 0.5, "ci_low": 0.4,
+                            "ci_high": 0.6})
+    fig = plots_studies.families_bars(summary, ["P_mr@1"], order)
+    try:
+        colours = [tuple(p.get_facecolor()) for p in fig.legends[0].get_patches()]
+        assert len(set(colours)) == 12
+        assert colours[0] == to_rgba("C0") and colours[9] == to_rgba("C9")  # the first ten: the usual cycle
     finally:
         plt.close(fig)
 

@@ -219,21 +219,24 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
     nrow = int(np.ceil(len(metrics) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), constrained_layout=True, squeeze=False)
     width = 0.8 / max(len(labels), 1)
+    # matplotlib's 10-colour cycle (C0-C9, tab10); an 11th to 20th system gets tab20's light shade
+    # of C0, C1, ... so that no two systems share a colour
+    colour = {l: f"C{i}" if i < 10 else plt.get_cmap("tab20")(2 * (i - 10) + 1) for i, l in enumerate(order)}
     for ax, m in zip(axes.ravel(), metrics):
         s = summary[summary["metric"] == m]
         for j, label in enumerate(labels):
             t = s[s["label"] == label].set_index("lang").reindex(langs)
             x = np.arange(len(langs)) + (j - (len(labels) - 1) / 2) * width
             err = np.vstack([t["mean"] - t["ci_low"], t["ci_high"] - t["mean"]]).clip(min=0)
-            ax.bar(x, t["mean"], width, yerr=err, capsize=2, color=f"C{order.index(label) % 10}", error_kw={"lw": 0.8})
+            ax.bar(x, t["mean"], width, yerr=err, capsize=2, color=colour[label], error_kw={"lw": 0.8})
             for xi, v in zip(x, t["mean"]):
                 if v == 0:
                     ax.annotate("0", (xi, 0), xytext=(0, 1), textcoords="offset points", ha="center", va="bottom",
-                                fontsize=6, fontweight="bold", color=f"C{order.index(label) % 10}")
+                                fontsize=6, fontweight="bold", color=colour[label])
         language_axis(ax, m, langs, chance or None)
     for ax in axes.ravel()[len(metrics):]:
         ax.set_axis_off()
-    handles = [Patch(color=f"C{order.index(l) % 10}", label=l) for l in labels]
+    handles = [Patch(color=colour[l], label=l) for l in labels]
     if chance and "P_mr@1" in metrics:
         handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
     spare = axes.ravel()[len(metrics):]
