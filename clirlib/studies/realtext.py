@@ -100,13 +100,17 @@ def configs(langs: Iterable[str] | None = None, seeds: Iterable[int] = SEEDS) ->
     return out
 
 
+def _local_inputs(lang: str) -> dict[str, str] | None:
+    """The digests of this machine's benchmark files for ``lang``, or None where they are absent."""
+    try:
+        return input_digests_of(folder(), lang)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def has_files(lang: str) -> bool:
     """Whether this machine has the benchmark's files for ``lang``."""
-    try:
-        input_digests_of(folder(), lang)
-    except (FileNotFoundError, ValueError):
-        return False
-    return True
+    return _local_inputs(lang) is not None
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,7 +127,7 @@ def _shipped_inputs(lang: str) -> tuple[tuple[str, str], ...]:
 
 def inputs(lang: str) -> dict[str, str]:
     """The digests a run's key covers: of this machine's files, else of the shipped records."""
-    return input_digests_of(folder(), lang) if has_files(lang) else dict(_shipped_inputs(lang))
+    return _local_inputs(lang) or dict(_shipped_inputs(lang))
 
 
 @functools.lru_cache(maxsize=4)
@@ -136,8 +140,9 @@ def run(labelled: list[tuple[str, Any]], force: bool | None = None) -> list[tupl
     (which needs the files). ``force`` retrains where the files are here; where they are not,
     the shipped records are read, and a warning says so."""
     out = []
-    here = {lang: has_files(lang) for lang in dict.fromkeys(cfg.lang for _, cfg in labelled)}  # once per language
-    digests = {lang: inputs(lang) for lang in here}
+    local = {lang: _local_inputs(lang) for lang in dict.fromkeys(cfg.lang for _, cfg in labelled)}  # hashed once
+    here = {lang: d is not None for lang, d in local.items()}
+    digests = {lang: d or dict(_shipped_inputs(lang)) for lang, d in local.items()}
     for lang in here:
         if force and not here[lang]:
             warnings.warn(f"no Debian files for {lang!r} in {folder()}: its runs are read from the shipped "
