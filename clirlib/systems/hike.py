@@ -22,7 +22,9 @@ v_qd + b, exactly a plain cross-encoder, the paper's "vanilla BERT"), ``shuffled
 linked entity replaced by a fixed random other one), ``half`` (a random half of the
 entities removed from the graph before linking and neighbour choice), ``gold`` (the
 generator's links instead of the linker's). Scores are for the same candidate lists as
-every other system; :func:`rerank` re-ranks a first stage's top 100 for a whole collection.
+every other system; :func:`rerank` re-ranks a first stage's top 100 for a whole collection,
+which a run records when its config names the first stage (``first_stage="e5"``: zero-shot
+multilingual-e5-small, ``systems.e5``; real text only).
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ ENCODERS = ("small", "bert")
 #: NDCG@1 and NDCG@10 (the HIKE paper's metrics, in ``metrics.METRICS``) beside the seven.
 EXTRA_METRICS = ("NDCG@1", "NDCG@10")
 ALL_METRICS = METRIC_NAMES + EXTRA_METRICS
+#: Systems whose whole-collection ranking HIKE can re-rank (``HikeConfig.first_stage``), and how deep.
+FIRST_STAGES = ("e5",)
+RERANK_DEPTH = 100
 
 
 # --------------------------------------------------------------------------- config
@@ -85,6 +90,15 @@ class HikeConfig(SystemConfig):
     # less padding, the same model; a config field because the dropout draws, so the trained
     # weights, depend on it (cache key). 1: one pack.
     train_buckets: int = 4
+    # None: candidate lists only (a cross-encoder cannot score a whole collection); "e5": over the
+    # whole collection HIKE re-ranks the top RERANK_DEPTH documents of zero-shot e5 (real text).
+    first_stage: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if d["first_stage"] is None:  # the default is left out, so every cached run keeps its key and record
+            del d["first_stage"]
+        return d
 
     def resolved(self) -> "HikeConfig":
         if self.system != "hike":
@@ -96,6 +110,12 @@ class HikeConfig(SystemConfig):
             raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
         if self.select_metric not in ALL_METRICS:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(ALL_METRICS)}")
+        if self.first_stage is not None and self.first_stage not in FIRST_STAGES:
+            raise ValueError(f"unknown first_stage {self.first_stage!r}; choose one of {', '.join(FIRST_STAGES)} "
+                             "(or none: candidate lists only)")
+        if self.first_stage == "e5" and self.dataset in SIZES:
+            raise ConfigError("first_stage", "e5 cannot read the embedded benchmark (its words are made up): HIKE "
+                                             "re-ranks e5 on real text only")
         lr_enc = self.lr_encoder if self.lr_encoder is not None else (1e-5 if self.encoder == "bert" else 1e-3)
         return dataclasses.replace(self, lr_encoder=lr_enc)
 
@@ -205,6 +225,12 @@ class Hike(System):
         self.history: list[dict[str, Any]] = []
         self.best_epoch = 0
         self.best_dev: dict[str, float] = {}
+        self._first: tuple[Any, Any, np.ndarray] | None = None  # (system, collection, document vectors)
+
+    @property
+    def ranks_collection(self) -> bool:
+        """Only with a first stage to re-rank (``HikeConfig.first_stage``)."""
+        return self.config.first_stage is not None
 
     # ---- data
     def _kg(self, dataset):
@@ -395,6 +421,21 @@ class Hike(System):
     def score(self, dataset, split: str) -> np.ndarray:  # (N,)
         sp = dataset.splits[split]
         return self.score_pairs(dataset, sp.qidx, sp.didx)
+
+    def score_matrix(self, dataset, q_rows: np.ndarray) -> np.ndarray:  # (n, n_docs)
+        """Whole-collection scores of the queries ``q_rows``: the first stage's cosine, with its
+        top ``RERANK_DEPTH`` documents per query re-scored by HIKE above the rest (:func:`rerank`)."""
+        if self.config.first_stage is None:
+            raise ValueError("HIKE ranks a whole collection only by re-ranking a first stage: set first_stage")
+        if self._first is None or self._first[1] is not dataset:
+            from .e5 import E5, E5Config  # the first stage's system, zero-shot: nothing to train
+            cfg = self.config
+            first = E5(E5Config(dataset=cfg.dataset, lang=cfg.lang, seed=cfg.seed, data_seed=cfg.data_seed,
+                                n_queries=cfg.n_queries, n_nr=cfg.n_nr).resolved()).fit(dataset, cfg.seed)
+            self._first = (first, dataset, first.encode_documents(dataset, np.arange(len(dataset.docs))))
+        first, _, d = self._first
+        q = first.encode_queries(dataset, np.asarray(q_rows, np.int64))  # (n, 384), L2-normalised: dot = cosine
+        return rerank(self, dataset, q.astype(np.float64) @ d.astype(np.float64).T, q_rows, RERANK_DEPTH)
 
     def evaluate(self, dataset, split: str) -> dict[str, float]:
         """Mean of every metric of ``ALL_METRICS`` on a split's candidate lists (model selection)."""
