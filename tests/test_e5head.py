@@ -115,3 +115,17 @@ def test_real_text_runs_are_read_back_from_shipped_records_without_the_files(tmp
         gate.Lists(tuple(map(tuple, read[0][1]["dev_counts"]))).random())  # the dev lists' exact random NDCG@5
     realtext._shipped_inputs.cache_clear()
     shipped.forget()
+
+
+def test_every_real_text_claim_names_systems_that_run_and_collection_metrics_they_have():
+    from clirlib.metrics import COLLECTION_METRICS
+    from clirlib.studies import realtext
+
+    for h in realtext.HYPOTHESES:
+        for side in (h.a, h.b):
+            names = side["system"] if isinstance(side["system"], list) else [side["system"]]
+            assert set(names) <= set(realtext.SYSTEMS), (h.name, names)
+        if h.grid == "collection":
+            assert set(h.metrics) <= set(COLLECTION_METRICS), h.name
+    # HIKE is a cross-encoder: only its e5 first stage lets it rank a collection (systems.hike.rerank)
+    assert realtext.SYSTEMS["HIKE without KG"][1]["first_stage"] == "e5"

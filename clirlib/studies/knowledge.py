@@ -4,8 +4,8 @@ HIKE itself (Zhang et al. 2021, Sec. 3: the model, fusions Eq. 4-8, hinge loss E
 ``clirlib.systems.hike``; this module runs it as a study: the profile's runs
 (``profiles.HIKE``) cached by ``experiments.run``, the KG controls (none, shuffled,
 half, gold links), the claims decided by ``clirlib.studies.verdicts`` (paired randomization tests
-over seed-averaged per-query values, Holm within a claim), the tables of notebook 15 and
-whole-collection re-ranking of a first stage's top 100.
+over seed-averaged per-query values, Holm within a claim) and the tables of notebook 15.
+Whole-collection re-ranking of a first stage's top 100 is a HIKE config's (``HikeConfig.first_stage``).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from ..data import load_dataset
 from ..data.load import input_digests_of
 from ..metrics import METRIC_NAMES
 from ..runs import experiments, shipped
+from .reproduction import NR_COUNTS
 from . import hypotheses as paper_hypotheses
 from .families import decide
 from .hypotheses import Hypothesis
@@ -53,11 +54,27 @@ TABLE2: dict[str, tuple[str, dict[str, Any]]] = {
     "SOSL": ("sosl", {"epochs": 30}),
     **{name: ("sosl", {"epochs": 30, "loss": loss}) for loss, name in (("3part_l2", "3Part_L2"), ("mse", "MSE"), ("po", "PO"))},
 }
+#: label -> (system, config fields): the two other families of the reference papers, with the
+#: settings of notebook 13's generated-benchmark runs (MDL's paper schedule; HIKE's default
+#: profile, 15 epochs of 1,600 pairs). HIKE has no KG here (Debian's packages have none), so it
+#: is the plain cross-encoder; over the whole collection it re-ranks zero-shot e5's top 100.
+FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "MDL.1": ("mdl", {"m": 1}),
+    "MDL.6": ("mdl", {"m": 6}),
+    "HIKE without KG": ("hike", {"kg": "none", "first_stage": "e5"}),
+}
+#: label -> (system, config fields): Figure 5's two ends (20 and 100 NR documents per query, the
+#: paper's ranker otherwise as "SOSL"), on :data:`FIGURE_LANGS` (notebook 07 also runs one language).
+FIGURE5: dict[str, tuple[str, dict[str, Any]]] = {
+    f"SOSL, {k} NR": ("sosl", {"epochs": 30, "n_nr": k}) for k in (min(NR_COUNTS), max(NR_COUNTS))
+}
+FIGURE_LANGS = ("fr",)
 SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
     "BM25": ("bm25", {}),
     **TABLE2,
     "e5": ("e5", {}),
     **HEADS,
+    **FAMILIES,
 }
 ORDER = tuple(SYSTEMS)
 HEAD_METRICS = ("P_mr@1", "NDCG@5", "MRR_r")
@@ -80,6 +97,21 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
     Hypothesis("e5_sosl_vs_zeroshot_collection", "Over the whole collection, the SOSL head on e5 beats zero-shot e5",
                "issue 27", "collection", {"system": "e5 + SOSL"}, {"system": "e5"}, ("MAP@1000", "R@100", "MRR"),
                why_margin=_ABS),
+    Hypothesis("sosl_vs_mdl6_real", "The paper's ranker (SOSL) beats MDL.6 on candidate lists", "issue 27 (notebook 13's "
+               "sosl_vs_mdl6 on real text)", "candidates", {"system": "SOSL"}, {"system": "MDL.6"}, METRIC_NAMES,
+               why_margin=_ABS),
+    Hypothesis("sosl_vs_mdl6_collection_real", "The paper's ranker (SOSL) beats MDL.6 over the whole collection",
+               "issue 27", "collection", {"system": "SOSL"}, {"system": "MDL.6"}, ("MAP@1000", "R@100", "MRR"),
+               why_margin=_ABS),
+    Hypothesis("mdl6_vs_mdl1_real", "Multilabels (MDL.6) beat a single label (MDL.1) over the whole collection",
+               "MDL paper, Table 2", "collection", {"system": "MDL.6"}, {"system": "MDL.1"}, ("MAP@1000",),
+               why_margin=_ABS),
+    Hypothesis("hike_vs_sosl_real", "HIKE's cross-encoder (no KG) beats the paper's ranker (SOSL) on candidate lists",
+               "issue 27 (notebook 13's hike_vs_sosl on real text, without the KG)", "candidates",
+               {"system": "HIKE without KG"}, {"system": "SOSL"}, METRIC_NAMES, why_margin=_ABS),
+    Hypothesis("hike_rerank_vs_e5_collection", "Over the whole collection, HIKE re-ranking zero-shot e5's top 100 "
+               "beats e5 alone", "issue 27 (a cross-encoder trained on the benchmark as a second stage)",
+               "collection", {"system": "HIKE without KG"}, {"system": "e5"}, ("MAP@1000", "MRR"), why_margin=_ABS),
 )
 
 
@@ -88,15 +120,22 @@ def folder() -> Path:
     return paths.ROOT / DEBIAN
 
 
-def configs(langs: Iterable[str] | None = None, seeds: Iterable[int] = SEEDS) -> list[tuple[str, Any]]:
-    """(label, config) of every system x language (default :data:`LANGS`) x seed."""
+def configs(langs: Iterable[str] | None = None, seeds: Iterable[int] = SEEDS,
+            table: dict[str, tuple[str, dict[str, Any]]] | None = None) -> list[tuple[str, Any]]:
+    """(label, config) of every system of ``table`` (default :data:`SYSTEMS`) x language
+    (default :data:`LANGS`) x seed."""
     out = []
     for seed in seeds:
         for lang in LANGS if langs is None else langs:
-            for label, (system, kw) in SYSTEMS.items():
+            for label, (system, kw) in (SYSTEMS if table is None else table).items():
                 out.append((label, systems.config(system, dataset=DEBIAN, lang=lang, seed=seed,
-                                                  n_queries=N_QUERIES, n_nr=N_NR, **kw)))
+                                                  **{"n_queries": N_QUERIES, "n_nr": N_NR, **kw})))
     return out
+
+
+def figure5_configs(seeds: Iterable[int] = SEEDS) -> list[tuple[str, Any]]:
+    """(label, config) of Figure 5's two ends on real text (:data:`FIGURE5` x :data:`FIGURE_LANGS` x seed)."""
+    return configs(FIGURE_LANGS, seeds, FIGURE5)
 
 
 def _local_inputs(lang: str) -> dict[str, str] | None:
@@ -163,13 +202,15 @@ def verdicts(labelled: list[tuple[str, dict]], seed: int = 0):
     return decide(labelled, HYPOTHESES, seed)
 
 
-#: The paper's claims that real text can decide with these runs: Table 2's, less the one that
-#: needs Swahili and Tagalog.
-PAPER_CLAIMS = tuple(h for h in paper_hypotheses.HYPOTHESES if h.grid == "table2" and "sw" not in str(h.a))
+#: The paper's claims that real text can decide with these runs: Table 2's (less the one that
+#: needs Swahili and Tagalog) and Figure 5's.
+PAPER_CLAIMS = tuple(h for h in paper_hypotheses.HYPOTHESES
+                     if (h.grid == "table2" and "sw" not in str(h.a)) or h.grid == "figure5")
 
 
 def paper_verdicts(labelled: list[tuple[str, dict]], seed: int = 0):
-    """(summary, comparisons) of :data:`PAPER_CLAIMS` on the runs of :data:`TABLE2`, by the
-    procedure and hypotheses of notebook 08 (``verdicts.evaluate``)."""
-    table2 = [rec for label, rec in labelled if label in TABLE2]
-    return paper_decide({"table2": table2}, PAPER_CLAIMS, seed)
+    """(summary, comparisons) of :data:`PAPER_CLAIMS` on the runs of :data:`TABLE2` and
+    :data:`FIGURE5` in ``labelled``, by the procedure and hypotheses of notebook 08 (``verdicts.evaluate``)."""
+    grids = {"table2": [rec for label, rec in labelled if label in TABLE2],
+             "figure5": [rec for label, rec in labelled if label in FIGURE5]}
+    return paper_decide(grids, PAPER_CLAIMS, seed)
