@@ -7,7 +7,8 @@ the query's MR and SR documents relevant (label 2 and 1) and every other documen
 Scores: dual encoders by r_eps(q, d) = q^T d / ((||q|| + eps)(||d|| + eps)) of their
 encodings (Eq. 1 of the paper; eps = 0 is cosine, MDL's measure), which is the dot
 product of q / (||q|| + eps) and d / (||d|| + eps), so one chunk of queries against all
-documents is one matrix product; other systems through ``score_matrix`` (BM25).
+documents is one matrix product; other systems through ``score_matrix`` (BM25; HIKE with a first
+stage, which re-ranks e5's top 100).
 
 Exact top-k (k = 1000, or every document of a smaller collection) per chunk of queries,
 on a pinned number of torch threads: the k + 1 largest scores (:func:`top_values`, a

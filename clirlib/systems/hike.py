@@ -113,9 +113,16 @@ class HikeConfig(SystemConfig):
         if self.first_stage is not None and self.first_stage not in FIRST_STAGES:
             raise ValueError(f"unknown first_stage {self.first_stage!r}; choose one of {', '.join(FIRST_STAGES)} "
                              "(or none: candidate lists only)")
-        if self.first_stage == "e5" and self.dataset in SIZES:
-            raise ConfigError("first_stage", "e5 cannot read the embedded benchmark (its words are made up): HIKE "
-                                             "re-ranks e5 on real text only")
+        if self.first_stage == "e5":  # refused here, before any training, where e5 cannot run
+            if self.dataset in SIZES:
+                raise ConfigError("first_stage", "e5 cannot read the embedded benchmark (its words are made up): "
+                                                 "HIKE re-ranks e5 on real text only")
+            from .e5 import E5Config
+
+            try:
+                E5Config(dataset=self.dataset, lang=self.lang).resolved()
+            except ConfigError as e:
+                raise ConfigError("first_stage", f"the first stage e5 cannot run: {e}") from e
         lr_enc = self.lr_encoder if self.lr_encoder is not None else (1e-5 if self.encoder == "bert" else 1e-3)
         return dataclasses.replace(self, lr_encoder=lr_enc)
 
@@ -328,6 +335,8 @@ class Hike(System):
         self.config = cfg
         determinism.configure()
         determinism.seed_everything(cfg.seed)
+        if cfg.first_stage is not None:
+            self._first_stage(dataset)  # refuses data e5 cannot read (not WikiCLIR-layout text) before training
         self.build(dataset, cfg.seed)
         m = self.model
         opt = torch.optim.Adam([{"params": m.encoder_parameters(), "lr": cfg.lr_encoder},
@@ -428,14 +437,20 @@ class Hike(System):
         if self.config.first_stage is None:
             raise ValueError("HIKE ranks a whole collection only by re-ranking a first stage: set first_stage")
         if self._first is None or self._first[1] is not dataset:
-            from .e5 import E5, E5Config  # the first stage's system, zero-shot: nothing to train
-            cfg = self.config
-            first = E5(E5Config(dataset=cfg.dataset, lang=cfg.lang, seed=cfg.seed, data_seed=cfg.data_seed,
-                                n_queries=cfg.n_queries, n_nr=cfg.n_nr).resolved()).fit(dataset, cfg.seed)
-            self._first = (first, dataset, first.encode_documents(dataset, np.arange(len(dataset.docs))))
+            first = self._first_stage(dataset)
+            d = first.encode_documents(dataset, np.arange(len(dataset.docs))).astype(np.float64)  # (n_docs, 384)
+            self._first = (first, dataset, d)
         first, _, d = self._first
         q = first.encode_queries(dataset, np.asarray(q_rows, np.int64))  # (n, 384), L2-normalised: dot = cosine
-        return rerank(self, dataset, q.astype(np.float64) @ d.astype(np.float64).T, q_rows, RERANK_DEPTH)
+        return rerank(self, dataset, q.astype(np.float64) @ d.T, q_rows, RERANK_DEPTH)
+
+    def _first_stage(self, dataset):
+        """The first stage's system, fitted (zero-shot e5: ``fit`` only checks it can read ``dataset``)."""
+        from .e5 import E5, E5Config
+
+        cfg = self.config
+        return E5(E5Config(dataset=cfg.dataset, lang=cfg.lang, seed=cfg.seed, data_seed=cfg.data_seed,
+                           n_queries=cfg.n_queries, n_nr=cfg.n_nr).resolved()).fit(dataset, cfg.seed)
 
     def evaluate(self, dataset, split: str) -> dict[str, float]:
         """Mean of every metric of ``ALL_METRICS`` on a split's candidate lists (model selection)."""
