@@ -232,7 +232,8 @@ class Hike(System):
         self.history: list[dict[str, Any]] = []
         self.best_epoch = 0
         self.best_dev: dict[str, float] = {}
-        self._first: tuple[Any, Any, np.ndarray] | None = None  # (system, collection, document vectors)
+        self._e5 = None  # the first stage, fitted by fit() when the config names one
+        self._e5_docs: tuple[Any, np.ndarray] | None = None  # (collection, its document vectors)
 
     @property
     def ranks_collection(self) -> bool:
@@ -336,7 +337,7 @@ class Hike(System):
         determinism.configure()
         determinism.seed_everything(cfg.seed)
         if cfg.first_stage is not None:
-            self._first_stage(dataset)  # refuses data e5 cannot read (not WikiCLIR-layout text) before training
+            self._e5 = self._first_stage(dataset)  # refuses data e5 cannot read (not WikiCLIR-layout text) before training
         self.build(dataset, cfg.seed)
         m = self.model
         opt = torch.optim.Adam([{"params": m.encoder_parameters(), "lr": cfg.lr_encoder},
@@ -434,14 +435,12 @@ class Hike(System):
     def score_matrix(self, dataset, q_rows: np.ndarray) -> np.ndarray:  # (n, n_docs)
         """Whole-collection scores of the queries ``q_rows``: the first stage's cosine, with its
         top ``RERANK_DEPTH`` documents per query re-scored by HIKE above the rest (:func:`rerank`)."""
-        if self.config.first_stage is None:
-            raise ValueError("HIKE ranks a whole collection only by re-ranking a first stage: set first_stage")
-        if self._first is None or self._first[1] is not dataset:
-            first = self._first_stage(dataset)
-            d = first.encode_documents(dataset, np.arange(len(dataset.docs))).astype(np.float64)  # (n_docs, 384)
-            self._first = (first, dataset, d)
-        first, _, d = self._first
-        q = first.encode_queries(dataset, np.asarray(q_rows, np.int64))  # (n, 384), L2-normalised: dot = cosine
+        if self._e5 is None:
+            raise ValueError("HIKE ranks a whole collection only by re-ranking a first stage: set first_stage, then fit")
+        if self._e5_docs is None or self._e5_docs[0] is not dataset:  # once per collection, not per chunk of queries
+            self._e5_docs = (dataset, self._e5.encode_documents(dataset, np.arange(len(dataset.docs))).astype(np.float64))
+        d = self._e5_docs[1]  # (n_docs, 384)
+        q = self._e5.encode_queries(dataset, np.asarray(q_rows, np.int64))  # (n, 384), L2-normalised: dot = cosine
         return rerank(self, dataset, q.astype(np.float64) @ d.T, q_rows, RERANK_DEPTH)
 
     def _first_stage(self, dataset):
