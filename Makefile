@@ -76,8 +76,8 @@ test: $(STAMP) ## pytest over tests/ (ci profile), nbval comparing every noteboo
 test-fast: $(STAMP) ## Run pytest only (no notebooks)
 	$(PY) -m pytest -q tests
 
-bench: $(STAMP) ## Run the speed and memory benchmarks; writes bench/results.md
-	$(PY) bench/run_all.py
+bench: $(STAMP) ## Run the speed and memory benchmarks (E5_PATH=DIR: 4-bit e5 vs the full model); writes bench/results.md
+	$(PY) bench/run_all.py $(if $(E5_PATH),--e5-path "$(E5_PATH)")
 
 ray-check: $(STAMP) ## Reproduce ci serially and on a two-node loopback Ray cluster; compare tables/figures byte for byte (two ci runs: long)
 	$(PY) bench/ray_identity.py --record

@@ -8,6 +8,12 @@ the model's own count (``token_count``: SentencePiece pieces with the prefix and
 special tokens). The fraction of the float32 matmul rate counts 2 x 12 layers x (4 d^2 +
 2 d f) multiply-adds per token (d = 384, f = 1536: the projections and the feed-forward;
 attention's L^2 terms left out) against ``common.matmul_gflops`` at 2 threads.
+
+With the full-precision model on disk (``make bench E5_PATH=DIR``, ``--e5-path DIR``; the
+folder ``--e5-path`` of ``clirlib train`` reads), the same texts are also encoded by it and
+:func:`precision_gap` reports how far the 4-bit copy is: the cosine between the two
+vectors of each text, the largest and mean difference of the query-document scores
+(cosine, the system's score), and how often both rank the same document first.
 """
 
 from __future__ import annotations
@@ -51,6 +57,29 @@ def rate(model, side: str, batch: list[str], n_batches: int) -> dict:
             "tokens_per_text": tokens / n}
 
 
+def precision_gap(quant, full, queries: list[str], docs: list[str]) -> dict:
+    """How far ``quant``'s vectors and scores are from ``full``'s on the same texts (both
+    ``encode(texts, side)`` to unit vectors): per-text vector cosine (mean, min; None when
+    the widths differ), |score difference| over every query-document pair (max, mean), and
+    the share of queries whose first document is the same (ties to the lower index)."""
+    import numpy as np
+
+    out = {"queries": len(queries), "documents": len(docs)}
+    vq, vd = {}, {}
+    for name, model in (("quant", quant), ("full", full)):
+        vq[name], vd[name] = np.asarray(model.encode(queries, "q")), np.asarray(model.encode(docs, "d"))
+    if vq["quant"].shape[1] == vq["full"].shape[1]:
+        cos = np.concatenate([(vq["quant"] * vq["full"]).sum(1), (vd["quant"] * vd["full"]).sum(1)])
+        out.update(vector_cosine_mean=float(cos.mean()), vector_cosine_min=float(cos.min()))
+    else:
+        out.update(vector_cosine_mean=None, vector_cosine_min=None)
+    sq, sf = vq["quant"] @ vd["quant"].T, vq["full"] @ vd["full"].T
+    diff = np.abs(sq.astype(np.float64) - sf)
+    out.update(score_diff_max=float(diff.max()), score_diff_mean=float(diff.mean()),
+               top1_agreement=float((sq.argmax(1) == sf.argmax(1)).mean()))
+    return out
+
+
 def section(opts) -> dict:
     from common import THREADS, log, matmul_gflops, set_threads
 
@@ -64,6 +93,14 @@ def section(opts) -> dict:
            "query": rate(model, "q", texts(_EN, n, QUERY_WORDS), 1),
            "document": rate(model, "d", texts(_FR, n, DOC_WORDS), 1),
            "matmul_gflops": matmul_gflops()}
+    e5_path = getattr(opts, "e5_path", None)
+    if e5_path:
+        full = backend(e5_path, THREADS)
+        out["full_precision"] = {"path": str(e5_path), "backend": full.name, **precision_gap(
+            model, full, texts(_EN, n, QUERY_WORDS), texts(_FR, n, DOC_WORDS))}
+        g = out["full_precision"]
+        log(f"  4-bit vs {full.name}: score difference max {g['score_diff_max']:.4f}, mean {g['score_diff_mean']:.4f}; "
+            f"same first document for {g['top1_agreement']:.0%} of queries")
     for side in ("query", "document"):
         r = out[side]
         r["fraction_of_matmul"] = r["tokens_s"] * FLOPS_PER_TOKEN / (out["matmul_gflops"] * 1e9)
@@ -93,6 +130,17 @@ def markdown(res: dict, report: dict) -> list[str]:
                  f"{fmt(r['fraction_of_matmul'])} |")
     L += ["", f"Float32 matmul rate: {fmt(res['matmul_gflops'], 1)} GFLOP/s; {FLOPS_PER_TOKEN / 1e6:.1f} MFLOP per "
               "token counted (projections and feed-forward of 12 layers).", ""]
+    g = res.get("full_precision")
+    if g is None:
+        L += ["No full-precision model was given (`make bench E5_PATH=DIR`), so how far the 4-bit scores are from "
+              "it is not measured here.", ""]
+    else:
+        cos = ("n/a (the widths differ)" if g["vector_cosine_mean"] is None
+               else f"{fmt(g['vector_cosine_mean'], 4)} (min {fmt(g['vector_cosine_min'], 4)})")
+        L += [f"4-bit against the full-precision model in `{g['path']}` ({g['backend']}), on the same "
+              f"{g['queries']} queries and {g['documents']} documents: vector cosine {cos}; query-document score "
+              f"difference max {fmt(g['score_diff_max'], 4)}, mean {fmt(g['score_diff_mean'], 4)}; the same first "
+              f"document for {fmt(100 * g['top1_agreement'], 0)} % of queries.", ""]
     return L
 
 
@@ -102,6 +150,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--e5-path", help="the full-precision model's folder: also report the 4-bit copy's distance to it")
     print(json.dumps(section(p.parse_args()), indent=1))
 
 

