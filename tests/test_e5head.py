@@ -129,3 +129,50 @@ def test_every_real_text_claim_names_systems_that_run_and_collection_metrics_the
             assert set(h.metrics) <= set(COLLECTION_METRICS), h.name
     # HIKE is a cross-encoder: only its e5 first stage lets it rank a collection (systems.hike.rerank)
     assert realtext.SYSTEMS["HIKE without KG"][1]["first_stage"] == "e5"
+
+
+def test_every_paper_claim_on_real_text_has_runs_for_each_side():
+    # each side of a paper claim (notebook 08's hypotheses) selects runs by config fields; on real text
+    # every value a side names must be a config of that claim's grid, or the claim is "not tested"
+    from clirlib.studies import realtext
+    from clirlib.studies.hypotheses import side_groups
+
+    missing = []
+    for h in realtext.PAPER_CLAIMS:
+        table, langs = realtext._GRIDS[h.grid]
+        cfgs = [c for _, c in realtext.configs(langs, (0,), table)]
+        for side in (h.a, h.b):
+            for group in side_groups(side):
+                if not any(all(getattr(c, k) == v for k, v in group.items()) for c in cfgs):
+                    missing.append((h.name, group))
+    # the one side without runs: DSSM-LSTM, which real text's long documents make too slow (realtext.TABLE3)
+    assert missing == [("avgpool_vs_lstm", {"encoder": "lstm"})]
+    # Figure 4 is eps = 0 and the claim's seven eps (0.25-1.75, clirlib.studies.hypotheses); Table 3's
+    # DSSM-CNN the default profile's 3 epochs (profiles.TRAINING); eps = 1 and average pooling are the
+    # "SOSL" run of Table 2, one config (so one record) in all three grids
+    fig4, table3 = (realtext.configs(("fr",), (0,), t) for t in (realtext.FIGURE4, realtext.TABLE3))
+    assert sorted(c.epsilon for _, c in fig4) == [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+    assert {c.encoder: c.epochs for _, c in table3} == {"avgpool": 30, "cnn": 3}
+    sosl = dict(realtext.configs(("fr",), (0,)))["SOSL"]
+    assert dict(fig4)["SOSL"] == sosl == dict(table3)["SOSL"]
+    # paper_configs leaves that run to configs (a forced rerun trains it once): 2 NR ends + 7 eps + CNN
+    extra = realtext.paper_configs((0,))
+    assert len(extra) == 2 + 7 + 1 and sosl not in [c for _, c in extra] and len(set(extra)) == len(extra)
+
+
+def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
+    # Table 3 and Figures 4-5 run on French only and pair runs across their grid: a German "SOSL" run in
+    # their grid would make the German pairs one-sided ("not tested") or pool languages, so each grid
+    # reads only its languages' runs, and a run passed twice (the "SOSL" of several grids) once
+    from clirlib.studies import realtext
+
+    monkeypatch.setattr(realtext, "paper_decide", lambda grids, claims, seed: grids)
+    recs = [(label, {"key": f"{label}/{lang}", "config": {"lang": lang}})
+            for label in ("SOSL", "MSE", "SOSL, DSSM-CNN", "SOSL, eps 0", "SOSL, 20 NR") for lang in ("fr", "de")
+            if label in ("SOSL", "MSE") or lang == "fr"]
+    grids = realtext.paper_verdicts(recs + recs[:1])
+    keys = {g: sorted(r["key"] for r in rs) for g, rs in grids.items()}
+    assert keys == {"table2": ["MSE/de", "MSE/fr", "SOSL/de", "SOSL/fr"],
+                    "table3": ["SOSL, DSSM-CNN/fr", "SOSL/fr"],
+                    "figure4": ["SOSL, eps 0/fr", "SOSL/fr"],
+                    "figure5": ["SOSL, 20 NR/fr"]}
