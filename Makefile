@@ -29,8 +29,10 @@ NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # make test runs pytest and nbval on two workers (pytest-xdist; --dist loadfile keeps a
 # file's tests, and a notebook's cells, on one worker in order). nbval re-executes every
 # notebook on the profile its committed parameters name (default, from records/) and
-# compares every output cell, after tests/nbval_sanitize.cfg's sanitizers.
-XDIST      ?= -n 2 --dist loadfile
+# compares every output cell, after tests/nbval_sanitize.cfg's sanitizers. A crashed worker
+# ends the run (--max-worker-restart 0): with --dist loadfile, xdist can otherwise wait forever
+# for the crashed worker's file (pytest-dev/pytest-xdist#784; seen here 2026-11-26).
+XDIST      ?= -n 2 --dist loadfile --max-worker-restart 0
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND     := Agg
