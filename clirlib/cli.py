@@ -49,7 +49,9 @@ def _given_options(parser: argparse.ArgumentParser, arg_strings: list[str]) -> s
 def _records_pack(args: argparse.Namespace) -> int:
     from .runs import shipped  # torch-heavy (the benchmark generator's version): imported when the command runs
 
-    shipped.pack_local(args.profile, code=args.code)
+    from . import paths
+
+    shipped.pack_local(args.profile, folder=paths.CI_RECORDS_DIR if args.profile == "ci" else None, code=args.code)
     return 0
 
 
@@ -157,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rec = sub.add_parser("records", help="shipped run records: pack them from the cache, or verify a sample")
     rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records)")
+    pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records; --profile ci: records/ci)")
     pk.add_argument("--profile", default="default", choices=list(profiles.NAMES))
     pk.add_argument("--code", help="the commit that trained records made before records carried their provenance")
     pk.set_defaults(func=_records_pack)
