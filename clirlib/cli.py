@@ -49,9 +49,7 @@ def _given_options(parser: argparse.ArgumentParser, arg_strings: list[str]) -> s
 def _records_pack(args: argparse.Namespace) -> int:
     from .runs import shipped  # torch-heavy (the benchmark generator's version): imported when the command runs
 
-    from . import paths
-
-    shipped.pack_local(args.profile, folder=paths.CI_RECORDS_DIR if args.profile == "ci" else None, code=args.code)
+    shipped.pack_local(args.profile, code=args.code)
     return 0
 
 

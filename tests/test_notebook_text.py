@@ -64,7 +64,7 @@ def stored_markdown(path: Path, needle: str) -> str:
 def ci_summary():
     # The ci profile's claim verdicts from its shipped records (records/ci, packed by
     # `python -m clirlib records pack --profile ci` from a cache that trained them): training
-    # the 132 runs here took 550 s of make test's 19 min; the training code is checked by
+    # the 119 runs here took 550 s of make test's 19 min; the training code is checked by
     # the tests that train, and these tests check the verdicts' words and consistency.
     assert (paths.CI_RECORDS_DIR / "MANIFEST.json").is_file(), "records/ci is missing"
     with pytest.MonkeyPatch.context() as mp:

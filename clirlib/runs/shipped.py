@@ -204,8 +204,10 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     embedded benchmark ``profile`` and of the Debian benchmark (``paths.DEBIAN_DATASET``) under the current cache and generator versions, plus the
     shipped records of the same versions that the local cache does not hold. ``code``: the
     commit that trained the records that carry no provenance of their own (default: this
-    checkout's)."""
-    folder = paths.RECORDS_DIR if folder is None else folder
+    checkout's). ``folder``: by default ``records/``, and ``records/ci/`` for ``ci``
+    (``paths.CI_RECORDS_DIR``: kept apart so that no other test reads them)."""
+    if folder is None:
+        folder = paths.CI_RECORDS_DIR if profile == "ci" else paths.RECORDS_DIR
     prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
     records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}
     kept_shipped = len(records)
