@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from . import cli_reproduce, cli_train, env, profiles, systems
+from . import cli_reproduce, cli_train, env, paths, profiles, systems
 from .atomic import WriteError, describe
 from .cli_train import OPTION_OF_FIELD
 from .metrics import METRIC_NAMES
@@ -157,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rec = sub.add_parser("records", help="shipped run records: pack them from the cache, or verify a sample")
     rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records; --profile ci: records/ci)")
-    pk.add_argument("--profile", default="default", choices=list(profiles.NAMES))
+    pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records; --profile ci: records/ci, "
+                                      "--profile curves: the learning curves' records/curves)")
+    pk.add_argument("--profile", default="default", choices=[*profiles.NAMES, *paths.STUDY_RECORDS])
     pk.add_argument("--code", help="the commit that trained records made before records carried their provenance")
     pk.set_defaults(func=_records_pack)
     vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")

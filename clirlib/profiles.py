@@ -15,6 +15,10 @@ below (a test checks they have the same keys).
   and 1000 test queries per language, so that the verdicts have power.
 - ``paper``: Table 1's query counts.
 
+Beside them, :data:`SIZES` holds one benchmark that is no profile: ``curves``, the French
+benchmark of the learning curves (notebook 16, :data:`CURVES`), whose training split is
+large enough to subsample.
+
 The DSSM models get the paper's epochs only on ``paper``: on ``default`` they have too
 few training queries to leave chance, whatever the epochs. ``docs/profiles.md`` gives
 every size, the power of the test splits and the measurements behind these choices.
@@ -81,6 +85,9 @@ class Profile:
         return {lang: int(sum(s)) for lang, s in self.splits.items()}
 
 
+#: Benchmarks of :data:`SIZES` that are not profiles: read by one study each (never a ``--profile``).
+STUDY_BENCHMARKS = ("curves",)
+
 #: Test queries per language of the ``default`` profile (why 1000: docs/profiles.md, "Benchmark sizes").
 DEFAULT_N_TEST = 1000
 
@@ -96,6 +103,13 @@ SIZES: dict[str, Profile] = {
     "paper": Profile("paper", ratio_splits({"fr": 25000, "it": 25000, "sw": 22793, "tl": 25000}),
                      {"fr": 120_000, "it": 95_000, "sw": 37_000, "tl": 79_000}, doc_len=(50, 300),
                      n_meanings=15_000, embed_tokens=4_000_000),
+    # The learning curves' benchmark (CURVES): default's generator, difficulty, lengths and
+    # meanings, French with 10,000 training and 1,000 dev queries (its test split is never
+    # read), 60,000 documents so that query concepts stay a minority (18.5% as on default:
+    # 1,480 / 8,000); the other languages token sizes (the generator writes all four).
+    "curves": Profile("curves", {"fr": (10_000, 1_000, 120), "it": (60, 20, 20), "sw": (60, 20, 20),
+                                 "tl": (60, 20, 20)},
+                      {"fr": 60_000, "it": 450, "sw": 450, "tl": 450}, doc_len=(30, 120), n_meanings=1000),
 }
 
 # ----------------------------------------------------------------------------------------
@@ -149,6 +163,20 @@ FAMILIES: dict[str, dict[str, Any]] = {
            "sweep_c_factors": (1, 2)},
     "default": {"langs": None, "mdl": {}, "sweep_m": (1, 2, 4, 6, 9), "sweep_c_factors": (1, 2, 4)},
     "paper": {"langs": None, "mdl": {}, "sweep_m": (1, 2, 4, 6, 9), "sweep_c_factors": (1, 2, 4)},
+}
+
+
+#: Notebook 16 (``clirlib.studies.curves``): the benchmark, its document language, the nested
+#: training-set sizes (queries), the seeds (the first at every size, all at the largest),
+#: the profile whose training settings every run keeps, and the size of HIKE's point with
+#: triples per epoch grown with the data. ``ci`` subsamples the ci benchmark's 72 French
+#: training queries, only to check that the code runs.
+CURVES: dict[str, dict[str, Any]] = {
+    "ci": {"benchmark": "ci", "lang": "fr", "sizes": (24, 72), "seeds": (0, 1), "settings": "ci", "grown": 24},
+    "default": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000, 10_000), "seeds": (0, 1, 2),
+                "settings": "default", "grown": 3000},
+    "paper": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000, 10_000), "seeds": (0, 1, 2),
+              "settings": "default", "grown": 3000},
 }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from .data.dataset import Split
 from .encoders import Ranker
 from .losses import class_weights, get_loss
 from .metrics import chance_p_mr1, evaluate, evaluate_per_query
+from .validate import ConfigError
 from .train_config import (CLASS_WEIGHTS, ENGINES, KEY_DEFAULTS, OPTIMIZERS,  # noqa: F401 (re-exported)
                            PAPER_SETTINGS, TrainConfig)
 
@@ -146,6 +148,30 @@ def subsample_train(split, fraction: float, seed: int):
     return Split(split.qidx[mask], split.didx[mask], split.labels[mask])
 
 
+def keep_train_queries(dataset, n: int | None, data_seed: int, where: str = "train_queries"):
+    """``dataset`` with its training split cut to ``n`` queries (all their pairs), ``None``: as it is.
+
+    The queries kept are the first ``n`` of one permutation seeded by ``data_seed`` alone, so
+    the subsets of one dataset are nested (360 queries are among the 1,000, which are among
+    the 3,000) and every system and model seed of a size trains on the same queries (the
+    learning curves, ``clirlib.studies.curves``). Dev and test are never touched. Cutting an
+    already cut split to the same ``n`` keeps it as it is. More queries than the split has
+    raise ``ConfigError`` naming ``where``."""
+    if n is None:
+        return dataset
+    tr = dataset.splits["train"]
+    queries = np.unique(tr.qidx)  # sorted
+    if not 1 <= n <= len(queries):
+        raise ConfigError(where, f"asks for {n} training queries; the training split of {dataset.lang} has "
+                                 f"{len(queries)}")
+    if n == len(queries):
+        return dataset
+    keep = determinism.rng(data_seed, "train-queries").permutation(len(queries))[:n]
+    mask = np.isin(tr.qidx, queries[np.sort(keep)])
+    splits = {**dataset.splits, "train": Split(tr.qidx[mask], tr.didx[mask], tr.labels[mask])}
+    return dataclasses.replace(dataset, splits=splits)
+
+
 def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, keep_model: bool = False) -> TrainResult:
     """Train a ranker on ``dataset`` (loaded from ``config`` when not given) and test it."""
     cfg = config.resolved()
@@ -153,6 +179,7 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     determinism.seed_everything(cfg.seed)
     if dataset is None:
         dataset = load_for(cfg)
+    dataset = keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)
     device = determinism.device()
     disable = (not progress) if progress is not None else env.progress_disabled()
 

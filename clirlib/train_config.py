@@ -39,7 +39,7 @@ CLASS_WEIGHTS = ("none", "balanced")
 #: Config fields that are left out of the cache key when they have these values, so runs
 #: keep the keys they had before the field existed.
 KEY_DEFAULTS: dict[str, Any] = {"optimizer": "adam", "class_weight": "none", "target_scale": 1.0,
-                                "lstm_readout": "final", "engine": "fast"}
+                                "lstm_readout": "final", "engine": "fast", "train_queries": None}
 
 
 #: Values of ``TrainConfig.engine``: the same training through ``clirlib.fast`` or through
@@ -84,6 +84,7 @@ class TrainConfig:
     n_queries: int | None = None  # None: the profile's (or 25,000 for real data)
     n_nr: int = 40  # NR documents per query
     train_fraction: float = 1.0  # keep this share of the training queries (Theorem 3 study)
+    train_queries: int | None = None  # keep this many training queries, nested subsets (learning curves; None: all)
     select_metric: str = "NDCG@5"  # dev metric that picks the epoch
     patience: int | None = None  # early stopping: stop after this many epochs without a dev gain (None: never)
     pretrained: bool = True  # start from the (Polyglot-format) embeddings when available

@@ -89,6 +89,8 @@ def check_config(cfg) -> None:
         raise ConfigError("lr_decay", f"must be in (0, 1], got {cfg.lr_decay}")
     if not 0 < _number("train_fraction", cfg.train_fraction) <= 1:
         raise ConfigError("train_fraction", f"must be in (0, 1], got {cfg.train_fraction}")
+    if cfg.train_queries is not None:
+        _at_least("train_queries", cfg.train_queries, 1, integer=True)
     if not 0 < _number("target_scale", cfg.target_scale) <= 1:
         raise ConfigError("target_scale", f"must be in (0, 1], got {cfg.target_scale}")
     if cfg.init_scale is not None and _number("init_scale", cfg.init_scale) < 0:
@@ -132,6 +134,8 @@ def check_system_config(cfg) -> None:
     for name in ("seed", "data_seed"):
         check_seed(name, getattr(cfg, name))
     _at_least("n_nr", cfg.n_nr, 0, integer=True)
+    if cfg.train_queries is not None:
+        _at_least("train_queries", cfg.train_queries, 1, integer=True)
     if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
         raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
                                        f"dev and one test query, got {cfg.n_queries}")

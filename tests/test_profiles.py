@@ -11,8 +11,11 @@ from clirlib.studies import reproduction
 
 
 def test_every_table_has_the_same_profiles():
-    for table in (profiles.SIZES, profiles.TRAINING, profiles.REAL_QUERIES, profiles.LEMMA2, profiles.THEOREM3_EPOCHS):
+    for table in (profiles.TRAINING, profiles.REAL_QUERIES, profiles.LEMMA2, profiles.THEOREM3_EPOCHS,
+                  profiles.HIKE, profiles.FAMILIES, profiles.CURVES):
         assert tuple(table) == profiles.NAMES
+    # the benchmarks: one per profile, then the studies' own (never a --profile choice)
+    assert tuple(profiles.SIZES) == profiles.NAMES + profiles.STUDY_BENCHMARKS
 
 
 def test_split_sizes_follow_3_1_1():

@@ -22,7 +22,7 @@ from statistics import NormalDist
 import pandas as pd
 
 from .. import reported
-from ..profiles import SIZES
+from ..profiles import NAMES, SIZES
 from .dataset import RankingDataset
 
 #: P_mr@1 around which the power of the test splits is stated (the default profile's models reach about 0.4).
@@ -71,7 +71,7 @@ def split_table(profile: str | None = None, p: float = POWER_P, difference: floa
     ``paired_sd(p)``) and ``max_discordance`` (the largest share of queries on which the two
     rankers may disagree for ``difference`` to be detectable).
     """
-    names = list(SIZES) if profile is None else [profile]
+    names = list(NAMES) if profile is None else [profile]
     rows = []
     for name in names:
         prof = SIZES[name]

@@ -41,7 +41,7 @@ from ..cache import CACHE_VERSION
 from ..data.synthetic import GENERATOR_VERSION
 from ..labels import label_counts
 from ..metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
-from ..train import NonFiniteError, TrainConfig
+from ..train import NonFiniteError, TrainConfig, keep_train_queries
 from ..validate import ConfigError
 
 def settings(profile: str) -> dict[str, Any]:
@@ -194,6 +194,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     determinism.seed_everything(cfg.seed)
     if dataset is None:
         dataset = load_for(cfg)
+    dataset = keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)  # every system, one rule
     key = cache_key(cfg, dataset.info.get("inputs"))  # the digests it was read with: a worker needs no files
     t0 = time.perf_counter()
     system = systems.get(cfg.system)(cfg)

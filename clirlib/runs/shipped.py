@@ -82,10 +82,18 @@ def _shard_lines(path: Path) -> dict[str, str]:
     return _shards[path]
 
 
+def folders() -> list[Path]:
+    """Where the cache looks for a shipped record, in order: ``records/``, then its study
+    sub-folders (``paths.STUDY_RECORDS``)."""
+    return [paths.RECORDS_DIR, *(paths.RECORDS_DIR / name for name in paths.STUDY_RECORDS)]
+
+
 def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_names,
          trained: bool = True, folder: Path | None = None) -> dict[str, Any] | None:
-    """The shipped record of ``key``, or ``None`` (not shipped, or damaged: then a warning)."""
-    folder = paths.RECORDS_DIR if folder is None else folder
+    """The shipped record of ``key``, or ``None`` (not shipped, or damaged: then a warning).
+    ``folder``: one folder, by default the first of :func:`folders` whose manifest has ``key``."""
+    if folder is None:
+        folder = next((f for f in folders() if key in manifest(f)["records"]), paths.RECORDS_DIR)
     entry = manifest(folder)["records"].get(key)
     if entry is None:
         return None
@@ -204,10 +212,12 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     embedded benchmark ``profile`` and of the Debian benchmark (``paths.DEBIAN_DATASET``) under the current cache and generator versions, plus the
     shipped records of the same versions that the local cache does not hold. ``code``: the
     commit that trained the records that carry no provenance of their own (default: this
-    checkout's). ``folder``: by default ``records/``, and ``records/ci/`` for ``ci``
-    (``paths.CI_RECORDS_DIR``: kept apart so that no other test reads them)."""
+    checkout's). ``folder``: by default ``records/``, ``records/ci/`` for ``ci``
+    (``paths.CI_RECORDS_DIR``: kept apart so that no other test reads them) and
+    ``records/<name>/`` for a study benchmark (``paths.STUDY_RECORDS``: ``curves``)."""
     if folder is None:
-        folder = paths.CI_RECORDS_DIR if profile == "ci" else paths.RECORDS_DIR
+        folder = (paths.CI_RECORDS_DIR if profile == "ci" else
+                  paths.RECORDS_DIR / profile if profile in paths.STUDY_RECORDS else paths.RECORDS_DIR)
     prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
     records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}
     kept_shipped = len(records)

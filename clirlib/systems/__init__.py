@@ -56,6 +56,10 @@ class SystemConfig:
     data_seed: int = 0  # benchmark generation, split, NR sampling (as TrainConfig.data_seed)
     n_queries: int | None = None
     n_nr: int = 40
+    #: Keep this many training queries (``train.keep_train_queries``: nested seeded subsets,
+    #: the learning curves); None: all, and then left out of the key and the saved config,
+    #: so runs keep the keys they had before the field existed.
+    train_queries: int | None = None
 
     #: No fields are left out of the key; a system may fit without epochs (BM25), so its
     #: record's history may be empty; it is evaluated on the whole collection too, when
@@ -75,7 +79,10 @@ class SystemConfig:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        if d["train_queries"] is None:
+            del d["train_queries"]
+        return d
 
     def key(self) -> str:
         """A stable hash of the resolved config (part of the cache key of ``experiments``)."""

@@ -38,7 +38,8 @@ class SOSLConfig(SystemConfig):
         """The ``train.TrainConfig`` this run trains."""
         return TrainConfig(dataset=self.dataset, lang=self.lang, loss=self.loss, encoder=self.encoder, epsilon=self.epsilon,
                            epochs=self.epochs, seed=self.seed, data_seed=self.data_seed, n_queries=self.n_queries,
-                           n_nr=self.n_nr, patience=self.patience, pretrained=self.pretrained)
+                           n_nr=self.n_nr, patience=self.patience, pretrained=self.pretrained,
+                           train_queries=self.train_queries)
 
     def resolved(self) -> "SOSLConfig":
         super().resolved()

@@ -1,0 +1,186 @@
+"""Learning curves: from how many training queries each learned system starts to learn
+(notebook 16; issue 26, point 2).
+
+One French benchmark from ``default``'s generator and difficulty with 10,000 training and
+1,000 dev queries (``profiles.SIZES["curves"]``). Every system trains on nested seeded
+subsets of its training queries (``train.keep_train_queries``: the 360 queries are among
+the 1,000, ...; every system and seed of a size sees the same queries) and is scored on the
+same dev queries; test is never read here. The sizes, seeds and settings are
+``profiles.CURVES``: one seed per size, all seeds at the largest. Nothing is tuned per system
+or size: the rankers keep the settings profile's epochs and patience (early stopping on
+dev NDCG@5), MDL the MDL paper's schedule (its C scales with the training pairs,
+``systems.mdl.scaled_topics``), HIKE-small its paper's 15 epochs of 1,600 triples, drawn
+from the larger pool as the data grows; one more HIKE point grows its triples per epoch
+with the data (1,600 x n / 360, the queries that schedule was set for on ``default``).
+
+Each (system, size) faces the learning gate (``clirlib.studies.gate``): dev NDCG@5 against
+a random order of the same lists, one-sided, alpha 0.01, over the size's runs.
+:func:`first_passing` gives the smallest size at which a system passes, or "none up to N".
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from . import gate
+from .. import profiles, systems
+from ..runs import experiments, grid_runs
+
+#: The learned systems of the curves: label -> (system, config fields). The rankers'
+#: epochs and patience, MDL's and HIKE's schedules come from the settings profile (:func:`_fields`).
+SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
+    "SOSL, average pooling": ("sosl", {"loss": "sosl", "encoder": "avgpool"}),
+    "MSE, average pooling": ("sosl", {"loss": "mse", "encoder": "avgpool"}),
+    "DSSM-CNN (SOSL)": ("sosl", {"loss": "sosl", "encoder": "cnn"}),
+    "DSSM-LSTM (SOSL)": ("sosl", {"loss": "sosl", "encoder": "lstm"}),
+    "MDL.6": ("mdl", {"m": 6}),
+    "HIKE-small": ("hike", {"kg": "full", "encoder": "small"}),
+}
+#: HIKE-small with its triples per epoch grown with the data, at ``CURVES[profile]["grown"]`` only.
+GROWN = "HIKE-small, triples grown with the data"
+ORDER = (*SYSTEMS, GROWN)
+
+
+def settings(profile: str) -> dict[str, Any]:
+    """``profiles.CURVES[profile]`` (unknown profiles raise)."""
+    return profiles.CURVES[profiles.check(profile)]
+
+
+def base_queries(profile: str) -> int:
+    """Training queries HIKE's triples per epoch were set for: the settings profile's French training split."""
+    return profiles.SIZES[settings(profile)["settings"]].splits["fr"][0]
+
+
+def grown_pairs(profile: str, n: int) -> int:
+    """HIKE's triples per epoch grown with the data: the profile's schedule x n / :func:`base_queries`."""
+    return int(round(profiles.HIKE[settings(profile)["settings"]]["pairs_per_epoch"] * n / base_queries(profile)))
+
+
+def _fields(system: str, kw: dict[str, Any], profile: str) -> dict[str, Any]:
+    sp = settings(profile)["settings"]
+    if system == "sosl":
+        s = experiments.settings(sp)
+        return {"epochs": s["epochs"][kw["encoder"]], "patience": s["patience"]}
+    if system == "mdl":
+        return dict(profiles.FAMILIES[sp]["mdl"])
+    h = profiles.HIKE[sp]
+    return {"epochs": h["epochs"], "pairs_per_epoch": h["pairs_per_epoch"]}
+
+
+def config(label: str, profile: str, n: int, seed: int):
+    """The config of ``label`` trained on ``n`` queries of the curves' benchmark, model seed ``seed``."""
+    s = settings(profile)
+    system, kw = SYSTEMS["HIKE-small" if label == GROWN else label]
+    common = {"dataset": s["benchmark"], "lang": s["lang"], "seed": seed, "train_queries": n}
+    fields = {**_fields(system, kw, profile), **kw}
+    if label == GROWN:
+        fields["pairs_per_epoch"] = grown_pairs(profile, n)
+    if system == "sosl":
+        return experiments.config(**common, **fields)
+    return systems.config(system, **common, **fields)
+
+
+def configs(profile: str, labels: Iterable[str] | None = None,
+            sizes: Iterable[int] | None = None) -> list[tuple[str, int, Any]]:
+    """(label, training queries, config) of the grid, smallest size first: every system at
+    every size with the first seed, all seeds at the largest size, and HIKE's grown point."""
+    s = settings(profile)
+    labels = list(ORDER if labels is None else labels)
+    unknown = sorted(set(labels) - set(ORDER))
+    if unknown:
+        raise ValueError(f"unknown system {unknown[0]!r}; choose from {', '.join(ORDER)}")
+    wanted = set(s["sizes"] if sizes is None else sizes)
+    largest = max(s["sizes"])
+    out = []
+    for n in s["sizes"]:
+        if n not in wanted:
+            continue
+        seeds = s["seeds"] if n == largest else s["seeds"][:1]
+        for seed in seeds:
+            for label in labels:
+                if label == GROWN and n != s["grown"]:
+                    continue
+                if label == GROWN and seed != s["seeds"][0]:
+                    continue
+                out.append((label, n, config(label, profile, n, seed)))
+    return out
+
+
+def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None, *,
+        force: bool | None = None, workers: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
+    """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only)."""
+    grid = configs(profile, labels, sizes)
+    records = grid_runs.system_runs([c for _, _, c in grid], force=force, desc="learning curves", workers=workers,
+                                    collection=False)
+    return [(label, n, r) for (label, n, _), r in zip(grid, records)]
+
+
+def frame(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
+    """One row per run: label, n_train, seed, the dev metrics the curves plot, dev chance of
+    P_mr@1, epochs run and chosen, seconds, HIKE's triples per epoch."""
+    rows = []
+    for label, n, r in labelled:
+        cfg = r["config"]
+        rows.append({"system": label, "n_train": n, "seed": cfg["seed"],
+                     "dev_P_mr@1": r["dev"]["P_mr@1"], "dev_NDCG@5": r["dev"]["NDCG@5"],
+                     "chance_P_mr@1": r["dev_chance"], "epochs_run": r["epochs_run"], "best_epoch": r["best_epoch"],
+                     "pairs_per_epoch": cfg.get("pairs_per_epoch"), "seconds": round(float(r["seconds"]), 1)})
+    return pd.DataFrame(rows)
+
+
+def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
+    """The gate of every (system, size) over its runs: dev NDCG@5 (mean over seeds), its
+    random expectation, p, passes; beside them dev P_mr@1 and its chance (means)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for label, n, r in labelled:
+        groups.setdefault((label, n), []).append(r)
+    rows = []
+    for (label, n), rs in groups.items():
+        g = gate.test([r["dev"][gate.METRIC] for r in rs], [gate.lists_of(r) for r in rs])
+        rows.append({"system": label, "n_train": n, "runs": g["n_runs"], "dev_queries": g["n_queries"],
+                     "dev_NDCG@5": g["dev"], "random_NDCG@5": g["random"], "p": g["p"], "passes": bool(g["passes"]),
+                     "dev_P_mr@1": float(np.mean([r["dev"]["P_mr@1"] for r in rs])),
+                     "chance_P_mr@1": float(np.mean([r["dev_chance"] for r in rs]))})
+    order = {label: i for i, label in enumerate(ORDER)}
+    out = pd.DataFrame(rows)
+    return out.sort_values(["system", "n_train"], key=lambda c: c.map(order) if c.name == "system" else c,
+                           ignore_index=True)
+
+
+def first_passing(gate_rows: pd.DataFrame) -> pd.DataFrame:
+    """Per system, the smallest training size at which it passes the gate, or "none up to N"
+    (N its largest size tried); with the gate's numbers there."""
+    rows = []
+    for label in [s for s in ORDER if s in set(gate_rows["system"])]:
+        g = gate_rows[gate_rows["system"] == label].sort_values("n_train")
+        passing = g[g["passes"]]
+        if len(passing):
+            at = passing.iloc[0]
+            rows.append({"system": label, "learns_from": f"{int(at['n_train']):,}", "sizes_tried": len(g),
+                         "dev_NDCG@5": at["dev_NDCG@5"], "random_NDCG@5": at["random_NDCG@5"], "p": at["p"]})
+        else:
+            top = g.iloc[-1]
+            rows.append({"system": label, "learns_from": f"none up to {int(top['n_train']):,}", "sizes_tried": len(g),
+                         "dev_NDCG@5": top["dev_NDCG@5"], "random_NDCG@5": top["random_NDCG@5"], "p": top["p"]})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train (or read) the curves' runs: ``python -m clirlib.studies.curves --profile default``."""
+    ap = argparse.ArgumentParser(description="train the learning curves' runs (notebook 16) into the cache")
+    ap.add_argument("--profile", default="default", choices=list(profiles.NAMES))
+    ap.add_argument("--labels", nargs="+", choices=list(ORDER), help="systems (default: all)")
+    ap.add_argument("--sizes", nargs="+", type=int, help="training sizes (default: the profile's)")
+    ap.add_argument("--workers", type=int, default=1, help="runs at once (default 1)")
+    args = ap.parse_args(argv)
+    labelled = run(args.profile, args.labels, args.sizes, workers=args.workers)
+    print(frame(labelled).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""The learning curves (clirlib.studies.curves, notebook 16): nested training subsets, the grid, the table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clirlib import profiles, systems
+from clirlib.data import load_dataset
+from clirlib.runs import experiments
+from clirlib.studies import curves
+from clirlib.train import keep_train_queries
+from clirlib.validate import ConfigError
+
+
+def _train_queries(ds) -> set[int]:
+    return set(np.unique(ds.splits["train"].qidx).tolist())
+
+
+def test_training_subsets_are_nested_and_leave_dev_and_test_alone():
+    ds = load_dataset("ci", "fr")
+    assert len(_train_queries(ds)) == 72  # profiles.SIZES["ci"].splits["fr"] == (72, 24, 24)
+    small, large = keep_train_queries(ds, 24, 0), keep_train_queries(ds, 48, 0)
+    assert len(_train_queries(small)) == 24 and len(_train_queries(large)) == 48
+    assert _train_queries(small) < _train_queries(large) < _train_queries(ds)  # nested: one permutation's prefixes
+    for split in ("dev", "test"):
+        assert small.splits[split] is ds.splits[split]
+    # every pair of a kept query is kept: its MR, SR and NR documents
+    tr, kept = ds.splits["train"], small.splits["train"]
+    assert len(kept) == int(np.isin(tr.qidx, list(_train_queries(small))).sum())
+    # cutting a cut split to the same size keeps it (compute_record and train both apply the rule)
+    assert _train_queries(keep_train_queries(small, 24, 0)) == _train_queries(small)
+    assert keep_train_queries(ds, None, 0) is ds and keep_train_queries(ds, 72, 0) is ds
+    assert _train_queries(keep_train_queries(ds, 24, 1)) != _train_queries(small)  # another data seed, another draw
+
+
+def test_too_many_training_queries_is_refused_by_name():
+    ds = load_dataset("ci", "fr")
+    with pytest.raises(ConfigError, match="train_queries.*asks for 73 training queries; the training split of fr has 72"):
+        keep_train_queries(ds, 73, 0)
+    with pytest.raises(ConfigError, match="train_queries"):
+        systems.config("mdl", dataset="ci", train_queries=0).resolved()
+    with pytest.raises(ConfigError, match="train_queries"):
+        experiments.config(dataset="ci", train_queries=-5).resolved()
+
+
+def test_the_field_leaves_every_older_key_unchanged():
+    # None is left out of the key and the saved config, so the shipped records keep their keys
+    mdl = systems.config("mdl", dataset="default")
+    assert "train_queries" not in mdl.to_dict()
+    assert mdl.key() == systems.config("mdl", dataset="default", train_queries=None).key()
+    assert mdl.key() != systems.config("mdl", dataset="default", train_queries=100).key()
+    base = experiments.config(dataset="default")
+    assert experiments.cache_key(base) == experiments.cache_key(experiments.config(dataset="default", train_queries=None))
+    assert experiments.cache_key(base) != experiments.cache_key(experiments.config(dataset="default", train_queries=100))
+
+
+def test_the_grid_has_every_system_at_every_size_and_all_seeds_at_the_largest():
+    s = profiles.CURVES["default"]
+    grid = curves.configs("default")
+    sizes, largest = s["sizes"], max(s["sizes"])
+    for label in curves.SYSTEMS:
+        for n in sizes:
+            seeds = sorted(c.seed for lab, m, c in grid if lab == label and m == n)
+            assert seeds == (list(s["seeds"]) if n == largest else [s["seeds"][0]])
+    grown = [(n, c) for lab, n, c in grid if lab == curves.GROWN]
+    assert len(grown) == 1 and grown[0][0] == s["grown"]
+    # 1,600 triples per epoch for default's 360 French training queries, grown to 3,000: 1600 * 3000 / 360
+    assert grown[0][1].pairs_per_epoch == round(1600 * 3000 / 360) == 13333
+    plain = [c for lab, n, c in grid if lab == "HIKE-small"]
+    assert {c.pairs_per_epoch for c in plain} == {1600}
+    for _, n, c in grid:
+        assert c.dataset == "curves" and c.lang == "fr" and c.train_queries == n
+    # the rankers keep default's epochs per encoder and its patience
+    cnn = next(c for lab, _, c in grid if lab == "DSSM-CNN (SOSL)")
+    assert (cnn.epochs, cnn.patience) == (profiles.TRAINING["default"]["epochs"]["cnn"], 5)
+    with pytest.raises(ValueError, match="unknown system 'BM25'"):
+        curves.configs("default", labels=["BM25"])
+
+
+def test_the_table_gives_the_smallest_passing_size_or_none():
+    rows = pd.DataFrame([
+        # hand-made gate rows: A passes from 1,000 on, B nowhere
+        {"system": "MDL.6", "n_train": 360, "passes": False, "dev_NDCG@5": 0.19, "random_NDCG@5": 0.19, "p": 0.4},
+        {"system": "MDL.6", "n_train": 1000, "passes": True, "dev_NDCG@5": 0.25, "random_NDCG@5": 0.19, "p": 0.001},
+        {"system": "MDL.6", "n_train": 3000, "passes": True, "dev_NDCG@5": 0.30, "random_NDCG@5": 0.19, "p": 0.0001},
+        {"system": "HIKE-small", "n_train": 360, "passes": False, "dev_NDCG@5": 0.18, "random_NDCG@5": 0.19, "p": 0.9},
+        {"system": "HIKE-small", "n_train": 3000, "passes": False, "dev_NDCG@5": 0.2, "random_NDCG@5": 0.19, "p": 0.2},
+    ])
+    t = curves.first_passing(rows).set_index("system")
+    assert t.loc["MDL.6", "learns_from"] == "1,000" and t.loc["MDL.6", "p"] == 0.001
+    assert t.loc["HIKE-small", "learns_from"] == "none up to 3,000" and t.loc["HIKE-small", "p"] == 0.2
+    assert list(t.index) == ["MDL.6", "HIKE-small"]  # the systems' order, ORDER
+
+
+def test_ci_curves_run_and_are_gated_per_size():
+    labelled = curves.run("ci", ["SOSL, average pooling", "MDL.6"], workers=1)
+    f = curves.frame(labelled)
+    # ci: (24, 72) queries, seeds (0, 1) at 72 -> 1 + 2 runs per system
+    assert sorted(f.groupby("system").size().tolist()) == [3, 3]
+    g = curves.gates(labelled)
+    assert set(g["runs"]) == {1, 2} and (g["dev_queries"] == 24).all()
+    assert np.allclose(g["random_NDCG@5"], g["random_NDCG@5"].iloc[0])  # the same 24 dev lists everywhere
+    # each gate row's dev value is the mean of its runs'
+    for _, row in g.iterrows():
+        runs = f[(f["system"] == row["system"]) & (f["n_train"] == row["n_train"])]
+        assert row["dev_NDCG@5"] == pytest.approx(runs["dev_NDCG@5"].mean())
