@@ -169,6 +169,25 @@ def first_passing(gate_rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def sentence(gate_rows: pd.DataFrame) -> str:
+    """The finding in words, one line per system, every number read from the gate table
+    (:func:`gates`) and :func:`first_passing`'s."""
+    lines = []
+    for r in first_passing(gate_rows).to_dict("records"):
+        g = gate_rows[gate_rows["system"] == r["system"]].sort_values("n_train")
+        tried = ", ".join(f"{n:,}" for n in g["n_train"])
+        passed = ", ".join(f"{n:,}" for n in g.loc[g["passes"].astype(bool), "n_train"])
+        numbers = (f"dev NDCG@5 {r['dev_NDCG@5']:.3f} against {r['random_NDCG@5']:.3f} for a random order, "
+                   f"p = {r['p']:.2g}")
+        if r["learns_from"].startswith("none"):
+            lines.append(f"- **{r['system']}** passes the gate at none of the sizes tried ({tried} training "
+                         f"queries); at the largest, {numbers}.")
+        else:
+            lines.append(f"- **{r['system']}** first passes the gate at **{r['learns_from']}** training queries "
+                         f"({numbers}); it passes at {passed} of the sizes tried ({tried}).")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train (or read) the curves' runs: ``python -m clirlib.studies.curves --profile default``."""
     ap = argparse.ArgumentParser(description="train the learning curves' runs (notebook 16) into the cache")

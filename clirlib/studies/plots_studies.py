@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from ..metrics import METRIC_NAMES
 from ..reported import LOSS_NAMES
+from .gate import ALPHA
 from .plots import CHANCE_LABEL, language_axis, need
 
 
@@ -278,4 +279,50 @@ def mdl_sweep_heatmap(sweep: pd.DataFrame, metric: str, top: float, top_label: s
     cells = "one run per cell" if (runs == 1).all() else f"mean of {runs.min()}-{runs.max()} runs per cell"
     ax.set_title(f"MDL on {langs} (seed {seeds}, {cells}): {metric} over m and C\n"
                  f"colour range fixed: 0 to {top:.3g} = {top_label}", fontsize=9)
+    return fig
+
+
+def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame) -> plt.Figure:
+    """Dev P_mr@1 (left) and dev NDCG@5 (right) against training queries (log x), one line
+    per system through its size means; each run a small dot; a filled marker where the size
+    passes the learning gate, hollow where it does not; dashed: a random order of the same
+    lists (chance P_mr@1, the expected NDCG@5); HIKE's point with triples grown with the data
+    a star. Tidy input: notebook 16's ``curves_runs.csv`` and ``curves_gate.csv``."""
+    need(runs, ("system", "n_train", "dev_P_mr@1", "dev_NDCG@5", "chance_P_mr@1"), "learning_curves")
+    need(gates, ("system", "n_train", "dev_P_mr@1", "dev_NDCG@5", "random_NDCG@5", "chance_P_mr@1", "passes",
+                 "dev_queries"),
+         "learning_curves")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    systems = list(dict.fromkeys(gates["system"]))
+    colors = {s: f"C{i}" for i, s in enumerate(s for s in systems if "grown" not in s)}
+    for ax, metric, floor, floor_label in ((axes[0], "dev_P_mr@1", "chance_P_mr@1", CHANCE_LABEL),
+                                           (axes[1], "dev_NDCG@5", "random_NDCG@5", "random order (expected NDCG@5)")):
+        for s in systems:
+            g = gates[gates["system"] == s].sort_values("n_train")
+            r = runs[runs["system"] == s]
+            grown = "grown" in s
+            color = colors.get("HIKE-small" if grown else s, "black")
+            ax.scatter(r["n_train"], r[metric], s=8, color=color, alpha=0.5, zorder=2)
+            if not grown:
+                ax.plot(g["n_train"], g[metric], color=color, lw=1.2, label=s, zorder=3)
+            passed = g["passes"].astype(str) == "True"
+            marker = "*" if grown else "o"
+            size = 140 if grown else 40
+            ax.scatter(g.loc[passed, "n_train"], g.loc[passed, metric], marker=marker, s=size, color=color, zorder=4)
+            ax.scatter(g.loc[~passed, "n_train"], g.loc[~passed, metric], marker=marker, s=size, facecolors="white",
+                       edgecolors=color, zorder=4)
+            if grown:
+                ax.scatter([], [], marker=marker, s=size, facecolors="white", edgecolors=color, label=s)
+        sizes = sorted(gates["n_train"].unique())
+        ax.plot(sizes, [gates[floor].mean()] * len(sizes), ls="--", color="black", lw=1, label=floor_label)
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("training queries (log scale)")
+        ax.set_ylabel(f"{metric.replace('dev_', 'dev ')} ({int(gates['dev_queries'].max()):,} dev queries)")
+    handles, labels = axes[1].get_legend_handles_labels()
+    handles += [Line2D([], [], marker="o", ls="", color="grey"),
+                Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="grey")]
+    labels += [f"passes the gate (p < {ALPHA:g})", "does not pass"]
+    axes[1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
