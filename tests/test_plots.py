@@ -366,6 +366,13 @@ BUILDERS = {
     "mdl_sweep_heatmap": lambda: plots_studies.mdl_sweep_heatmap(
         pd.DataFrame({"lang": "fr", "seed": 0, "m": [1, 6], "n_topics": [19, 19], "MAP": [0.27, 0.28]}), "MAP",
         top=0.53, top_label="SOSL"),
+    "learning_curves": lambda: plots_studies.learning_curves(
+        pd.DataFrame({"system": ["A", "A", "A", "HIKE-small, triples grown with the data"], "n_train": [10, 100, 100, 100],
+                      "dev_P_mr@1": [0.1, 0.3, 0.35, 0.05], "dev_NDCG@5": [0.3, 0.5, 0.55, 0.2],
+                      "chance_P_mr@1": 0.02}),
+        pd.DataFrame({"system": ["A", "A", "HIKE-small, triples grown with the data"], "n_train": [10, 100, 100],
+                      "dev_P_mr@1": [0.1, 0.325, 0.05], "dev_NDCG@5": [0.3, 0.525, 0.2], "random_NDCG@5": 0.19,
+                      "chance_P_mr@1": 0.02, "passes": [False, True, False], "dev_queries": 120})),
 }
 
 
