@@ -282,11 +282,11 @@ class PoolExecutor:
 
 def _groups(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
     """One group per run, except that runs of a system that ``shares_per_seed`` are grouped by
-    (system, data fields, seed), in first-appearance order."""
+    (system, data fields, seed, training queries), in first-appearance order."""
     groups: dict[Any, list[tuple[str, Any]]] = {}
     for key, c in todo:
         share = systems.get(c.system).shares_per_seed
-        gkey = (c.system, c.dataset, c.lang, c.seed, c.data_seed, c.n_queries, c.n_nr) if share else key
+        gkey = (c.system, c.dataset, c.lang, c.seed, c.data_seed, c.n_queries, c.n_nr, c.train_queries) if share else key
         groups.setdefault(gkey, []).append((key, c))
     return list(groups.values())
 

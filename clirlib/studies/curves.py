@@ -112,11 +112,21 @@ def configs(profile: str, labels: Iterable[str] | None = None,
 
 def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None, *,
         force: bool | None = None, workers: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
-    """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only)."""
+    """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only).
+
+    The paper's rankers train one after the other (each uses both cores' torch threads; two at
+    once would oversubscribe them), MDL and HIKE in ``workers`` processes
+    (``grid_runs.system_runs``; HIKE trains on one thread). The records are the same either way."""
     grid = configs(profile, labels, sizes)
-    records = grid_runs.system_runs([c for _, _, c in grid], force=force, desc="learning curves", workers=workers,
-                                    collection=False)
-    return [(label, n, r) for (label, n, _), r in zip(grid, records)]
+    rankers = [i for i, (_, _, c) in enumerate(grid) if c.system == "sosl"]
+    others = [i for i in range(len(grid)) if i not in set(rankers)]
+    records: dict[int, dict[str, Any]] = {}
+    for idx, w in ((rankers, 1), (others, workers)):
+        if idx:
+            got = grid_runs.system_runs([grid[i][2] for i in idx], force=force, desc="learning curves", workers=w,
+                                        collection=False)
+            records.update(zip(idx, got))
+    return [(label, n, records[i]) for i, (label, n, _) in enumerate(grid)]
 
 
 def frame(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
