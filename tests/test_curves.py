@@ -106,3 +106,26 @@ def test_ci_curves_run_and_are_gated_per_size():
     for _, row in g.iterrows():
         runs = f[(f["system"] == row["system"]) & (f["n_train"] == row["n_train"])]
         assert row["dev_NDCG@5"] == pytest.approx(runs["dev_NDCG@5"].mean())
+
+
+def _gate_rows(cnn: dict[int, bool], lstm: dict[int, bool]) -> pd.DataFrame:
+    return pd.DataFrame([{"system": label, "n_train": n, "passes": ok}
+                         for label, table in (("DSSM-CNN (SOSL)", cnn), ("DSSM-LSTM (SOSL)", lstm))
+                         for n, ok in table.items()])
+
+
+def test_table3_is_decided_where_both_dssm_models_learn():
+    # hand-made gates: both pass from 3,000 -> 3,000
+    assert curves.table3_size(_gate_rows({360: False, 3000: True, 10000: True}, {360: False, 3000: True})) == 3000
+    # CNN from 1,000, LSTM from 3,000 -> the smallest size where both pass, 3,000
+    assert curves.table3_size(_gate_rows({1000: True, 3000: True}, {1000: False, 3000: True})) == 3000
+    # LSTM nowhere -> CNN's smallest (LSTM's claim: not tested by the gate)
+    assert curves.table3_size(_gate_rows({1000: False, 3000: True}, {1000: False, 3000: False})) == 3000
+    # never at one size -> the larger of the two first passing sizes
+    assert curves.table3_size(_gate_rows({1000: True, 3000: False}, {1000: False, 3000: True})) == 3000
+    assert curves.table3_size(_gate_rows({1000: False}, {1000: False})) is None
+    configs = curves.table3_configs("default", 3000)
+    # the paper's epochs per encoder (Sec. 5 / 5.1: 30, 30, 15), default's patience, 3 seeds, the same data
+    assert [(c.encoder, c.resolved().epochs) for c in configs[:3]] == [("avgpool", 30), ("cnn", 30), ("lstm", 15)]
+    assert {c.seed for c in configs} == {0, 1, 2} and {c.train_queries for c in configs} == {3000}
+    assert {(c.dataset, c.lang, c.patience) for c in configs} == {("curves", "fr", 5)}

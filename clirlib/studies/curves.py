@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from . import gate
+from .hypotheses import HYPOTHESES
+from .reproduction import ENCODER_ORDER
 from .. import profiles, systems
 from ..runs import experiments, grid_runs
 
@@ -196,6 +198,43 @@ def sentence(gate_rows: pd.DataFrame) -> str:
             lines.append(f"- **{r['system']}** first passes the gate at **{r['learns_from']}** training queries "
                          f"({numbers}); it passes at {passed} of the sizes tried ({tried}).")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- Table 3 where DSSM learns
+#: Table 3's claims (average pooling beats DSSM-CNN / DSSM-LSTM), decided again at :func:`table3_size`.
+TABLE3 = tuple(h for h in HYPOTHESES if h.grid == "table3")
+TABLE3_LABELS = {"cnn": "DSSM-CNN (SOSL)", "lstm": "DSSM-LSTM (SOSL)"}
+
+
+def table3_size(gate_rows: pd.DataFrame) -> int | None:
+    """The training size Table 3 is decided at (issue 26, point 4): the smallest size at which
+    both DSSM models pass the gate; if one passes at no size, the smallest at which the other
+    does (the first one's claim is then `not tested` by the gate there, with its numbers); if
+    they never pass at one size, the larger of their smallest passing sizes; None if neither
+    passes anywhere."""
+    passing = {enc: set(gate_rows.loc[(gate_rows["system"] == label) & gate_rows["passes"].astype(bool), "n_train"])
+               for enc, label in TABLE3_LABELS.items()}
+    both = passing["cnn"] & passing["lstm"]
+    if both:
+        return int(min(both))
+    firsts = [min(p) for p in passing.values() if p]
+    return int(max(firsts)) if firsts else None
+
+
+def table3_configs(profile: str, n: int) -> list[Any]:
+    """Table 3's three encoders on ``n`` training queries of the curves' benchmark: SOSL, eps = 1,
+    the paper's epochs per encoder (``train.PAPER_SETTINGS``: 30 / 30 / 15) with the settings
+    profile's patience (early stopping on dev NDCG@5), every seed of the profile, the same data."""
+    s = settings(profile)
+    patience = experiments.settings(s["settings"])["patience"]
+    return [experiments.config(dataset=s["benchmark"], lang=s["lang"], encoder=enc, loss="sosl", epsilon=1.0,
+                               patience=patience, seed=seed, train_queries=n)
+            for seed in s["seeds"] for enc in ENCODER_ORDER]
+
+
+def table3_runs(profile: str, n: int, force: bool | None = None) -> list[dict[str, Any]]:
+    """The records of :func:`table3_configs` (cached; trained one after the other)."""
+    return grid_runs.system_runs(table3_configs(profile, n), force=force, desc="Table 3 where DSSM learns", workers=1)
 
 
 def main(argv: list[str] | None = None) -> int:
