@@ -171,10 +171,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
 #: training-set sizes (queries), the seeds (the first at every size, all at the largest),
 #: the profile whose training settings every run keeps, and the size of HIKE's point with
 #: triples per epoch grown with the data. ``ci`` subsamples the ci benchmark's 72 French
-#: training queries, only to check that the code runs.
+#: training queries, only to check that the code runs. ``default`` stops at 3,000 of issue 26's
+#: 360 / 1,000 / 3,000 / 10,000: the grid to 10,000 is far over the issue's 90 minutes on 2 cores,
+#: and the issue's rule is to drop a size, never a system (measured: docs/timings.md, "Learning
+#: curves"); ``paper`` keeps 10,000.
 CURVES: dict[str, dict[str, Any]] = {
     "ci": {"benchmark": "ci", "lang": "fr", "sizes": (24, 72), "seeds": (0, 1), "settings": "ci", "grown": 24},
-    "default": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000, 10_000), "seeds": (0, 1, 2),
+    "default": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000), "seeds": (0, 1, 2),
                 "settings": "default", "grown": 3000},
     "paper": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000, 10_000), "seeds": (0, 1, 2),
               "settings": "default", "grown": 3000},
