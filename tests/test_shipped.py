@@ -184,3 +184,19 @@ def test_verify_leaves_out_records_of_real_data_this_machine_lacks(tmp_path):
     assert verify.available({"config": {"dataset": "ci", "lang": "fr"}})  # generated on demand
     gone = {"config": {"dataset": str(tmp_path / "no-such-folder"), "lang": "fr"}, "data_info": {"inputs": {}}}
     assert not verify.available(gone)  # e.g. the Debian benchmark, which is not committed
+
+
+def test_a_study_folders_records_are_read_after_records_own(dirs, monkeypatch):
+    # records/curves (paths.STUDY_RECORDS): read by the cache, packed apart, out of make verify's draw
+    ds = toy_dataset()
+    main_cfg, curves_cfg = TrainConfig(epochs=1, batch_size=32), TrainConfig(epochs=1, batch_size=32, loss="mse")
+    main_rec, curves_rec = experiments.run(main_cfg, dataset=ds), experiments.run(curves_cfg, dataset=ds)
+    shipped.pack([json.loads(json.dumps(main_rec))], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    shipped.pack([json.loads(json.dumps(curves_rec))], paths.RECORDS_DIR / "curves", {"code": "c", "cpu": "x"})
+    assert shipped.folders() == [paths.RECORDS_DIR, paths.RECORDS_DIR / "curves"]
+    for p in (paths.RESULTS_DIR / "runs").glob("*.json"):
+        p.unlink()
+    calls = _no_training(monkeypatch)
+    assert experiments.run(curves_cfg, dataset=ds) == curves_rec and experiments.run(main_cfg, dataset=ds) == main_rec
+    assert calls == []
+    assert list(shipped.load_all()) == [experiments.cache_key(main_cfg)]  # make verify draws from records/ alone
