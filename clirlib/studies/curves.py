@@ -86,10 +86,11 @@ def config(label: str, profile: str, n: int, seed: int):
     return systems.config(system, **common, **fields)
 
 
-def configs(profile: str, labels: Iterable[str] | None = None,
-            sizes: Iterable[int] | None = None) -> list[tuple[str, int, Any]]:
+def configs(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None,
+            seeds: Iterable[int] | None = None) -> list[tuple[str, int, Any]]:
     """(label, training queries, config) of the grid, smallest size first: every system at
-    every size with the first seed, all seeds at the largest size, and HIKE's grown point."""
+    every size with the first seed, all seeds at the largest size, and HIKE's grown point.
+    ``labels``, ``sizes``, ``seeds``: only these parts of it (e.g. to train them in two processes)."""
     s = settings(profile)
     labels = list(ORDER if labels is None else labels)
     unknown = sorted(set(labels) - set(ORDER))
@@ -108,18 +109,21 @@ def configs(profile: str, labels: Iterable[str] | None = None,
                     continue
                 if label == GROWN and seed != s["seeds"][0]:
                     continue
+                if seeds is not None and seed not in set(seeds):
+                    continue
                 out.append((label, n, config(label, profile, n, seed)))
     return out
 
 
-def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None, *,
-        force: bool | None = None, workers: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
+def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None,
+        seeds: Iterable[int] | None = None, *, force: bool | None = None,
+        workers: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
     """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only).
 
     The paper's rankers train one after the other (each uses both cores' torch threads; two at
     once would oversubscribe them), MDL and HIKE in ``workers`` processes
     (``grid_runs.system_runs``; HIKE trains on one thread). The records are the same either way."""
-    grid = configs(profile, labels, sizes)
+    grid = configs(profile, labels, sizes, seeds)
     rankers = [i for i, (_, _, c) in enumerate(grid) if c.system == "sosl"]
     others = [i for i in range(len(grid)) if i not in set(rankers)]
     records: dict[int, dict[str, Any]] = {}
@@ -243,9 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="default", choices=list(profiles.NAMES))
     ap.add_argument("--labels", nargs="+", choices=list(ORDER), help="systems (default: all)")
     ap.add_argument("--sizes", nargs="+", type=int, help="training sizes (default: the profile's)")
+    ap.add_argument("--seeds", nargs="+", type=int, help="model seeds (default: the profile's)")
     ap.add_argument("--workers", type=int, default=1, help="runs at once (default 1)")
     args = ap.parse_args(argv)
-    labelled = run(args.profile, args.labels, args.sizes, workers=args.workers)
+    labelled = run(args.profile, args.labels, args.sizes, args.seeds, workers=args.workers)
     print(frame(labelled).to_string(index=False))
     return 0
 
