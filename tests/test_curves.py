@@ -124,8 +124,13 @@ def test_table3_is_decided_where_both_dssm_models_learn():
     # never at one size -> the larger of the two first passing sizes
     assert curves.table3_size(_gate_rows({1000: True, 3000: False}, {1000: False, 3000: True})) == 3000
     assert curves.table3_size(_gate_rows({1000: False}, {1000: False})) is None
-    configs = curves.table3_configs("default", 3000)
-    # the paper's epochs per encoder (Sec. 5 / 5.1: 30, 30, 15), default's patience, 3 seeds, the same data
+    # paper: the paper's epochs per encoder (Sec. 5 / 5.1: 30, 30, 15), default's patience, 3 seeds, the same data
+    configs = curves.table3_configs("paper", 3000)
     assert [(c.encoder, c.resolved().epochs) for c in configs[:3]] == [("avgpool", 30), ("cnn", 30), ("lstm", 15)]
     assert {c.seed for c in configs} == {0, 1, 2} and {c.train_queries for c in configs} == {3000}
     assert {(c.dataset, c.lang, c.patience) for c in configs} == {("curves", "fr", 5)}
+    # default: default's epochs (30, 3, 2), so Table 3 there is the curves' own runs at that size (the same keys)
+    t3 = {experiments.cache_key(c) for c in curves.table3_configs("default", 3000)}
+    own = {experiments.cache_key(c) for label, n, c in curves.configs("default")
+           if n == 3000 and label in ("SOSL, average pooling", "DSSM-CNN (SOSL)", "DSSM-LSTM (SOSL)")}
+    assert len(t3) == 9 and t3 == own

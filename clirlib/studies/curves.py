@@ -227,18 +227,31 @@ def table3_size(gate_rows: pd.DataFrame) -> int | None:
 
 def table3_configs(profile: str, n: int) -> list[Any]:
     """Table 3's three encoders on ``n`` training queries of the curves' benchmark: SOSL, eps = 1,
-    the paper's epochs per encoder (``train.PAPER_SETTINGS``: 30 / 30 / 15) with the settings
-    profile's patience (early stopping on dev NDCG@5), every seed of the profile, the same data."""
+    the settings profile's patience (early stopping on dev NDCG@5), every seed of the profile,
+    the same data; epochs per ``CURVES[profile]["table3_epochs"]``: ``"paper"``, the paper's
+    30 / 30 / 15 (``train.PAPER_SETTINGS``), or ``"settings"``, the settings profile's (then these
+    are the curves' own runs at ``n``: nothing more to train)."""
     s = settings(profile)
-    patience = experiments.settings(s["settings"])["patience"]
+    train = experiments.settings(s["settings"])
+    epochs = {enc: None if s["table3_epochs"] == "paper" else train["epochs"][enc] for enc in ENCODER_ORDER}
     return [experiments.config(dataset=s["benchmark"], lang=s["lang"], encoder=enc, loss="sosl", epsilon=1.0,
-                               patience=patience, seed=seed, train_queries=n)
+                               epochs=epochs[enc], patience=train["patience"], seed=seed, train_queries=n)
             for seed in s["seeds"] for enc in ENCODER_ORDER]
 
 
 def table3_runs(profile: str, n: int, force: bool | None = None) -> list[dict[str, Any]]:
     """The records of :func:`table3_configs` (cached; trained one after the other)."""
     return grid_runs.system_runs(table3_configs(profile, n), force=force, desc="Table 3 where DSSM learns", workers=1)
+
+
+def paper_epochs_minutes(records: Iterable[dict[str, Any]]) -> float:
+    """Minutes Table 3's runs would take with the paper's epochs and no early stop, from each
+    run's own seconds per epoch (its ``seconds`` over the epochs it ran): the estimate behind
+    ``CURVES["default"]["table3_epochs"]``."""
+    from ..train import PAPER_SETTINGS
+
+    return sum(r["seconds"] / r["epochs_run"] * PAPER_SETTINGS[r["config"]["encoder"]]["epochs"]
+               for r in records) / 60
 
 
 def main(argv: list[str] | None = None) -> int:
