@@ -5,7 +5,7 @@ One French benchmark from ``default``'s generator and difficulty with 10,000 tra
 1,000 dev queries (``profiles.SIZES["curves"]``). Every system trains on nested seeded
 subsets of its training queries (``train.keep_train_queries``: the 360 queries are among
 the 1,000, ...; every system and seed of a size sees the same queries) and is scored on the
-same dev queries; test is never read here. The sizes, seeds and settings are
+same dev queries (the curves never read test). The sizes, seeds and settings are
 ``profiles.CURVES``: one seed per size, all seeds at the largest. Nothing is tuned per system
 or size: the rankers keep the settings profile's epochs and patience (early stopping on
 dev NDCG@5), MDL the MDL paper's schedule (its C scales with the training pairs,
@@ -16,6 +16,10 @@ with the data (1,600 x n / 360, the queries that schedule was set for on ``defau
 Each (system, size) faces the learning gate (``clirlib.studies.gate``): dev NDCG@5 against
 a random order of the same lists, one-sided, alpha 0.01, over the size's runs.
 :func:`first_passing` gives the smallest size at which a system passes, or "none up to N".
+
+Table 3 where the DSSM models learn (issue 26, point 4): :func:`table3_size` picks the
+smallest size at which both pass, and the paper's claims "average pooling beats DSSM-CNN /
+DSSM-LSTM" are decided there on the benchmark's 1,000 test queries (:data:`TABLE3`).
 """
 
 from __future__ import annotations
