@@ -28,6 +28,9 @@ from .validate import ConfigError
 CLAIMS_NOTEBOOK = "08_claims_summary.ipynb"
 #: The notebook that writes tables/realtext_claims.csv (its real-text part, clirlib.studies.realtext).
 FAMILIES_NOTEBOOK = "13_three_families.ipynb"
+#: The notebook that writes Table 3's claims decided where the DSSM models learn
+#: (``tables/curves_table3_verdicts.csv``): the claims table's last column.
+CURVES_NOTEBOOK = "16_learning_curves.ipynb"
 
 
 @contextlib.contextmanager
@@ -104,10 +107,12 @@ def reproduce(args: argparse.Namespace) -> int:
     # its real-text column FAMILIES_NOTEBOOK's realtext_paper_claims.csv: a run of neither
     # (--notebooks 01 04) leaves it as it is.
     ran = {nb.name for nb in notebooks}
-    if args.profile == "default" and not args.data and ran & {CLAIMS_NOTEBOOK, FAMILIES_NOTEBOOK}:
+    if args.profile == "default" and not args.data and ran & {CLAIMS_NOTEBOOK, FAMILIES_NOTEBOOK, CURVES_NOTEBOOK}:
         real = paths.TABLES_DIR / "realtext_paper_claims.csv"  # notebook 13's: the same claims on real text
+        dssm = paths.TABLES_DIR / "curves_table3_verdicts.csv"  # notebook 16's: Table 3 where DSSM learns
         changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"),
-                                real_text=pd.read_csv(real) if real.is_file() else None)
+                                real_text=pd.read_csv(real) if real.is_file() else None,
+                                where_dssm_learns=pd.read_csv(dssm) if dssm.is_file() else None)
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
     if args.profile == "default" and not args.data and FAMILIES_NOTEBOOK in ran:
         from .studies.verdict_words import REALTEXT_MARKERS  # torch-heavy (stats): only when it runs
@@ -280,10 +285,11 @@ def _executor_env(args: argparse.Namespace):
 
 
 def update_readme(readme, summary: pd.DataFrame, markers: tuple[str, str] | None = None,
-                  real_text: pd.DataFrame | None = None) -> bool:
+                  real_text: pd.DataFrame | None = None, where_dssm_learns: pd.DataFrame | None = None) -> bool:
     """Replace the README's block between ``markers`` (default: ``README_START`` and
     ``README_END``, the paper's claims) by :func:`clirlib.studies.verdict_words.markdown_table`
-    of ``summary`` (with ``real_text``'s verdicts as a column); returns whether the file changed."""
+    of ``summary`` (with ``real_text``'s and ``where_dssm_learns``' verdicts as columns); returns
+    whether the file changed."""
     from .studies.verdict_words import README_END, README_START, markdown_table  # torch-heavy (stats): only when it runs
 
     start, end = markers or (README_START, README_END)
@@ -293,7 +299,7 @@ def update_readme(readme, summary: pd.DataFrame, markers: tuple[str, str] | None
         raise ValueError(f"{path}: no {start} ... {end} block to regenerate")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
-    new = f"{head}{start}\n{markdown_table(summary, real_text)}\n{end}{tail}"
+    new = f"{head}{start}\n{markdown_table(summary, real_text, where_dssm_learns)}\n{end}{tail}"
     if new != text:
         atomic.write_text(path, new)
     return new != text

@@ -74,15 +74,28 @@ def _cell(r: Mapping[str, Any], prefix: str) -> str:
             f"p {r[f'{prefix}p_holm']:.3g}")
 
 
-def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None) -> str:
+def _verdict_cell(rr: Mapping[str, Any] | None, prefix: str = "") -> str:
+    """A claim's verdict in another setting and its weakest (deciding) comparison; empty if none."""
+    if rr is None:
+        return ""
+    w = rr["verdict"] if rr["verdict"] == "not tested" else f"**{rr['verdict']}**"
+    return f"{w}{prefix}{': ' + _cell(rr, '') if _cell(rr, '') else ''}"
+
+
+def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None,
+                   where_dssm_learns: pd.DataFrame | None = None) -> str:
     """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``):
     one line per claim with the languages it holds in, its strongest and its weakest
     (deciding) comparison, effect and interval printed also when it is not tested. With
     ``real_text`` (the same claims decided on the Debian benchmark, ``realtext_paper_claims.csv``)
     a column gives each claim's verdict there and its weakest (deciding) comparison, empty where
-    real text does not decide it."""
-    real = {} if real_text is None else {r["hypothesis"]: r for r in claim_rows(real_text).to_dict("records")}
-    extra = (" real text (Debian) |", " --- |") if real_text is not None else ("", "")
+    real text does not decide it. With ``where_dssm_learns`` (Table 3's claims decided at the
+    training size where the DSSM models pass the gate, notebook 16's ``curves_table3_verdicts.csv``,
+    with its ``train_queries``) another column does the same for those claims."""
+    columns = [(name, {r["hypothesis"]: r for r in claim_rows(df).to_dict("records")})
+               for name, df in (("real text (Debian)", real_text), ("where DSSM learns (notebook 16)", where_dssm_learns))
+               if df is not None]
+    extra = "".join(f" {name} |" for name, _ in columns), " --- |" * len(columns)
     lines = ["| claim | source | verdict | languages | strongest comparison: effect [95 % CI], p (Holm) | "
              "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |" + extra[0],
              "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |" + extra[1]]
@@ -94,9 +107,10 @@ def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None)
         size = f"{int(r['n_queries'])} x {int(r['n_seeds'])}" if int(r["n_queries"]) else ""
         line = (f"| {r['claim']} | {r['source']} | {word} | {langs} | {_cell(r, 'strongest_')} | {_cell(r, '')} | "
                 f"{mde} | {size} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
-        if real_text is not None:
-            rr = real.get(r["hypothesis"])
-            w = "" if rr is None else (rr["verdict"] if rr["verdict"] == "not tested" else f"**{rr['verdict']}**")
-            line += f" {w}{': ' + _cell(rr, '') if rr is not None and _cell(rr, '') else ''} |"
+        for name, rows in columns:
+            rr = rows.get(r["hypothesis"])
+            at = (f" ({int(rr['train_queries']):,} training queries)"
+                  if rr is not None and "train_queries" in rr and pd.notna(rr["train_queries"]) else "")
+            line += f" {_verdict_cell(rr, at)} |"
         lines.append(line)
     return "\n".join(lines)
