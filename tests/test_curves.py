@@ -75,6 +75,10 @@ def test_the_grid_has_every_system_at_every_size_and_all_seeds_at_the_largest():
     # the rankers keep default's epochs per encoder and its patience
     cnn = next(c for lab, _, c in grid if lab == "DSSM-CNN (SOSL)")
     assert (cnn.epochs, cnn.patience) == (profiles.TRAINING["default"]["epochs"]["cnn"], 5)
+    # parts of the grid, for training it in several processes: they partition it
+    parts = [curves.configs("default", sizes=[3000], seeds=[0]), curves.configs("default", sizes=[3000], seeds=[1, 2])]
+    assert {c.seed for _, _, c in parts[0]} == {0} and {c.seed for _, _, c in parts[1]} == {1, 2}
+    assert len(parts[0]) + len(parts[1]) == len([g for g in grid if g[1] == 3000]) == 19  # 6 x 3 seeds + the grown point
     with pytest.raises(ValueError, match="unknown system 'BM25'"):
         curves.configs("default", labels=["BM25"])
 

@@ -106,8 +106,7 @@ def configs(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[i
     for n in s["sizes"]:
         if n not in wanted:
             continue
-        seeds = s["seeds"] if n == largest else s["seeds"][:1]
-        for seed in seeds:
+        for seed in (s["seeds"] if n == largest else s["seeds"][:1]):
             for label in labels:
                 if label == GROWN and n != s["grown"]:
                     continue
