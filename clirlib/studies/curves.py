@@ -101,6 +101,7 @@ def configs(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[i
     if unknown:
         raise ValueError(f"unknown system {unknown[0]!r}; choose from {', '.join(ORDER)}")
     wanted = set(s["sizes"] if sizes is None else sizes)
+    chosen = None if seeds is None else set(seeds)
     largest = max(s["sizes"])
     out = []
     for n in s["sizes"]:
@@ -112,7 +113,7 @@ def configs(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[i
                     continue
                 if label == GROWN and seed != s["seeds"][0]:
                     continue
-                if seeds is not None and seed not in set(seeds):
+                if chosen is not None and seed not in chosen:
                     continue
                 out.append((label, n, config(label, profile, n, seed)))
     return out
