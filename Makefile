@@ -18,9 +18,11 @@ DATA       ?=
 # FORCE=1 retrains every experiment instead of reading the shipped records (records/) and
 # the results/ cache; an interrupted FORCE=1 run started again resumes.
 FORCE      ?= 0
-# make verify: how many shipped records to retrain, and the seed of the draw.
+# make verify: how many shipped records to retrain, the seed of the draw, and STUDY=curves to
+# draw from the learning curves' records (records/curves) instead of records/.
 N          ?= 3
 SEED       ?= 0
+STUDY      ?=
 # EXECUTOR=ray trains the grids' runs as Ray tasks; ADDRESS=<host:port> (or RAY_ADDRESS) joins a cluster.
 EXECUTOR   ?= serial
 ADDRESS    ?=
@@ -63,7 +65,7 @@ reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, EXECUT
 	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) --executor $(EXECUTOR) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
 
 verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every metric (OK / OKISH / FAIL)
-	$(PY) -m clirlib records verify -n $(N) --seed $(SEED)
+	$(PY) -m clirlib records verify -n $(N) --seed $(SEED) $(if $(STUDY),--study $(STUDY))
 
 records: $(STAMP) ## Refresh the shipped run records (records/) from the local cache results/runs
 	$(PY) -m clirlib records pack --profile default

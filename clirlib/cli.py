@@ -56,7 +56,7 @@ def _records_pack(args: argparse.Namespace) -> int:
 def _records_verify(args: argparse.Namespace) -> int:
     from .runs import verify  # torch-heavy: imported when the command runs
 
-    return verify.run(args.n, args.seed)
+    return verify.run(args.n, args.seed, study=args.study)
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -165,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")
     vf.add_argument("-n", type=int, default=3)
     vf.add_argument("--seed", type=int, default=0)
+    vf.add_argument("--study", choices=list(paths.STUDY_RECORDS),
+                    help="draw from a study's records (records/<study>, e.g. the learning curves') instead of records/")
     vf.set_defaults(func=_records_verify)
 
     g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")

@@ -319,3 +319,19 @@ def test_ci_text_files_are_byte_identical_to_the_recorded_hashes(ci_root):
     got = {k: v for k, v in digest(ci_root).items() if k in CI_TEXT_SHA256}
     assert got == CI_TEXT_SHA256
     assert {k: v for k, v in digest(ci_root).items() if k.startswith("domains/")} == CI_DOMAINS_SHA256
+
+
+#: sha256 of every benchmark's sizes (``profiles.SIZES``, the study benchmarks' included) and
+#: the generator's difficulty, pinned to the generator version. A run's cache key names its
+#: benchmark by profile name, ``GENERATOR_VERSION`` and data seed only, so changing a size or
+#: the difficulty without bumping the version would let old records (shipped ones too) stand
+#: for new data. Bump GENERATOR_VERSION with such a change, then this pair.
+SIZES_FINGERPRINT = (2, "ec500b9f8a0c47f6cd74e5903ecbf614e11eedaf8e35b39c713cae7c27da3c23")
+
+
+def test_a_change_of_the_benchmarks_sizes_bumps_the_generator_version():
+    from clirlib.data.synthetic import DIFFICULTY, GENERATOR_VERSION
+
+    text = repr(sorted(profiles.SIZES.items())) + repr(DIFFICULTY)
+    got = (GENERATOR_VERSION, hashlib.sha256(text.encode()).hexdigest())
+    assert got == SIZES_FINGERPRINT, "profiles.SIZES or DIFFICULTY changed: bump GENERATOR_VERSION (cache keys)"

@@ -200,3 +200,52 @@ def test_a_study_folders_records_are_read_after_records_own(dirs, monkeypatch):
     assert experiments.run(curves_cfg, dataset=ds) == curves_rec and experiments.run(main_cfg, dataset=ds) == main_rec
     assert calls == []
     assert list(shipped.load_all()) == [experiments.cache_key(main_cfg)]  # make verify draws from records/ alone
+
+
+def test_make_verify_study_draws_from_the_studys_folder(dirs, monkeypatch, capsys):
+    # make verify STUDY=curves: the draw reads records/curves only (retraining stubbed: the record itself)
+    ds = toy_dataset()
+    main_rec = experiments.run(TrainConfig(epochs=1, batch_size=32), dataset=ds)
+    curves_rec = experiments.run(TrainConfig(epochs=1, batch_size=32, loss="mse"), dataset=ds)
+    shipped.pack([json.loads(json.dumps(main_rec))], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    shipped.pack([json.loads(json.dumps(curves_rec))], paths.RECORDS_DIR / "curves", {"code": "c", "cpu": "x"})
+    monkeypatch.setattr(verify, "retrain", lambda r: r)
+    assert verify.run(3, 0, study="curves") == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 shipped records drawn" in out and curves_rec["key"] in out and main_rec["key"] not in out
+    with pytest.raises(ValueError, match="unknown study 'nope'; choose from curves"):
+        verify.run(1, 0, study="nope")
+
+
+def test_records_own_copy_of_a_key_wins_over_a_studys(dirs, monkeypatch):
+    # shipped.folders() is an order: a key in records/ and in records/curves is read from records/
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=1, batch_size=32)
+    rec = experiments.run(cfg, dataset=ds)
+    other = json.loads(json.dumps(rec))
+    other["seconds"] = rec["seconds"] + 1.0  # the same key, another (valid) record
+    other["checksum"] = cache.checksum(other)
+    shipped.pack([json.loads(json.dumps(rec))], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    shipped.pack([other], paths.RECORDS_DIR / "curves", {"code": "c", "cpu": "x"})
+    for p in (paths.RESULTS_DIR / "runs").glob("*.json"):
+        p.unlink()
+    calls = _no_training(monkeypatch)
+    assert experiments.run(cfg, dataset=ds)["seconds"] == rec["seconds"] and calls == []
+
+
+def test_pack_local_puts_each_benchmarks_runs_in_its_own_folder(dirs, monkeypatch):
+    # records pack --profile curves takes the curves benchmark's runs only; --profile default
+    # takes default's and the Debian benchmark's (hand-relabelled copies of one toy record)
+    monkeypatch.setattr(shipped, "provenance", lambda: {"code": "c", "cpu": "x"})
+    rec = experiments.run(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
+    for p in (paths.RESULTS_DIR / "runs").glob("*.json"):
+        p.unlink()
+    for dataset in ("curves", paths.DEBIAN_DATASET, "default"):
+        r = json.loads(json.dumps(rec))
+        r["config"]["dataset"], r["key"] = dataset, f"{rec['key']}-{len(dataset)}"
+        r["checksum"] = cache.checksum(r)
+        (paths.RESULTS_DIR / "runs" / f"{r['key']}.json").write_text(json.dumps(r))
+    curves = shipped.pack_local("curves", folder=dirs / "c")
+    assert [r for r in curves["records"]] == [f"{rec['key']}-6"]  # len("curves")
+    default = shipped.pack_local("default", folder=dirs / "d")
+    assert sorted(default["records"]) == sorted([f"{rec['key']}-7", f"{rec['key']}-{len(paths.DEBIAN_DATASET)}"])

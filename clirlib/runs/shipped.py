@@ -209,7 +209,8 @@ def provenance() -> dict[str, str]:
 
 def pack_local(profile: str = "default", folder: Path | None = None, code: str | None = None) -> dict[str, Any]:
     """Refresh ``records/`` from the local cache: every valid ``results/runs`` entry of the
-    embedded benchmark ``profile`` and of the Debian benchmark (``paths.DEBIAN_DATASET``) under the current cache and generator versions, plus the
+    embedded benchmark ``profile`` (for ``default``, of the Debian benchmark
+    ``paths.DEBIAN_DATASET`` too) under the current cache and generator versions, plus the
     shipped records of the same versions that the local cache does not hold. ``code``: the
     commit that trained the records that carry no provenance of their own (default: this
     checkout's). ``folder``: by default ``records/``, ``records/ci/`` for ``ci``
@@ -219,13 +220,15 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
         folder = (paths.CI_RECORDS_DIR if profile == "ci" else
                   paths.RECORDS_DIR / profile if profile in paths.STUDY_RECORDS else paths.RECORDS_DIR)
     prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
+    # records/ holds default's and the Debian benchmark's runs; records/ci and a study's folder their own only
+    datasets = {profile} if profile == "ci" or profile in paths.STUDY_RECORDS else {profile, paths.DEBIAN_DATASET}
     records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}
     kept_shipped = len(records)
     local = 0
     for path in sorted((paths.RESULTS_DIR / "runs").glob(f"{prefix}*.json")):
         with open(path, encoding="utf-8") as f:
             rec = json.load(f)
-        if rec.get("config", {}).get("dataset") not in (profile, paths.DEBIAN_DATASET) or "error" in rec:
+        if rec.get("config", {}).get("dataset") not in datasets or "error" in rec:
             continue
         if rec.get("checksum") != cache.checksum(rec):
             raise ValueError(f"{path}: checksum does not match its content; not packing it")

@@ -132,11 +132,16 @@ def compare(stored: dict[str, Any], fresh: dict[str, Any], tolerance: float = TO
     return Check(stored["key"], shipped.record_kind(stored), verdict, largest, largest_pq, worst)
 
 
-def run(n: int, seed: int, tolerance: float = TOLERANCE) -> int:
-    """``make verify``: print the draw and one line per run; 0 when nothing FAILs, else 1."""
-    everything = shipped.load_all()
+def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = None) -> int:
+    """``make verify``: print the draw and one line per run; 0 when nothing FAILs, else 1.
+    ``study``: draw from ``records/<study>`` (``paths.STUDY_RECORDS``; ``make verify
+    STUDY=curves``) instead of ``records/``, whose draw stays what CI's seed picks."""
+    if study is not None and study not in shipped.paths.STUDY_RECORDS:
+        raise ValueError(f"unknown study {study!r}; choose from {', '.join(shipped.paths.STUDY_RECORDS)}")
+    folder = shipped.paths.RECORDS_DIR / study if study else shipped.paths.RECORDS_DIR
+    everything = shipped.load_all(folder)
     if not everything:
-        raise ValueError(f"no shipped records in {shipped.paths.RECORDS_DIR}")
+        raise ValueError(f"no shipped records in {folder}")
     records = {k: r for k, r in everything.items() if available(r)}
     if len(records) < len(everything):
         missing = sorted({r["config"]["dataset"] for k, r in everything.items() if k not in records})

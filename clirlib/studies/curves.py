@@ -6,15 +6,15 @@ One French benchmark from ``default``'s generator and difficulty with 10,000 tra
 subsets of its training queries (``train.keep_train_queries``: the 360 queries are among
 the 1,000, ...; every system and seed of a size sees the same queries) and is scored on the
 same dev queries (the curves never read test). The sizes, seeds and settings are
-``profiles.CURVES``: one seed per size, all seeds at the largest. Nothing is tuned per system
+``profiles.CURVES``: one seed per size, all seeds at ``all_seeds_at``. Nothing is tuned per system
 or size: the rankers keep the settings profile's epochs and patience (early stopping on
 dev NDCG@5), MDL the MDL paper's schedule (its C scales with the training pairs,
 ``systems.mdl.scaled_topics``), HIKE-small its paper's 15 epochs of 1,600 triples, drawn
 from the larger pool as the data grows; one more HIKE point grows its triples per epoch
 with the data (1,600 x n / 360, the queries that schedule was set for on ``default``).
 
-Each (system, size) faces the learning gate (``clirlib.studies.gate``): dev NDCG@5 against
-a random order of the same lists, one-sided, alpha 0.01, over the size's runs.
+Each (system, size) faces the learning gate (``clirlib.studies.gate``): dev NDCG@5 of its
+first seed's run against a random order of the same lists, one-sided, alpha 0.01.
 :func:`first_passing` gives the smallest size at which a system passes, or "none up to N".
 
 Table 3 where the DSSM models learn (issue 26, point 4): :func:`table3_size` picks the
@@ -93,29 +93,28 @@ def config(label: str, profile: str, n: int, seed: int):
 def configs(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None,
             seeds: Iterable[int] | None = None) -> list[tuple[str, int, Any]]:
     """(label, training queries, config) of the grid, smallest size first: every system at
-    every size with the first seed, all seeds at the largest size, and HIKE's grown point.
-    ``labels``, ``sizes``, ``seeds``: only these parts of it (e.g. to train them in two processes)."""
+    every size with the first seed, all seeds at ``CURVES[profile]["all_seeds_at"]``, and
+    HIKE's grown point. ``labels``, ``sizes``, ``seeds``: only these parts of it (e.g. to
+    train them in two processes); a label, size or seed that is not the profile's raises."""
     s = settings(profile)
     labels = list(ORDER if labels is None else labels)
-    unknown = sorted(set(labels) - set(ORDER))
-    if unknown:
-        raise ValueError(f"unknown system {unknown[0]!r}; choose from {', '.join(ORDER)}")
+    for what, asked, known in (("system", labels, ORDER), ("size", sizes, s["sizes"]), ("seed", seeds, s["seeds"])):
+        unknown = sorted(set(asked or ()) - set(known), key=str)
+        if unknown:
+            raise ValueError(f"unknown {what} {unknown[0]!r} for profile {profile!r}; "
+                             f"choose from {', '.join(str(k) for k in known)}")
     wanted = set(s["sizes"] if sizes is None else sizes)
-    chosen = None if seeds is None else set(seeds)
-    largest = max(s["sizes"])
+    chosen = set(s["seeds"] if seeds is None else seeds)
     out = []
     for n in s["sizes"]:
         if n not in wanted:
             continue
-        for seed in (s["seeds"] if n == largest else s["seeds"][:1]):
+        for seed in (s["seeds"] if n in s["all_seeds_at"] else s["seeds"][:1]):
             for label in labels:
-                if label == GROWN and n != s["grown"]:
+                if label == GROWN and (n != s["grown"] or seed != s["seeds"][0]):
                     continue
-                if label == GROWN and seed != s["seeds"][0]:
-                    continue
-                if chosen is not None and seed not in chosen:
-                    continue
-                out.append((label, n, config(label, profile, n, seed)))
+                if seed in chosen:
+                    out.append((label, n, config(label, profile, n, seed)))
     return out
 
 
@@ -152,19 +151,30 @@ def frame(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _gate(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    return gate.test([r["dev"][gate.METRIC] for r in rs], [gate.lists_of(r) for r in rs])
+
+
 def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
-    """The gate of every (system, size) over its runs: dev NDCG@5 (mean over seeds), its
-    random expectation, p, passes; beside them dev P_mr@1 and its chance (means)."""
+    """The gate of every (system, size) on the run of its first seed, so that every point of a
+    curve is one run and the sizes compare alike (issue 26: one seed per point): dev NDCG@5,
+    its random expectation, p, passes; beside them dev P_mr@1 and its chance. Where a size has
+    more seeds, the gate over all of them too (``runs``, ``p_all_seeds``, ``passes_all_seeds``;
+    empty elsewhere): Table 3's verdicts gate on all seeds."""
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for label, n, r in labelled:
         groups.setdefault((label, n), []).append(r)
     rows = []
     for (label, n), rs in groups.items():
-        g = gate.test([r["dev"][gate.METRIC] for r in rs], [gate.lists_of(r) for r in rs])
-        rows.append({"system": label, "n_train": n, "runs": g["n_runs"], "dev_queries": g["n_queries"],
+        rs = sorted(rs, key=lambda r: r["config"]["seed"])
+        first = rs[0]
+        g = _gate([first])
+        pooled = _gate(rs) if len(rs) > 1 else None
+        rows.append({"system": label, "n_train": n, "seed": first["config"]["seed"], "dev_queries": g["n_queries"],
                      "dev_NDCG@5": g["dev"], "random_NDCG@5": g["random"], "p": g["p"], "passes": bool(g["passes"]),
-                     "dev_P_mr@1": float(np.mean([r["dev"]["P_mr@1"] for r in rs])),
-                     "chance_P_mr@1": float(np.mean([r["dev_chance"] for r in rs]))})
+                     "dev_P_mr@1": float(first["dev"]["P_mr@1"]), "chance_P_mr@1": float(first["dev_chance"]),
+                     "runs": len(rs), "p_all_seeds": pooled["p"] if pooled else np.nan,
+                     "passes_all_seeds": bool(pooled["passes"]) if pooled else None})
     order = {label: i for i, label in enumerate(ORDER)}
     out = pd.DataFrame(rows)
     return out.sort_values(["system", "n_train"], key=lambda c: c.map(order) if c.name == "system" else c,
@@ -236,6 +246,9 @@ def table3_configs(profile: str, n: int) -> list[Any]:
     30 / 30 / 15 (``train.PAPER_SETTINGS``), or ``"settings"``, the settings profile's (then these
     are the curves' own runs at ``n``: nothing more to train)."""
     s = settings(profile)
+    if s["table3_epochs"] not in profiles.TABLE3_EPOCHS:
+        raise ValueError(f"profiles.CURVES[{profile!r}]['table3_epochs'] is {s['table3_epochs']!r}; "
+                         f"choose from {', '.join(profiles.TABLE3_EPOCHS)}")
     train = experiments.settings(s["settings"])
     epochs = {enc: None if s["table3_epochs"] == "paper" else train["epochs"][enc] for enc in ENCODER_ORDER}
     return [experiments.config(dataset=s["benchmark"], lang=s["lang"], encoder=enc, loss="sosl", epsilon=1.0,
