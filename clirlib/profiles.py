@@ -182,7 +182,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
 CURVES: dict[str, dict[str, Any]] = {
     "ci": {"benchmark": "ci", "lang": "fr", "sizes": (24, 72), "seeds": (0, 1), "all_seeds_at": (72,),
            "settings": "ci", "grown": 24, "table3_epochs": "settings"},
-    "default": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000, 10_000), "seeds": (0, 1, 2),
+    "default": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000), "seeds": (0, 1, 2),
                 "all_seeds_at": (3000,), "settings": "default", "grown": 3000, "table3_epochs": "settings"},
     "paper": {"benchmark": "curves", "lang": "fr", "sizes": (360, 1000, 3000, 10_000), "seeds": (0, 1, 2),
               "all_seeds_at": (10_000,), "settings": "default", "grown": 3000, "table3_epochs": "paper"},
