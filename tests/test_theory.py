@@ -217,3 +217,12 @@ def test_sgd_takes_the_dense_path_and_matches_a_plain_torch_loop(monkeypatch):
         opt.step()
     for (name, p), (_, ref) in zip(res.model.named_parameters(), model.named_parameters()):
         assert torch.allclose(p.detach(), ref.detach(), rtol=1e-5, atol=1e-6), name
+
+
+def test_the_qnorm_grid_is_rounded_so_that_every_cpu_writes_the_same_table():
+    from clirlib.studies import theory
+
+    g = theory.qnorm_grid(-6, 1, 29)
+    # 10 ** -5.75 = 1.77827941003892e-06; np.logspace gave ...389227e-06 on one CPU and ...38923e-06 on another
+    assert g[0] == 1e-06 and g[1] == 1.77827941004e-06 and g[4] == 1e-05 and g[-1] == 10.0
+    assert np.allclose(g, np.logspace(-6, 1, 29), rtol=1e-11, atol=0)

@@ -60,6 +60,13 @@ def max_gradient_norm(eps: float, n: int = 20_000, p: int = 64, seed: int = 0, a
             "bound_2_over_eps": float("inf") if eps == 0 else 2 / eps}
 
 
+def qnorm_grid(lo: float, hi: float, n: int) -> np.ndarray:
+    """``n`` values of ||q|| from 10**lo to 10**hi, evenly spaced in log, rounded to 12
+    significant digits: ``np.logspace`` alone differs in the last bit between CPUs (its
+    ``pow`` is vectorised differently), which changed the saved table's bytes."""
+    return np.array([float(f"{v:.12g}") for v in np.logspace(lo, hi, n)])
+
+
 def gradient_norm_vs_qnorm(eps: float, qnorms: np.ndarray, p: int = 64, n: int = 2000, seed: int = 0) -> np.ndarray:
     """For each ||q|| in ``qnorms``, the largest gradient norm over ``n`` random directions."""
     out = []
