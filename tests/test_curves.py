@@ -49,17 +49,14 @@ def test_every_shipped_record_of_an_embedded_benchmark_keeps_its_key():
     # re-key each shipped record from its stored config with today's code (train_queries
     # included): the keys the records were written under must come out again
     from clirlib import paths
-    from clirlib.runs import shipped
+    from clirlib.runs import shipped, verify
 
     checked = 0
     for folder in (*shipped.folders(), paths.CI_RECORDS_DIR):
         for key, rec in shipped.load_all(folder).items():
-            cfg = dict(rec["config"])
-            if cfg.get("dataset") not in profiles.SIZES:
+            if rec["config"].get("dataset") not in profiles.SIZES:
                 continue  # real data: its key holds the input files' digests, which are not committed
-            system = cfg.pop("system", None)
-            config = systems.config(system, **cfg) if system else experiments.config(**cfg)
-            assert experiments.cache_key(config) == key, folder
+            assert experiments.cache_key(verify.config_of(rec)) == key, folder
             checked += 1
     # records/ (294 runs of default on 2026-11-26; its 156 Debian runs are left out), records/curves, records/ci
     assert checked > 300

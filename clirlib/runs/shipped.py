@@ -82,10 +82,18 @@ def _shard_lines(path: Path) -> dict[str, str]:
     return _shards[path]
 
 
+def study_folder(study: str) -> Path:
+    """``records/<study>``, the shipped records of a study benchmark (``paths.STUDY_RECORDS``);
+    an unknown name raises."""
+    if study not in paths.STUDY_RECORDS:
+        raise ValueError(f"unknown study {study!r}; choose from {', '.join(paths.STUDY_RECORDS)}")
+    return paths.RECORDS_DIR / study
+
+
 def folders() -> list[Path]:
     """Where the cache looks for a shipped record, in order: ``records/``, then its study
     sub-folders (``paths.STUDY_RECORDS``)."""
-    return [paths.RECORDS_DIR, *(paths.RECORDS_DIR / name for name in paths.STUDY_RECORDS)]
+    return [paths.RECORDS_DIR, *map(study_folder, paths.STUDY_RECORDS)]
 
 
 def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_names,
@@ -216,12 +224,13 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     checkout's). ``folder``: by default ``records/``, ``records/ci/`` for ``ci``
     (``paths.CI_RECORDS_DIR``: kept apart so that no other test reads them) and
     ``records/<name>/`` for a study benchmark (``paths.STUDY_RECORDS``: ``curves``)."""
+    own_folder = profile == "ci" or profile in paths.STUDY_RECORDS
     if folder is None:
-        folder = (paths.CI_RECORDS_DIR if profile == "ci" else
-                  paths.RECORDS_DIR / profile if profile in paths.STUDY_RECORDS else paths.RECORDS_DIR)
+        folder = (paths.CI_RECORDS_DIR if profile == "ci" else study_folder(profile) if own_folder
+                  else paths.RECORDS_DIR)
     prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
     # records/ holds default's and the Debian benchmark's runs; records/ci and a study's folder their own only
-    datasets = {profile} if profile == "ci" or profile in paths.STUDY_RECORDS else {profile, paths.DEBIAN_DATASET}
+    datasets = {profile} if own_folder else {profile, paths.DEBIAN_DATASET}
     records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}
     kept_shipped = len(records)
     local = 0

@@ -77,13 +77,20 @@ def available(record: dict[str, Any]) -> bool:
         return False
 
 
-def retrain(record: dict[str, Any]) -> dict[str, Any]:
-    """A fresh record of ``record``'s config (no cache read or written)."""
+def config_of(record: dict[str, Any]) -> Any:
+    """The config object of a record's stored ``config``: a whole system's or the paper's ranker's."""
     cfg = record["config"]
     if "system" in cfg:
-        fields = {k: v for k, v in cfg.items() if k != "system"}
-        return experiments.compute_record(systems.config(cfg["system"], **fields), collection="collection" in record)
-    return experiments.compute_record(experiments.config(**cfg))
+        return systems.config(cfg["system"], **{k: v for k, v in cfg.items() if k != "system"})
+    return experiments.config(**cfg)
+
+
+def retrain(record: dict[str, Any]) -> dict[str, Any]:
+    """A fresh record of ``record``'s config (no cache read or written)."""
+    config = config_of(record)
+    if "system" in record["config"]:
+        return experiments.compute_record(config, collection="collection" in record)
+    return experiments.compute_record(config)
 
 
 def _means(record: dict[str, Any]) -> dict[str, float]:
@@ -136,9 +143,7 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
     """``make verify``: print the draw and one line per run; 0 when nothing FAILs, else 1.
     ``study``: draw from ``records/<study>`` (``paths.STUDY_RECORDS``; ``make verify
     STUDY=curves``) instead of ``records/``, whose draw stays what CI's seed picks."""
-    if study is not None and study not in shipped.paths.STUDY_RECORDS:
-        raise ValueError(f"unknown study {study!r}; choose from {', '.join(shipped.paths.STUDY_RECORDS)}")
-    folder = shipped.paths.RECORDS_DIR / study if study else shipped.paths.RECORDS_DIR
+    folder = shipped.study_folder(study) if study is not None else shipped.paths.RECORDS_DIR
     everything = shipped.load_all(folder)
     if not everything:
         raise ValueError(f"no shipped records in {folder}")
