@@ -8,9 +8,12 @@ import sys
 import pytest
 
 
-def cli(*args, cwd=None):
+def cli(*args, cwd=None, home=None):
+    """``python -m clirlib *args``; ``home`` (``CLIRLIB_HOME``) keeps the cache entries of runs on a
+    temporary dataset out of the checkout's ``results/``."""
+    env = {"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", **({"CLIRLIB_HOME": str(home)} if home else {})}
     return subprocess.run([sys.executable, "-m", "clirlib", *args], capture_output=True, text=True, cwd=cwd,
-                          env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin"}, timeout=300)
+                          env=env, timeout=300)
 
 
 def test_train_on_ci_profile_prints_metrics_and_writes_json(tmp_path):
@@ -93,7 +96,7 @@ def write_fixture(root):
 def test_train_on_hand_written_wikiclir_directory(tmp_path):
     write_fixture(tmp_path / "wikiclir")
     p = cli("train", "--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "2", "--quiet",
-            "--out", str(tmp_path / "r.json"))
+            "--out", str(tmp_path / "r.json"), home=tmp_path / "home")
     assert p.returncode == 0, p.stderr
     rec = json.loads((tmp_path / "r.json").read_text())
     assert rec["data_info"]["n_queries"] == 30  # every query has an MR document
@@ -105,7 +108,7 @@ def test_train_other_systems_on_a_wikiclir_directory(tmp_path, system):
     write_fixture(tmp_path / "wikiclir")
     extra = ["--epochs", "3"] if system == "mdl" else []
     p = cli("train", "--system", system, "--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5",
-            "--quiet", "--out", str(tmp_path / "r.json"), *extra)
+            "--quiet", "--out", str(tmp_path / "r.json"), *extra, home=tmp_path / "home")
     assert p.returncode == 0, p.stderr
     assert "whole collection (60 documents)" in p.stdout
     rec = json.loads((tmp_path / "r.json").read_text())

@@ -174,12 +174,14 @@ def test_bert_path_with_a_tiny_local_model(tmp_path):
         BertEncoder(tmp_path / "absent", ["<PAD>"], ["<PAD>"])
 
 
-def _cli(*args):
+def _cli(*args, home=None):
+    """``python -m clirlib train --system hike *args``; ``home`` as in test_cli.cli."""
     import subprocess
     import sys
 
+    env = {"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", **({"CLIRLIB_HOME": str(home)} if home else {})}
     return subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "hike", *args], capture_output=True,
-                          text=True, env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin"}, timeout=600)
+                          text=True, env=env, timeout=600)
 
 
 def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
@@ -188,7 +190,8 @@ def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
     from clirlib.data.kg import KnowledgeGraph, write_kg
 
     write_fixture(tmp_path / "wikiclir")
-    p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet")
+    p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet",
+             home=tmp_path / "home")
     assert p.returncode == 0, p.stderr
     assert "vanilla cross-encoder" in p.stdout and "NDCG@10" in p.stdout
     # A hand-written KG: the English words of the fixture's queries with their French labels.
@@ -199,7 +202,7 @@ def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
     write_kg(kg, tmp_path / "kg")
     out = tmp_path / "r.json"
     p = _cli("--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5", "--epochs", "1", "--quiet",
-             "--kg", str(tmp_path / "kg"), "--out", str(out))
+             "--kg", str(tmp_path / "kg"), "--out", str(out), home=tmp_path / "home")
     assert p.returncode == 0, p.stderr
     assert "vanilla" not in p.stdout and "KG: 5 entities, 2 triples" in p.stdout
     import json

@@ -216,7 +216,8 @@ def test_cli_trains_on_clirmatrix(home, tmp_path, system):
     p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", system, "--data", DATA, "--lang", "fr",
                         "--n-nr", "2", "--epochs", "1", "--quiet", "--out", str(out)], capture_output=True, text=True,
                        timeout=300, env={"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin",
-                                         "IR_DATASETS_HOME": str(home.parent)})
+                                         "IR_DATASETS_HOME": str(home.parent),
+                                         "CLIRLIB_HOME": str(tmp_path / "home")})  # its cache entries, not the checkout's
     assert p.returncode == 0, p.stderr
     if system == "hike":  # no --kg on real data
         assert "HIKE runs as the vanilla cross-encoder" in p.stdout
