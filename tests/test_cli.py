@@ -8,12 +8,12 @@ import sys
 import pytest
 
 
-def cli(*args, cwd=None, home=None):
+def cli(*args, cwd=None, home=None, timeout=300):
     """``python -m clirlib *args``; ``home`` (``CLIRLIB_HOME``) keeps the cache entries of runs on a
     temporary dataset out of the checkout's ``results/``."""
     env = {"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", **({"CLIRLIB_HOME": str(home)} if home else {})}
     return subprocess.run([sys.executable, "-m", "clirlib", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300)
+                          env=env, timeout=timeout)
 
 
 def test_train_on_ci_profile_prints_metrics_and_writes_json(tmp_path):

@@ -175,13 +175,10 @@ def test_bert_path_with_a_tiny_local_model(tmp_path):
 
 
 def _cli(*args, home=None):
-    """``python -m clirlib train --system hike *args``; ``home`` as in test_cli.cli."""
-    import subprocess
-    import sys
+    """``python -m clirlib train --system hike *args`` (test_cli.cli, with HIKE's longer timeout)."""
+    from test_cli import cli
 
-    env = {"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", **({"CLIRLIB_HOME": str(home)} if home else {})}
-    return subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "hike", *args], capture_output=True,
-                          text=True, env=env, timeout=600)
+    return cli("train", "--system", "hike", *args, home=home, timeout=600)
 
 
 def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):

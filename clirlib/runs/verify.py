@@ -87,10 +87,8 @@ def config_of(record: dict[str, Any]) -> Any:
 
 def retrain(record: dict[str, Any]) -> dict[str, Any]:
     """A fresh record of ``record``'s config (no cache read or written)."""
-    config = config_of(record)
-    if "system" in record["config"]:
-        return experiments.compute_record(config, collection="collection" in record)
-    return experiments.compute_record(config)
+    whole_system = {"collection": "collection" in record} if "system" in record["config"] else {}
+    return experiments.compute_record(config_of(record), **whole_system)
 
 
 def _means(record: dict[str, Any]) -> dict[str, float]:

@@ -286,8 +286,8 @@ def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame) -> plt.Figure:
     """Dev P_mr@1 (left) and dev NDCG@5 (right) against training queries (log x), one line
     per system through the run the gate reads at each size (its first seed); every run a
     small dot; a filled marker where that run passes the learning gate, hollow where not;
-    dashed: a random order of the same lists (chance P_mr@1, the expected NDCG@5); HIKE's point with triples grown with the data
-    a star. Tidy input: notebook 16's ``curves_runs.csv`` and ``curves_gate.csv``."""
+    dashed: a random order of the same lists (chance P_mr@1, the expected NDCG@5); HIKE's
+    point with triples grown with the data a star. Tidy input: notebook 16's ``curves_runs.csv`` and ``curves_gate.csv``."""
     need(runs, ("system", "n_train", "dev_P_mr@1", "dev_NDCG@5", "chance_P_mr@1"), "learning_curves")
     need(gates, ("system", "n_train", "dev_P_mr@1", "dev_NDCG@5", "random_NDCG@5", "chance_P_mr@1", "passes",
                  "dev_queries"),

@@ -86,8 +86,7 @@ FIGURE4: dict[str, tuple[str, dict[str, Any]]] = {
 #: label -> (system, config fields): Table 3's encoders with SOSL (eps = 1) at the paper's epochs
 #: (``profiles.TRAINING["paper"]``: 30 for DSSM-CNN, 15 for DSSM-LSTM) with dev early stopping, as
 #: issue 26 asks of Table 3 where DSSM can learn; average pooling is "SOSL" (its 30 epochs are the
-#: paper's). On these 1,200 training queries an epoch costs about 16 s for DSSM-CNN and 76 s for
-#: DSSM-LSTM on one idle core (docs/debian.md).
+#: paper's). Their cost: docs/debian.md.
 TABLE3: dict[str, tuple[str, dict[str, Any]]] = {
     "SOSL": TABLE2["SOSL"],
     **{f"SOSL, {ENCODER_LABELS[enc]}": ("sosl", {"epochs": profiles.TRAINING["paper"]["epochs"][enc], "encoder": enc})
