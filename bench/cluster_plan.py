@@ -13,11 +13,13 @@
 3. Schedule the runs longest first onto the least-loaded worker (LPT, at most 4/3 of the
    optimal makespan) and print the makespan for 1, 4, 16 and 64 workers, each worker
    running one task with ``CLIRLIB_THREADS`` threads, on CPUs only and with one GPU per
-   worker (assumption, not measured here: no GPU on this machine; a DSSM run is
-   ``--gpu-speedup`` times faster on a GPU, 10 by default, average pooling stays on the CPU
-   as ``clirlib.runs.executors`` schedules it).
+   worker. On a GPU, a DSSM run's training and scored pairs are faster by the speed-ups
+   ``bench/gpu_speedup.py`` measured (``bench/gpu_speedup.json``: one GPU against two CPU
+   threads of the same machine, per encoder) or, where that file is absent or
+   ``--gpu-speedup X`` is given, by X (10 when nothing was measured); average pooling stays
+   on the CPU, as ``clirlib.runs.executors`` schedules it.
 
-    python bench/cluster_plan.py [--gpu-speedup 10] [--json out.json]
+    python bench/cluster_plan.py [--gpu-speedup X] [--json out.json]
 
 A section of ``run_all.py`` too (``--quick``: one epoch on a quarter of the sample pairs).
 Timings on a loaded machine are inflated; rerun on an idle one for the record.
@@ -41,7 +43,25 @@ SAMPLE_PAIRS = {"avgpool": 20_000, "cnn": 2_000, "lstm": 1_000}
 SR_PER_QUERY = 3  # candidates per query: 1 MR + 3 SR + n_nr NR (bench/common.training_dataset's mix)
 WORKERS = (1, 4, 16, 64)
 KEY = "cluster_plan"
-GPU_SPEEDUP = 10.0  # assumed DSSM speed-up on one GPU (not measured: no GPU here)
+GPU_SPEEDUP = 10.0  # assumed DSSM speed-up on one GPU where none was measured
+GPU_MEASURED = BENCH_DIR / "gpu_speedup.json"  # written by bench/gpu_speedup.py on a GPU machine
+DSSM = ("cnn", "lstm")
+
+
+def gpu_speedups(override: float | None = None, measured: Path = GPU_MEASURED) -> tuple[dict, str]:
+    """Per DSSM encoder, the (training pair, scored pair) speed-up on one GPU, and where it comes
+    from: ``override`` for both, else ``measured``'s, else :data:`GPU_SPEEDUP`."""
+    if override is None and measured.exists():
+        m = json.loads(measured.read_text())
+        where = f"measured {m['date']} on an {m['gpu']['gpu']} against {m['cpu']['threads']} CPU threads"
+        return {e: (m["speedup"][e]["train"], m["speedup"][e]["score"]) for e in DSSM}, where
+    x = GPU_SPEEDUP if override is None else override
+    return {e: (x, x) for e in DSSM}, f"{x:g}x, assumed"
+
+
+def _gpu_words(res: dict) -> str:
+    """The GPU column's source (records written before the measurement say "assumed")."""
+    return res.get("gpu_source") or f"DSSM {res['gpu_speedup_assumed']:g}x faster, assumed"
 
 
 def measure(epochs: int = 3, scale: float = 1.0) -> dict[str, dict[str, float]]:
@@ -111,19 +131,24 @@ def _fmt(s: float) -> str:
     return f"{s / 86400:.1f} d" if s >= 86400 else f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
 
-def plan(epochs: int = 3, gpu_speedup: float = GPU_SPEEDUP, scale: float = 1.0) -> dict:
-    """Measure the per-pair costs, cost the paper grid, schedule it on :data:`WORKERS`."""
-    print("cluster plan: per-pair costs measured here (a loaded machine inflates them)", flush=True)
-    cost = measure(epochs, scale)
+def plan(epochs: int = 3, gpu_speedup: float | None = None, scale: float = 1.0, cost: dict | None = None) -> dict:
+    """Measure the per-pair costs (or take ``cost``), cost the paper grid, schedule it on :data:`WORKERS`."""
+    if cost is None:
+        print("cluster plan: per-pair costs measured here (a loaded machine inflates them)", flush=True)
+        cost = measure(epochs, scale)
+    speed, source = gpu_speedups(gpu_speedup)
+    on_gpu = {e: {"train_pair_s": cost[e]["train_pair_s"] / speed[e][0], "score_pair_s": cost[e]["score_pair_s"] / speed[e][1]}
+              for e in DSSM}
     runs = paper_runs()
     cpu = [run_seconds(c, cost) for c in runs]
-    gpu = [s / gpu_speedup if c.encoder in ("cnn", "lstm") else s for c, s in zip(runs, cpu)]
+    gpu = [run_seconds(c, on_gpu) if c.encoder in DSSM else s for c, s in zip(runs, cpu)]
+    source = "DSSM " + ", ".join(f"{e} {speed[e][0]:.1f}x" for e in DSSM) + f" per training pair, {source}"
     kinds = Counter(c.encoder for c in runs)
     total = {e: sum(s for c, s in zip(runs, cpu) if c.encoder == e) for e in kinds}
     print(f"paper grid: {len(runs)} runs ({', '.join(f'{n} {e}' for e, n in kinds.items())}); "
           f"serial CPU time {_fmt(sum(cpu))} ({', '.join(f'{e} {_fmt(t)}' for e, t in total.items())})")
     rows = []
-    print(f"| workers | CPU only | one GPU per worker (DSSM {gpu_speedup:g}x, assumed) |")
+    print(f"| workers | CPU only | one GPU per worker ({source}) |")
     print("| ---: | ---: | ---: |")
     for w in WORKERS:
         a, b = lpt(cpu, w), lpt(gpu, w)
@@ -132,13 +157,14 @@ def plan(epochs: int = 3, gpu_speedup: float = GPU_SPEEDUP, scale: float = 1.0) 
     longest = max(cpu)
     print(f"the longest run alone takes {_fmt(longest)} on a CPU: no number of workers goes below it")
     return {"cost": cost, "runs": len(runs), "kinds": dict(kinds), "serial_s": sum(cpu), "rows": rows,
-            "gpu_speedup_assumed": gpu_speedup, "longest_run_s": longest, "epochs": epochs,
+            "gpu_speedup": speed, "gpu_source": source, "longest_run_s": longest, "epochs": epochs,
             "serial_by_encoder_s": total}
 
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gpu-speedup", type=float, default=GPU_SPEEDUP, help="assumed DSSM speed-up on one GPU (not measured)")
+    p.add_argument("--gpu-speedup", type=float, help="DSSM speed-up on one GPU (default: bench/gpu_speedup.json's "
+                   f"measured ones, else {GPU_SPEEDUP:g})")
     p.add_argument("--epochs", type=int, default=3, help="epochs timed per encoder")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
@@ -162,7 +188,7 @@ def summary(res: dict) -> list[dict]:
     for r in res["rows"]:
         if r["workers"] not in (1, 64):
             continue
-        for kind, label in (("cpu", "CPU only"), ("gpu", f"one GPU per worker, DSSM {res['gpu_speedup_assumed']:g}x assumed")):
+        for kind, label in (("cpu", "CPU only"), ("gpu", f"one GPU per worker, {_gpu_words(res)}")):
             w = r["workers"]
             rows.append({"key": f"paper_grid_days_{w}_worker{'s' if w > 1 else ''}" + ("_gpu" if kind == "gpu" else ""),
                          "number": r[f"{kind}_s"] / 86400, "value": _fmt(r[f"{kind}_s"]), "target": "reported", "met": "n/a",
@@ -181,12 +207,13 @@ def markdown(res: dict, report: dict) -> list[str]:
           f"runs ({', '.join(f'{n} {e}' for e, n in res['kinds'].items())}), each costed at its epoch cap (an upper "
           f"bound: early stopping only shortens a run); serial CPU time {_fmt(res['serial_s'])}. Longest run first "
           "onto the least-loaded worker (LPT):", "",
-          f"| workers | CPU only | one GPU per worker (DSSM {res['gpu_speedup_assumed']:g}x faster, assumed) |",
+          f"| workers | CPU only | one GPU per worker ({_gpu_words(res)}) |",
           "| ---: | ---: | ---: |"]
     L += [f"| {r['workers']} | {_fmt(r['cpu_s'])} | {_fmt(r['gpu_s'])} |" for r in res["rows"]]
     L += ["", f"The longest run alone takes {_fmt(res['longest_run_s'])} on a CPU: no number of workers goes below "
-          "it. The GPU column is an assumption (no GPU on this machine): `python bench/cluster_plan.py "
-          "--gpu-speedup X` recomputes it.", ""]
+          "it. The GPU column: " + ("`bench/gpu_speedup.py`'s measured speed-ups (docs/timings.md)"
+                                   if res.get("gpu_source", "").find("measured") >= 0 else "an assumption")
+          + "; `python bench/cluster_plan.py --gpu-speedup X` recomputes it with X.", ""]
     return L
 
 

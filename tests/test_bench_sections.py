@@ -2,6 +2,7 @@
 the summary rows they derive from a measured result (hand-made results here; nothing is
 timed in the test suite)."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import cluster_plan  # noqa: E402
+import gpu_speedup  # noqa: E402
 import mdl_bench  # noqa: E402
 import ray_overhead  # noqa: E402
 import run_all  # noqa: E402
@@ -86,6 +88,30 @@ def test_cluster_plan_rows_and_lpt():
     rows = {r["key"]: r["number"] for r in cluster_plan.summary(res)}
     assert rows == {"paper_grid_days_1_worker": 64.0, "paper_grid_days_1_worker_gpu": 8.0,
                     "paper_grid_days_64_workers": 1.0, "paper_grid_days_64_workers_gpu": 0.125}
+
+
+def test_gpu_speedups_measured_else_override_else_assumed(tmp_path):
+    m = {"date": "2026-11-27", "gpu": {"gpu": "NVIDIA H200"}, "cpu": {"threads": 2},
+         "speedup": {e: {"train": t, "score": s} for e, t, s in (("avgpool", 3.0, 2.0), ("cnn", 6.0, 80.0), ("lstm", 7.0, 30.0))}}
+    f = tmp_path / "gpu_speedup.json"
+    f.write_text(json.dumps(m))
+    speed, where = cluster_plan.gpu_speedups(None, f)
+    assert speed == {"cnn": (6.0, 80.0), "lstm": (7.0, 30.0)}  # DSSM only: average pooling stays on the CPU
+    assert where == "measured 2026-11-27 on an NVIDIA H200 against 2 CPU threads"
+    assert cluster_plan.gpu_speedups(4.0, f) == ({"cnn": (4.0, 4.0), "lstm": (4.0, 4.0)}, "4x, assumed")
+    assert cluster_plan.gpu_speedups(None, tmp_path / "absent.json")[1] == "10x, assumed"
+    # results written before the measurement carry only the assumption
+    assert cluster_plan._gpu_words({"gpu_speedup_assumed": 10.0}) == "DSSM 10x faster, assumed"
+
+
+def test_gpu_speedup_compare_by_hand():
+    def side(train, score, p1, loss1):
+        return {"cost": {"cnn": {"train_pair_s": train, "score_pair_s": score}},
+                "check": {"cnn": {"test": {"P_mr@1": p1, "NDCG@5": 0.5, "MRR_r": 0.6}, "train_loss": [loss1, 0.5]}}}
+    res = gpu_speedup.compare(side(600e-6, 100e-6, 0.50, 1.0), side(100e-6, 2e-6, 0.45, 1.001))
+    assert res["speedup"]["cnn"] == pytest.approx({"train": 6.0, "score": 50.0})  # 600/100, 100/2
+    assert res["largest_metric_gap"]["cnn"] == pytest.approx(0.05)  # |0.50 - 0.45|; the others agree
+    assert res["epoch1_loss_rel_gap"]["cnn"] == pytest.approx(abs(1.0 / 1.001 - 1))  # |cpu / gpu - 1|
 
 
 def test_hike_section_flops_and_summary_rows():
