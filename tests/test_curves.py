@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
@@ -170,3 +171,44 @@ def test_table3_is_decided_where_both_dssm_models_learn():
     own = {experiments.cache_key(c) for label, n, c in curves.configs("default")
            if n == 3000 and label in ("SOSL, average pooling", "DSSM-CNN (SOSL)", "DSSM-LSTM (SOSL)")}
     assert len(t3) == 9 and t3 == own
+
+
+# --------------------------------------------------------------------------- the same curves on real text
+def test_realtext_curves_grid_reuses_notebook_13s_runs_at_the_whole_split():
+    from clirlib.studies import realtext, realtext_curves as rc
+
+    grid = rc.configs()
+    # 6 systems x (120 and 360 with seed 0, the whole split with seeds 0-2)
+    assert len(grid) == 6 * (1 + 1 + 3) and [n for _, n, _ in grid][:6] == [120] * 6
+    assert {(n, c.seed) for _, n, c in grid} == {(120, 0), (360, 0), (1200, 0), (1200, 1), (1200, 2)}
+    assert {c.train_queries for _, _, c in grid} == {120, 360, None}  # the whole split is "all", as in notebook 13
+    # at the whole split each config is notebook 13's own, so its record is the same one
+    thirteen = {(label, c.seed): experiments.cache_key(c)
+                for table in (realtext.TABLE2, realtext.TABLE3, realtext.FAMILIES)
+                for label, c in realtext.configs(["fr"], realtext.SEEDS, table)}
+    names = {"SOSL, average pooling": "SOSL", "MSE, average pooling": "MSE", "DSSM-CNN (SOSL)": "SOSL, DSSM-CNN",
+             "DSSM-LSTM (SOSL)": "SOSL, DSSM-LSTM", "MDL.6": "MDL.6", "HIKE without KG": "HIKE without KG"}
+    for label, n, c in grid:
+        if n == rc.FULL:
+            assert experiments.cache_key(c) == thirteen[(names[label], c.seed)], label
+        else:  # the smaller sizes differ from it in train_queries alone
+            full = rc.config(label, rc.FULL, c.seed)
+            assert c == dataclasses.replace(full, train_queries=n), label
+    with pytest.raises(ValueError, match="unknown size 500; choose from 120, 360, 1200"):
+        rc.config("MDL.6", 500, 0)
+    with pytest.raises(ValueError, match="unknown system 'BM25'"):
+        rc.configs(["BM25"])
+
+
+def test_realtext_curves_at_the_whole_split_from_the_shipped_records():
+    from clirlib.studies import realtext_curves as rc
+
+    got = rc.run(sizes=[rc.FULL])  # notebook 13's records (read from records/ where data/debian is absent)
+    g = rc.gates(got)
+    assert list(g["system"]) == list(rc.ORDER)  # realtext_curves' order, not the generated curves'
+    assert (g["runs"] == 3).all() and (g["dev_queries"] == 400).all()  # 3 seeds; 2,000 queries split 3:1:1
+    mdl = g[g["system"] == "MDL.6"].iloc[0]
+    # MDL.6 ranks below a random order on dev (notebook 13's real-text finding): the gate keeps it out
+    assert mdl["dev_NDCG@5"] < mdl["random_NDCG@5"] and not mdl["passes"]
+    first = rc.first_passing(g).set_index("system")["learns_from"]
+    assert first["MDL.6"] == "none up to 1,200" and first["SOSL, average pooling"] == "1,200"

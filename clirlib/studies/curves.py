@@ -155,12 +155,12 @@ def _gate(rs: list[dict[str, Any]]) -> dict[str, Any]:
     return gate.test([r["dev"][gate.METRIC] for r in rs], [gate.lists_of(r) for r in rs])
 
 
-def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
+def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]], order: Iterable[str] = ORDER) -> pd.DataFrame:
     """The gate of every (system, size) on the run of its first seed, so that every point of a
     curve is one run and the sizes compare alike (issue 26: one seed per point): dev NDCG@5,
     its random expectation, p, passes; beside them dev P_mr@1 and its chance. Where a size has
     more seeds, the gate over all of them too (``runs``, ``p_all_seeds``, ``passes_all_seeds``;
-    empty elsewhere): Table 3's verdicts gate on all seeds."""
+    empty elsewhere): Table 3's verdicts gate on all seeds. Rows in ``order`` of systems, then size."""
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for label, n, r in labelled:
         groups.setdefault((label, n), []).append(r)
@@ -175,17 +175,17 @@ def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
                      "dev_P_mr@1": float(first["dev"]["P_mr@1"]), "chance_P_mr@1": float(first["dev_chance"]),
                      "runs": len(rs), "p_all_seeds": pooled["p"] if pooled else np.nan,
                      "passes_all_seeds": bool(pooled["passes"]) if pooled else None})
-    order = {label: i for i, label in enumerate(ORDER)}
+    order = {label: i for i, label in enumerate(order)}
     out = pd.DataFrame(rows)
     return out.sort_values(["system", "n_train"], key=lambda c: c.map(order) if c.name == "system" else c,
                            ignore_index=True)
 
 
-def first_passing(gate_rows: pd.DataFrame) -> pd.DataFrame:
-    """Per system, the smallest training size at which it passes the gate, or "none up to N"
-    (N its largest size tried); with the gate's numbers there."""
+def first_passing(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> pd.DataFrame:
+    """Per system (in ``order``), the smallest training size at which it passes the gate, or
+    "none up to N" (N its largest size tried); with the gate's numbers there."""
     rows = []
-    for label in [s for s in ORDER if s in set(gate_rows["system"])]:
+    for label in [s for s in order if s in set(gate_rows["system"])]:
         g = gate_rows[gate_rows["system"] == label].sort_values("n_train")
         passing = g[g["passes"]]
         if len(passing):
@@ -199,11 +199,11 @@ def first_passing(gate_rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sentence(gate_rows: pd.DataFrame) -> str:
+def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
     """The finding in words, one line per system, every number read from the gate table
     (:func:`gates`) and :func:`first_passing`'s."""
     lines = []
-    for r in first_passing(gate_rows).to_dict("records"):
+    for r in first_passing(gate_rows, order).to_dict("records"):
         g = gate_rows[gate_rows["system"] == r["system"]].sort_values("n_train")
         tried = ", ".join(f"{n:,}" for n in g["n_train"])
         passed = ", ".join(f"{n:,}" for n in g.loc[g["passes"].astype(bool), "n_train"])

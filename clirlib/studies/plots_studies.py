@@ -282,12 +282,13 @@ def mdl_sweep_heatmap(sweep: pd.DataFrame, metric: str, top: float, top_label: s
     return fig
 
 
-def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame) -> plt.Figure:
+def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame, title: str | None = None) -> plt.Figure:
     """Dev P_mr@1 (left) and dev NDCG@5 (right) against training queries (log x), one line
     per system through the run the gate reads at each size (its first seed); every run a
     small dot; a filled marker where that run passes the learning gate, hollow where not;
     dashed: a random order of the same lists (chance P_mr@1, the expected NDCG@5); HIKE's
-    point with triples grown with the data a star. Tidy input: notebook 16's ``curves_runs.csv`` and ``curves_gate.csv``."""
+    point with triples grown with the data a star; ``title`` above both. Tidy input: notebook 16's
+    ``curves_runs.csv`` and ``curves_gate.csv`` (or its real-text ``realtext_curves_*.csv``)."""
     need(runs, ("system", "n_train", "dev_P_mr@1", "dev_NDCG@5", "chance_P_mr@1"), "learning_curves")
     need(gates, ("system", "n_train", "dev_P_mr@1", "dev_NDCG@5", "random_NDCG@5", "chance_P_mr@1", "passes",
                  "dev_queries"),
@@ -325,4 +326,6 @@ def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame) -> plt.Figure:
                 Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="grey")]
     labels += [f"passes the gate (p < {ALPHA:g})", "does not pass"]
     axes[1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    if title:
+        fig.suptitle(title)
     return fig

@@ -202,10 +202,11 @@ def _dataset(lang: str, n_queries: int, n_nr: int, data_seed: int):
     return load_dataset(folder(), lang, n_queries=n_queries, n_nr=n_nr, seed=data_seed)
 
 
-def run(labelled: list[tuple[str, Any]], force: bool | None = None) -> list[tuple[str, dict]]:
+def run(labelled: list[tuple[str, Any]], force: bool | None = None, collection: bool = True) -> list[tuple[str, dict]]:
     """(label, record) of every (label, config): the cached or shipped record, else trained
     (which needs the files). ``force`` retrains where the files are here; where they are not,
-    the shipped records are read, and a warning says so."""
+    the shipped records are read, and a warning says so. ``collection=False``: candidate lists
+    only (a run trained here skips the whole collection; a record that has it is kept)."""
     out = []
     local = {lang: _local_inputs(lang) for lang in dict.fromkeys(cfg.lang for _, cfg in labelled)}  # hashed once
     here = {lang: d is not None for lang, d in local.items()}
@@ -215,13 +216,14 @@ def run(labelled: list[tuple[str, Any]], force: bool | None = None) -> list[tupl
             warnings.warn(f"no Debian files for {lang!r} in {folder()}: its runs are read from the shipped "
                           "records, not retrained", stacklevel=2)
     for label, cfg in labelled:
-        rec = experiments.cached_record(cfg, force=force and here[cfg.lang], inputs=digests[cfg.lang])
+        rec = experiments.cached_record(cfg, force=force and here[cfg.lang], inputs=digests[cfg.lang],
+                                        collection=collection)
         if rec is None:
             if not here[cfg.lang]:
                 raise FileNotFoundError(f"{label} ({cfg.lang}) has no record and {folder()} no files to train it on; "
                                         f"build them with: python -m clirlib data debian --lang {cfg.lang} --out {DEBIAN}")
             ds = _dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed)
-            rec = experiments.store_record(cfg, experiments.compute_record(cfg, dataset=ds))
+            rec = experiments.store_record(cfg, experiments.compute_record(cfg, dataset=ds, collection=collection))
         out.append((label, rec))
     return out
 
