@@ -13,11 +13,11 @@
 3. Schedule the runs longest first onto the least-loaded worker (LPT, at most 4/3 of the
    optimal makespan) and print the makespan for 1, 4, 16 and 64 workers, each worker
    running one task with ``CLIRLIB_THREADS`` threads, on CPUs only and with one GPU per
-   worker. On a GPU, a DSSM run's training and scored pairs are faster by the speed-ups
-   ``bench/gpu_speedup.py`` measured (``bench/gpu_speedup.json``: one GPU against two CPU
-   threads of the same machine, per encoder) or, where that file is absent or
-   ``--gpu-speedup X`` is given, by X (10 when nothing was measured); average pooling stays
-   on the CPU, as ``clirlib.runs.executors`` schedules it.
+   worker. On a GPU, a DSSM run's training and scored pairs cost what ``bench/gpu_speedup.py``
+   measured on one (``bench/gpu_speedup.json``: seconds per pair on that GPU, whatever this
+   machine's CPU) or, where that file is absent or ``--gpu-speedup X`` is given, this
+   machine's CPU cost divided by X (10 when nothing was measured); average pooling stays on
+   the CPU, as ``clirlib.runs.executors`` schedules it.
 
     python bench/cluster_plan.py [--gpu-speedup X] [--json out.json]
 
@@ -46,17 +46,20 @@ KEY = "cluster_plan"
 GPU_SPEEDUP = 10.0  # assumed DSSM speed-up on one GPU where none was measured
 GPU_MEASURED = BENCH_DIR / "gpu_speedup.json"  # written by bench/gpu_speedup.py on a GPU machine
 DSSM = ("cnn", "lstm")
+_PAIR = ("train_pair_s", "score_pair_s")
 
 
-def gpu_speedups(override: float | None = None, measured: Path = GPU_MEASURED) -> tuple[dict, str]:
-    """Per DSSM encoder, the (training pair, scored pair) speed-up on one GPU, and where it comes
-    from: ``override`` for both, else ``measured``'s, else :data:`GPU_SPEEDUP`."""
+def gpu_costs(cost: dict, override: float | None = None, measured: Path = GPU_MEASURED) -> tuple[dict, str]:
+    """Seconds per training and per scored pair of each DSSM encoder on one GPU, and where they
+    come from: ``measured``'s GPU costs (absolute: a speed-up measured against another CPU would
+    not carry over to this one), else ``cost`` (this machine's CPU) / ``override`` or
+    :data:`GPU_SPEEDUP`."""
     if override is None and measured.exists():
         m = json.loads(measured.read_text())
-        where = f"measured {m['date']} on an {m['gpu']['gpu']} against {m['cpu']['threads']} CPU threads"
-        return {e: (m["speedup"][e]["train"], m["speedup"][e]["score"]) for e in DSSM}, where
+        return ({e: {k: m["gpu"]["cost"][e][k] for k in _PAIR} for e in DSSM},
+                f"DSSM per-pair costs measured {m['date']} on an {m['gpu']['gpu']}")
     x = GPU_SPEEDUP if override is None else override
-    return {e: (x, x) for e in DSSM}, f"{x:g}x, assumed"
+    return {e: {k: cost[e][k] / x for k in _PAIR} for e in DSSM}, f"DSSM {x:g}x faster, assumed"
 
 
 def _gpu_words(res: dict) -> str:
@@ -136,13 +139,10 @@ def plan(epochs: int = 3, gpu_speedup: float | None = None, scale: float = 1.0, 
     if cost is None:
         print("cluster plan: per-pair costs measured here (a loaded machine inflates them)", flush=True)
         cost = measure(epochs, scale)
-    speed, source = gpu_speedups(gpu_speedup)
-    on_gpu = {e: {"train_pair_s": cost[e]["train_pair_s"] / speed[e][0], "score_pair_s": cost[e]["score_pair_s"] / speed[e][1]}
-              for e in DSSM}
+    on_gpu, source = gpu_costs(cost, gpu_speedup)
     runs = paper_runs()
     cpu = [run_seconds(c, cost) for c in runs]
     gpu = [run_seconds(c, on_gpu) if c.encoder in DSSM else s for c, s in zip(runs, cpu)]
-    source = "DSSM " + ", ".join(f"{e} {speed[e][0]:.1f}x" for e in DSSM) + f" per training pair, {source}"
     kinds = Counter(c.encoder for c in runs)
     total = {e: sum(s for c, s in zip(runs, cpu) if c.encoder == e) for e in kinds}
     print(f"paper grid: {len(runs)} runs ({', '.join(f'{n} {e}' for e, n in kinds.items())}); "
@@ -157,14 +157,14 @@ def plan(epochs: int = 3, gpu_speedup: float | None = None, scale: float = 1.0, 
     longest = max(cpu)
     print(f"the longest run alone takes {_fmt(longest)} on a CPU: no number of workers goes below it")
     return {"cost": cost, "runs": len(runs), "kinds": dict(kinds), "serial_s": sum(cpu), "rows": rows,
-            "gpu_speedup": speed, "gpu_source": source, "longest_run_s": longest, "epochs": epochs,
+            "gpu_cost": on_gpu, "gpu_source": source, "longest_run_s": longest, "epochs": epochs,
             "serial_by_encoder_s": total}
 
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gpu-speedup", type=float, help="DSSM speed-up on one GPU (default: bench/gpu_speedup.json's "
-                   f"measured ones, else {GPU_SPEEDUP:g})")
+    p.add_argument("--gpu-speedup", type=float, help="DSSM speed-up on one GPU over this CPU (default: "
+                   f"bench/gpu_speedup.json's measured GPU costs, else {GPU_SPEEDUP:g})")
     p.add_argument("--epochs", type=int, default=3, help="epochs timed per encoder")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
@@ -211,8 +211,8 @@ def markdown(res: dict, report: dict) -> list[str]:
           "| ---: | ---: | ---: |"]
     L += [f"| {r['workers']} | {_fmt(r['cpu_s'])} | {_fmt(r['gpu_s'])} |" for r in res["rows"]]
     L += ["", f"The longest run alone takes {_fmt(res['longest_run_s'])} on a CPU: no number of workers goes below "
-          "it. The GPU column: " + ("`bench/gpu_speedup.py`'s measured speed-ups (docs/timings.md)"
-                                   if res.get("gpu_source", "").find("measured") >= 0 else "an assumption")
+          "it. The GPU column: " + ("`bench/gpu_speedup.py`'s measured GPU costs (docs/timings.md)"
+                                   if "measured" in res.get("gpu_source", "") else "an assumption")
           + "; `python bench/cluster_plan.py --gpu-speedup X` recomputes it with X.", ""]
     return L
 

@@ -32,7 +32,8 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 OUT = BENCH_DIR / "gpu_speedup.json"
-THREADS = 2  # torch threads of the CPU measurement (CLIRLIB_THREADS overrides): one cluster worker's
+#: Torch threads of the CPU measurement (``CLIRLIB_THREADS`` overrides): one cluster worker's share.
+THREADS = 2
 #: The correctness check's runs: (encoder, epochs) on the ``ci`` profile's French benchmark.
 CHECK_RUNS = (("avgpool", 3), ("cnn", 3), ("lstm", 2))
 CHECK_METRICS = ("P_mr@1", "NDCG@5", "MRR_r")

@@ -30,12 +30,6 @@ def configure(threads: int = DEFAULT_THREADS) -> None:
     if torch.backends.cudnn.is_available():
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
-    # IEEE float32 on a GPU too: cuDNN's convolutions and RNNs default to TF32 (a 10-bit
-    # mantissa), so a DSSM run on a GPU would compute a coarser function than on the CPU. On
-    # the CPU every backend already defaults to IEEE float32: nothing changes there.
-    torch.backends.fp32_precision = "ieee"
-    for backend in (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn):
-        backend.fp32_precision = "ieee"  # their own settings default to TF32, not to the global one
 
 
 @contextlib.contextmanager

@@ -90,16 +90,20 @@ def test_cluster_plan_rows_and_lpt():
                     "paper_grid_days_64_workers": 1.0, "paper_grid_days_64_workers_gpu": 0.125}
 
 
-def test_gpu_speedups_measured_else_override_else_assumed(tmp_path):
-    m = {"date": "2026-11-27", "gpu": {"gpu": "NVIDIA H200"}, "cpu": {"threads": 2},
-         "speedup": {e: {"train": t, "score": s} for e, t, s in (("avgpool", 3.0, 2.0), ("cnn", 6.0, 80.0), ("lstm", 7.0, 30.0))}}
+def test_gpu_costs_measured_else_this_cpu_over_a_speedup(tmp_path):
+    here = {e: {"train_pair_s": t, "score_pair_s": t / 2} for e, t in (("avgpool", 1e-4), ("cnn", 6e-4), ("lstm", 2e-3))}
+    m = {"date": "2026-11-27", "gpu": {"gpu": "NVIDIA H200",
+                                       "cost": {e: {"train_pair_s": t, "score_pair_s": t / 10, "sample_pairs": 9}
+                                                for e, t in (("avgpool", 4e-5), ("cnn", 9e-5), ("lstm", 7e-4))}}}
     f = tmp_path / "gpu_speedup.json"
     f.write_text(json.dumps(m))
-    speed, where = cluster_plan.gpu_speedups(None, f)
-    assert speed == {"cnn": (6.0, 80.0), "lstm": (7.0, 30.0)}  # DSSM only: average pooling stays on the CPU
-    assert where == "measured 2026-11-27 on an NVIDIA H200 against 2 CPU threads"
-    assert cluster_plan.gpu_speedups(4.0, f) == ({"cnn": (4.0, 4.0), "lstm": (4.0, 4.0)}, "4x, assumed")
-    assert cluster_plan.gpu_speedups(None, tmp_path / "absent.json")[1] == "10x, assumed"
+    got, where = cluster_plan.gpu_costs(here, None, f)
+    # the GPU's own seconds per pair, DSSM only (average pooling stays on the CPU)
+    assert got == {"cnn": {"train_pair_s": 9e-5, "score_pair_s": 9e-6}, "lstm": {"train_pair_s": 7e-4, "score_pair_s": 7e-5}}
+    assert where == "DSSM per-pair costs measured 2026-11-27 on an NVIDIA H200"
+    got, where = cluster_plan.gpu_costs(here, 4.0, f)  # an override divides this CPU's costs
+    assert got["lstm"] == pytest.approx({"train_pair_s": 5e-4, "score_pair_s": 2.5e-4}) and where == "DSSM 4x faster, assumed"
+    assert cluster_plan.gpu_costs(here, None, tmp_path / "absent.json")[1] == "DSSM 10x faster, assumed"
     # results written before the measurement carry only the assumption
     assert cluster_plan._gpu_words({"gpu_speedup_assumed": 10.0}) == "DSSM 10x faster, assumed"
 

@@ -88,16 +88,6 @@ def test_non_finite_loss_stops_with_epoch_step_and_setting(monkeypatch):
         train(TrainConfig(epochs=2, batch_size=32), toy_dataset(), progress=False)
 
 
-def test_configure_asks_every_backend_for_ieee_float32():
-    # cuDNN's convolutions and RNNs default to TF32 on a GPU; the CPU's backends to IEEE float32
-    from clirlib import determinism
-
-    determinism.configure()
-    b = torch.backends
-    assert {b.fp32_precision, b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision,
-            b.cudnn.rnn.fp32_precision, b.mkldnn.matmul.fp32_precision, b.mkldnn.conv.fp32_precision} == {"ieee"}
-
-
 def test_plain_cosine_at_zero_embeddings_never_gives_nan():
     # eps = 0 and all-zero embeddings: every vector is the zero vector. The documented
     # convention (norms clamped) keeps the loss and gradients finite; clipping bounds steps.
