@@ -175,16 +175,27 @@ def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]], order: Iterable[s
                      "dev_P_mr@1": float(first["dev"]["P_mr@1"]), "chance_P_mr@1": float(first["dev_chance"]),
                      "runs": len(rs), "p_all_seeds": pooled["p"] if pooled else np.nan,
                      "passes_all_seeds": bool(pooled["passes"]) if pooled else None})
-    order = {label: i for i, label in enumerate(order)}
+    rank = _ranks(order, groups)
     out = pd.DataFrame(rows)
-    return out.sort_values(["system", "n_train"], key=lambda c: c.map(order) if c.name == "system" else c,
+    return out.sort_values(["system", "n_train"], key=lambda c: c.map(rank) if c.name == "system" else c,
                            ignore_index=True)
+
+
+def _ranks(order: Iterable[str], systems_seen: Iterable) -> dict[str, int]:
+    """Each label's place in ``order``; a system outside it raises (it would be dropped or misplaced)."""
+    rank = {label: i for i, label in enumerate(order)}
+    seen = {k[0] if isinstance(k, tuple) else k for k in systems_seen}
+    missing = sorted(seen - set(rank))
+    if missing:
+        raise ValueError(f"system {missing[0]!r} is not in the order given ({', '.join(rank)})")
+    return rank
 
 
 def first_passing(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> pd.DataFrame:
     """Per system (in ``order``), the smallest training size at which it passes the gate, or
     "none up to N" (N its largest size tried); with the gate's numbers there."""
     rows = []
+    _ranks(order, gate_rows["system"])
     for label in [s for s in order if s in set(gate_rows["system"])]:
         g = gate_rows[gate_rows["system"] == label].sort_values("n_train")
         passing = g[g["passes"]]

@@ -3,13 +3,15 @@ on the Debian benchmark (issue 26, point 2: "the same curves on the real-text be
 
 French (its benchmark is the one with every system's records): nested seeded subsets of its
 1,200 training queries, 120 and 360 (``train.keep_train_queries``: the 120 are among the
-360), and the whole split; every learned system of notebook 13's real-text part with the
-settings it has there (``realtext``: the paper's ranker with SOSL and with MSE, 30 epochs;
+360), and the whole split; the generated curves' six learned systems, each with the settings
+notebook 13's real-text part gives it (``realtext``: the paper's ranker with SOSL and with MSE, 30 epochs;
 DSSM-CNN and DSSM-LSTM at the paper's 30 and 15 epochs; MDL.6 with its paper's schedule;
 HIKE's cross-encoder without a KG, 15 epochs of 1,600 triples drawn from the training
 pool whatever its size), each size scored on the same 400 dev queries. The whole split's
 points are notebook 13's own runs (the same configs, so the same records; three seeds), the
-smaller sizes one seed each. Candidate lists only: no run here ranks the whole collection.
+smaller sizes one seed each. The smaller sizes rank candidate lists only; the whole split's
+runs are read (or, forced, retrained) exactly as notebook 13 does, whole collection included,
+so the two notebooks share their records.
 
 Each (system, size) faces the learning gate on its first seed's run (``curves.gates``).
 """
@@ -21,12 +23,13 @@ from typing import Any, Iterable
 import pandas as pd
 
 from . import curves, realtext
-from .. import systems
+from .. import profiles, systems
 
 LANG = "fr"
+#: The whole training split: ``realtext.N_QUERIES`` split 3:1:1 (checked against the records by :func:`run`).
+FULL = realtext.N_QUERIES * profiles.SPLIT_RATIO[0] // sum(profiles.SPLIT_RATIO)
 #: Training queries per point; the last is the whole training split (``train_queries=None``).
-SIZES = (120, 360, 1200)
-FULL = SIZES[-1]
+SIZES = (120, 360, FULL)
 #: label -> (system, config fields): notebook 13's real-text configs, under the curves' labels.
 SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
     "SOSL, average pooling": realtext.TABLE2["SOSL"],
@@ -43,6 +46,8 @@ def config(label: str, n: int, seed: int):
     """``label``'s config on ``n`` training queries of the French benchmark, model seed ``seed``."""
     if n not in SIZES:
         raise ValueError(f"unknown size {n!r}; choose from {', '.join(map(str, SIZES))}")
+    if label not in SYSTEMS:
+        raise ValueError(f"unknown system {label!r}; choose from {', '.join(ORDER)}")
     system, kw = SYSTEMS[label]
     return systems.config(system, dataset=realtext.DEBIAN, lang=LANG, seed=seed, n_queries=realtext.N_QUERIES,
                           n_nr=realtext.N_NR, train_queries=None if n == FULL else n, **kw)
@@ -65,10 +70,16 @@ def configs(labels: Iterable[str] | None = None, sizes: Iterable[int] | None = N
 def run(labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None, *,
         force: bool | None = None) -> list[tuple[str, int, dict[str, Any]]]:
     """(label, size, record) of :func:`configs`: cached or shipped, else trained (which needs
-    the Debian files; ``realtext.run``), candidate lists only. The whole split's size is checked
-    against the records."""
+    the Debian files; ``realtext.run``); the smaller sizes on candidate lists only, the whole
+    split as notebook 13 runs it. The whole split's size is checked against the records."""
     grid = configs(labels, sizes)
-    got = realtext.run([(label, cfg) for label, _, cfg in grid], force=force, collection=False)
+    got = {}
+    for whole in (False, True):
+        part = [i for i, (_, n, _) in enumerate(grid) if (n == FULL) == whole]
+        if part:
+            done = realtext.run([(grid[i][0], grid[i][2]) for i in part], force=force, collection=whole)
+            got.update(zip(part, done))
+    got = [got[i] for i in range(len(grid))]
     for (label, n, _), (_, rec) in zip(grid, got):
         if n == FULL and rec["data_info"]["split_sizes"]["train"] != FULL:
             raise ValueError(f"{label}: the French training split has {rec['data_info']['split_sizes'][0]} queries, "
