@@ -154,15 +154,16 @@ def test_every_paper_claim_on_real_text_has_runs_for_each_side():
     assert {c.encoder: c.epochs for _, c in table3} == {"avgpool": 30, "cnn": 30, "lstm": 15}
     sosl = dict(realtext.configs(("fr",), (0,)))["SOSL"]
     assert dict(fig4)["SOSL"] == sosl == dict(table3)["SOSL"]
-    # paper_configs leaves that run to configs (a forced rerun trains it once): 2 NR ends + 7 eps + CNN + LSTM
+    # paper_configs leaves that run to configs (a forced rerun trains it once): 2 NR ends + 7 eps (French)
+    # + CNN and LSTM in each of Table 3's languages
     extra = realtext.paper_configs((0,))
-    assert len(extra) == 2 + 7 + 2 and sosl not in [c for _, c in extra] and len(set(extra)) == len(extra)
+    assert realtext.TABLE3_LANGS == ("fr", "de") and len(extra) == 2 + 7 + 2 * 2 and sosl not in [c for _, c in extra] and len(set(extra)) == len(extra)
 
 
 def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
-    # Table 3 and Figures 4-5 run on French only and pair runs across their grid: a German "SOSL" run in
-    # their grid would make the German pairs one-sided ("not tested") or pool languages, so each grid
-    # reads only its languages' runs, and a run passed twice (the "SOSL" of several grids) once
+    # Figures 4-5 run on French only and pair runs across their grid: a German "SOSL" run in their grid
+    # would pool languages, so each grid reads only its languages' runs (Table 3: French and German), and
+    # a run passed twice (the "SOSL" of several grids) once
     from clirlib.studies import realtext
 
     monkeypatch.setattr(realtext, "paper_decide", lambda grids, claims, seed: grids)
@@ -172,6 +173,6 @@ def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
     grids = realtext.paper_verdicts(recs + recs[:1])
     keys = {g: sorted(r["key"] for r in rs) for g, rs in grids.items()}
     assert keys == {"table2": ["MSE/de", "MSE/fr", "SOSL/de", "SOSL/fr"],
-                    "table3": ["SOSL, DSSM-CNN/fr", "SOSL/fr"],
+                    "table3": ["SOSL, DSSM-CNN/fr", "SOSL/de", "SOSL/fr"],
                     "figure4": ["SOSL, eps 0/fr", "SOSL/fr"],
                     "figure5": ["SOSL, 20 NR/fr"]}

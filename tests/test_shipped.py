@@ -52,6 +52,23 @@ def test_a_shipped_record_is_read_like_a_cache_entry(dirs, monkeypatch):
     assert calls == [] and again == first  # the same dict, so the same table bytes
 
 
+def test_a_record_packed_again_keeps_the_provenance_it_was_shipped_with(dirs):
+    ds = toy_dataset()
+    for loss in ("sosl", "mse"):
+        experiments.run(TrainConfig(epochs=1, batch_size=32, loss=loss), dataset=ds)
+    old = [{k: v for k, v in r.items() if k != "provenance"} for r in _local_records()]  # records of before provenance
+    old = [{**r, "checksum": cache.checksum(r)} for r in old]
+    first = shipped.pack(old, paths.RECORDS_DIR, {"code": "then", "cpu": "old cpu"})
+    changed = {**old[1], "seconds": old[1]["seconds"] + 1.0}
+    changed["checksum"] = cache.checksum(changed)
+    again = shipped.pack([old[0], changed], paths.RECORDS_DIR, {"code": "now", "cpu": "new cpu"})
+    k0, k1 = old[0]["key"], old[1]["key"]
+    # the same bytes keep what the manifest said; a record whose bytes changed gets the packer's
+    assert (again["records"][k0]["code"], again["records"][k0]["cpu"]) == ("then", "old cpu") == \
+        (first["records"][k0]["code"], first["records"][k0]["cpu"])
+    assert (again["records"][k1]["code"], again["records"][k1]["cpu"]) == ("now", "new cpu")
+
+
 def test_pack_is_deterministic_and_sharded(dirs, monkeypatch):
     ds = toy_dataset()
     for loss in ("sosl", "mse", "po"):

@@ -196,6 +196,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
         dataset = load_for(cfg)
     dataset = keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)  # every system, one rule
     key = cache_key(cfg, dataset.info.get("inputs"))  # the digests it was read with: a worker needs no files
+    provenance = shipped.provenance()  # read before training (cached per process): the code that trains it
     t0 = time.perf_counter()
     system = systems.get(cfg.system)(cfg)
     try:
@@ -212,7 +213,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
         fields["dev_counts"] = label_counts(dataset.splits["dev"].labels, dataset.splits["dev"].qidx).tolist()
     fields["data_info"] = jsonable(fields["data_info"])
     record = {"key": key, "config": cfg.to_dict(), **fields,
-              "created": time.strftime("%Y-%m-%d %H:%M:%S"), "provenance": shipped.provenance()}
+              "created": time.strftime("%Y-%m-%d %H:%M:%S"), "provenance": provenance}
     if cfg.whole_collection:
         record["collection_supported"] = system.ranks_collection
         if collection and system.ranks_collection:

@@ -132,8 +132,13 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
 
     Records are sorted by key and cut into shards of at most ``SHARD_BYTES`` compressed.
     ``provenance`` (``code``, ``cpu``) is what the manifest says of records that carry none
-    of their own (``record["provenance"]``)."""
+    of their own (``record["provenance"]``) and that the folder's manifest did not list with
+    the same bytes: a record packed again keeps the commit and CPU it was shipped with."""
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        known = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["records"]
+    except (FileNotFoundError, KeyError, ValueError):
+        known = {}
     by_key = {}
     for rec in records:
         if rec.get("checksum") != cache.checksum(rec):
@@ -159,7 +164,8 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
         out["shards"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "records": len(shard)}
         for k, line in shard:
             rec = by_key[k]
-            prov = rec.get("provenance") or provenance
+            before = known.get(k) or {}
+            prov = rec.get("provenance") or (before if before.get("sha256") == line_digest(line) else provenance)
             out["records"][k] = {"shard": name, "sha256": line_digest(line), "created": rec.get("created"),
                                  "code": prov.get("code"), "cpu": prov.get("cpu"),
                                  "kind": record_kind(rec)}
