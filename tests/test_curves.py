@@ -183,14 +183,15 @@ def test_realtext_curves_grid_reuses_notebook_13s_runs_at_the_whole_split():
     assert {(n, c.seed) for _, n, c in grid} == {(120, 0), (360, 0), (1200, 0), (1200, 1), (1200, 2)}
     assert {c.train_queries for _, _, c in grid} == {120, 360, None}  # the whole split is "all", as in notebook 13
     # at the whole split each config is notebook 13's own, so its record is the same one
-    thirteen = {(label, c.seed): experiments.cache_key(c)
+    digests = realtext.inputs("fr")  # this machine's files, else the shipped records' (CI has no data/debian)
+    thirteen = {(label, c.seed): experiments.cache_key(c, digests)
                 for table in (realtext.TABLE2, realtext.TABLE3, realtext.FAMILIES)
                 for label, c in realtext.configs(["fr"], realtext.SEEDS, table)}
     names = {"SOSL, average pooling": "SOSL", "MSE, average pooling": "MSE", "DSSM-CNN (SOSL)": "SOSL, DSSM-CNN",
              "DSSM-LSTM (SOSL)": "SOSL, DSSM-LSTM", "MDL.6": "MDL.6", "HIKE without KG": "HIKE without KG"}
     for label, n, c in grid:
         if n == rc.FULL:
-            assert experiments.cache_key(c) == thirteen[(names[label], c.seed)], label
+            assert experiments.cache_key(c, digests) == thirteen[(names[label], c.seed)], label
         else:  # the smaller sizes differ from it in train_queries alone
             full = rc.config(label, rc.FULL, c.seed)
             assert c == dataclasses.replace(full, train_queries=n), label
