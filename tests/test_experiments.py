@@ -158,3 +158,21 @@ def test_config_rejects_the_old_data_key():
     assert experiments.config(dataset="ci").dataset == "ci"
     with pytest.raises(ConfigError, match="data"):
         experiments.config(data="ci")  # the old name of the field is an unknown setting now
+
+
+def test_a_records_provenance_is_the_code_it_started_training_with(monkeypatch):
+    # provenance() is cached per process at its first call; compute_record reads it before
+    # fitting, so a commit made while a long run trains does not end up in its record
+    from clirlib.runs import shipped
+
+    state = {"code": "before"}
+    monkeypatch.setattr(shipped, "provenance", lambda: {"code": state["code"], "cpu": "test cpu"})
+    real_train = sosl.train
+
+    def train_then_commit(*a, **k):
+        out = real_train(*a, **k)
+        state["code"] = "after"  # a commit lands while the run trains
+        return out
+    monkeypatch.setattr(sosl, "train", train_then_commit)
+    rec = experiments.compute_record(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
+    assert state["code"] == "after" and rec["provenance"] == {"code": "before", "cpu": "test cpu"}
