@@ -135,10 +135,7 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
     of their own (``record["provenance"]``) and that the folder's manifest did not list with
     the same bytes: a record packed again keeps the commit and CPU it was shipped with."""
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        known = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["records"]
-    except (FileNotFoundError, KeyError, ValueError):
-        known = {}
+    known = manifest(folder)["records"]
     by_key = {}
     for rec in records:
         if rec.get("checksum") != cache.checksum(rec):

@@ -175,17 +175,16 @@ def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]], order: Iterable[s
                      "dev_P_mr@1": float(first["dev"]["P_mr@1"]), "chance_P_mr@1": float(first["dev_chance"]),
                      "runs": len(rs), "p_all_seeds": pooled["p"] if pooled else np.nan,
                      "passes_all_seeds": bool(pooled["passes"]) if pooled else None})
-    rank = _ranks(order, groups)
+    rank = _ranks(order, (label for label, _ in groups))
     out = pd.DataFrame(rows)
     return out.sort_values(["system", "n_train"], key=lambda c: c.map(rank) if c.name == "system" else c,
                            ignore_index=True)
 
 
-def _ranks(order: Iterable[str], systems_seen: Iterable) -> dict[str, int]:
-    """Each label's place in ``order``; a system outside it raises (it would be dropped or misplaced)."""
+def _ranks(order: Iterable[str], seen: Iterable[str]) -> dict[str, int]:
+    """Each label's place in ``order``; a system of ``seen`` outside it raises (it would be dropped or misplaced)."""
     rank = {label: i for i, label in enumerate(order)}
-    seen = {k[0] if isinstance(k, tuple) else k for k in systems_seen}
-    missing = sorted(seen - set(rank))
+    missing = sorted(set(seen) - set(rank))
     if missing:
         raise ValueError(f"system {missing[0]!r} is not in the order given ({', '.join(rank)})")
     return rank

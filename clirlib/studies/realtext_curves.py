@@ -73,23 +73,16 @@ def run(labels: Iterable[str] | None = None, sizes: Iterable[int] | None = None,
     the Debian files; ``realtext.run``); the smaller sizes on candidate lists only, the whole
     split as notebook 13 runs it. The whole split's size is checked against the records."""
     grid = configs(labels, sizes)
-    got = {}
-    for whole in (False, True):
-        part = [i for i, (_, n, _) in enumerate(grid) if (n == FULL) == whole]
-        if part:
-            done = realtext.run([(grid[i][0], grid[i][2]) for i in part], force=force, collection=whole)
-            got.update(zip(part, done))
-    got = [got[i] for i in range(len(grid))]
-    for (label, n, _), (_, rec) in zip(grid, got):
-        if n == FULL and rec["data_info"]["split_sizes"]["train"] != FULL:
-            raise ValueError(f"{label}: the French training split has {rec['data_info']['split_sizes'][0]} queries, "
-                             f"not {FULL}: realtext_curves.SIZES must follow it")
-    return [(label, n, rec) for (label, n, _), (_, rec) in zip(grid, got)]
-
-
-def frame(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
-    """One row per run (``curves.frame``'s columns)."""
-    return curves.frame(labelled)
+    parts = {whole: iter(realtext.run([(label, c) for label, n, c in grid if (n == FULL) == whole], force=force,
+                                      collection=whole))
+             for whole in (False, True)}
+    out = [(label, n, next(parts[n == FULL])[1]) for label, n, _ in grid]
+    for label, n, rec in out:
+        train = rec["data_info"]["split_sizes"]["train"]
+        if n == FULL and train != FULL:
+            raise ValueError(f"{label}: the French training split has {train} queries, not {FULL}: "
+                             "realtext_curves.SIZES must follow it")
+    return out
 
 
 def gates(labelled: Iterable[tuple[str, int, dict[str, Any]]]) -> pd.DataFrame:
