@@ -154,25 +154,50 @@ def test_every_paper_claim_on_real_text_has_runs_for_each_side():
     assert {c.encoder: c.epochs for _, c in table3} == {"avgpool": 30, "cnn": 30, "lstm": 15}
     sosl = dict(realtext.configs(("fr",), (0,)))["SOSL"]
     assert dict(fig4)["SOSL"] == sosl == dict(table3)["SOSL"]
-    # paper_configs leaves that run to configs (a forced rerun trains it once): 2 NR ends + 7 eps (French)
-    # + CNN and LSTM in each of Table 3's languages
+    # paper_configs leaves that run to configs (a forced rerun trains it once): 2 NR ends + 7 eps + CNN and
+    # LSTM, in each of the three languages
     extra = realtext.paper_configs((0,))
-    assert realtext.TABLE3_LANGS == ("fr", "de") and len(extra) == 2 + 7 + 2 * 2 and sosl not in [c for _, c in extra] and len(set(extra)) == len(extra)
+    assert realtext.TABLE3_LANGS == realtext.FIGURE4_LANGS == realtext.FIGURE5_LANGS == ("fr", "de", "it")
+    assert len(extra) == (2 + 7 + 2) * 3 and sosl not in [c for _, c in extra] and len(set(extra)) == len(extra)
 
 
 def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
-    # Figures 4-5 run on French only and pair runs across their grid: a German "SOSL" run in their grid
-    # would pool languages, so each grid reads only its languages' runs (Table 3: French and German), and
-    # a run passed twice (the "SOSL" of several grids) once
+    # each grid reads its own labels ("SOSL" belongs to all four) in its languages, and a run passed twice
+    # (the "SOSL" of several grids) once; every grid runs in all three languages, so a grid narrowed to
+    # French here shows the language filter at work (a German run in it would be a comparison of its own)
     from clirlib.studies import realtext
 
     monkeypatch.setattr(realtext, "paper_decide", lambda grids, claims, seed: grids)
+    monkeypatch.setitem(realtext._GRIDS, "figure5", (realtext.FIGURE5, ("fr",)))
     recs = [(label, {"key": f"{label}/{lang}", "config": {"lang": lang}})
             for label in ("SOSL", "MSE", "SOSL, DSSM-CNN", "SOSL, eps 0", "SOSL, 20 NR") for lang in ("fr", "de")
-            if label in ("SOSL", "MSE") or lang == "fr"]
+            if label in ("SOSL", "MSE", "SOSL, 20 NR") or lang == "fr"]
     grids = realtext.paper_verdicts(recs + recs[:1])
     keys = {g: sorted(r["key"] for r in rs) for g, rs in grids.items()}
     assert keys == {"table2": ["MSE/de", "MSE/fr", "SOSL/de", "SOSL/fr"],
                     "table3": ["SOSL, DSSM-CNN/fr", "SOSL/de", "SOSL/fr"],
-                    "figure4": ["SOSL, eps 0/fr", "SOSL/fr"],
+                    "figure4": ["SOSL, eps 0/fr", "SOSL/de", "SOSL/fr"],
                     "figure5": ["SOSL, 20 NR/fr"]}
+
+
+def test_real_text_figure_claims_pair_within_each_language():
+    # the generated benchmark's Figure 4-5 hypotheses pair across their grid (match=(): one language
+    # there); on real text they run in several languages, and a French query has no German twin, so
+    # real text's copies pair within a language: eps = 0.25 against eps = 0 once per language
+    import pandas as pd
+
+    from clirlib.studies import realtext
+    from clirlib.studies.hypotheses import hypothesis, pairs
+
+    runs = pd.DataFrame({"lang": ["fr", "fr", "de", "de"], "epsilon": [0.0, 0.25, 0.0, 0.25]})
+    real = {h.name: h for h in realtext.PAPER_CLAIMS}
+    for name in ("smoothing_vs_cosine", "negatives_p1_drops", "negatives_robust"):
+        assert hypothesis(name).match == () and real[name].match == ("lang",)
+        assert {k: v for k, v in vars(real[name]).items() if k != "match"} == \
+            {k: v for k, v in vars(hypothesis(name)).items() if k != "match"}
+    got = [(a["lang"], a["epsilon"], b["epsilon"]) for a, b in pairs(real["smoothing_vs_cosine"], runs)]
+    # 7 eps of the claim x 2 languages, each against eps = 0 of its own language
+    assert len(got) == 14 and all(b == 0.0 for _, _, b in got)
+    assert sorted({lang for lang, _, _ in got}) == ["de", "fr"] and ("fr", 0.25, 0.0) in got
+    # the Table 2 and 3 claims are the generated benchmark's, unchanged
+    assert all(h is hypothesis(h.name) for h in realtext.PAPER_CLAIMS if h.grid in ("table2", "table3"))

@@ -10,7 +10,8 @@ The systems, on one real-text benchmark (``python -m clirlib data debian``, buil
   in-batch InfoNCE baseline (``systems.e5head``), every loss with the same head and schedule;
 - the two other families: MDL.1 and MDL.6 (``systems.mdl``), and HIKE's cross-encoder without
   a KG (``systems.hike``), which over the whole collection re-ranks e5's top 100;
-- Figure 5's two ends (the paper's ranker with 20 and 100 NR documents per query) on French.
+- the paper's Table 2, Table 3, Figure 4 and Figure 5's two ends (the paper's ranker with 20
+  and 100 NR documents per query) in every language.
 
 Claims are decided by the procedure of every other notebook (``clirlib.studies.verdicts``:
 learning gate, three seeds, paired randomization tests on seed-averaged per-query values,
@@ -24,6 +25,7 @@ lists' label counts the record carries (``dev_counts``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from pathlib import Path
@@ -67,18 +69,17 @@ FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
     "HIKE without KG": ("hike", {"kg": "none", "first_stage": "e5"}),
 }
 #: label -> (system, config fields): Figure 5's two ends (20 and 100 NR documents per query, the
-#: paper's ranker otherwise as "SOSL"), on :data:`FIGURE_LANGS` (notebook 07 also runs one language).
+#: paper's ranker otherwise as "SOSL"), on :data:`FIGURE5_LANGS`.
 FIGURE5: dict[str, tuple[str, dict[str, Any]]] = {
     f"SOSL, {k} NR": ("sosl", {"epochs": 30, "n_nr": k}) for k in (min(NR_COUNTS), max(NR_COUNTS))
 }
-#: One language: Figure 5's hypotheses pair runs across languages (``match=()``), so a second
-#: language here would pool both into one comparison.
-FIGURE_LANGS = ("fr",)
+#: Figures 4 and 5's languages on real text: all three, each a comparison of its own (:data:`PAPER_CLAIMS`).
+FIGURE5_LANGS = FIGURE4_LANGS = LANGS
 _SMOOTHING = paper_hypotheses.hypothesis("smoothing_vs_cosine")
 #: label -> (system, config fields): Figure 4's smoothing, the paper's ranker as "SOSL" at every eps
 #: its claim compares (plain cosine, eps = 0, against each eps of the claim; "SOSL" is eps = 1), at the
 #: paper's default thresholds for every eps (the generated benchmark's notebook 07 also picks them
-#: per eps on dev; here one setting for all, so no eps gets a search the others lack), on :data:`FIGURE_LANGS`.
+#: per eps on dev; here one setting for all, so no eps gets a search the others lack), on :data:`FIGURE4_LANGS`.
 FIGURE4: dict[str, tuple[str, dict[str, Any]]] = {
     ("SOSL" if eps == 1.0 else f"SOSL, eps {eps:g}"): ("sosl", {"epochs": 30, "epsilon": eps})
     for eps in (_SMOOTHING.b["epsilon"], *_SMOOTHING.a["epsilon"])
@@ -92,9 +93,9 @@ TABLE3: dict[str, tuple[str, dict[str, Any]]] = {
     **{f"SOSL, {ENCODER_LABELS[enc]}": ("sosl", {"epochs": profiles.TRAINING["paper"]["epochs"][enc], "encoder": enc})
        for enc in ("cnn", "lstm")},
 }
-#: Table 3's languages on real text (its claims pair runs by language, so each language is a
-#: comparison of its own); French and German: Italian's DSSM runs are not all trained yet (docs/debian.md).
-TABLE3_LANGS = ("fr", "de")
+#: Table 3's languages on real text: all three (its claims pair runs by language, so each language is
+#: a comparison of its own).
+TABLE3_LANGS = LANGS
 SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
     "BM25": ("bm25", {}),
     **TABLE2,
@@ -234,13 +235,16 @@ def verdicts(labelled: list[tuple[str, dict]], seed: int = 0):
 
 
 #: The paper's claims that real text can decide with these runs: Table 2's (less the one that
-#: needs Swahili and Tagalog), Table 3's, Figure 4's and Figure 5's.
-PAPER_CLAIMS = tuple(h for h in paper_hypotheses.HYPOTHESES
+#: needs Swahili and Tagalog), Table 3's, Figure 4's and Figure 5's. Figures 4-5's hypotheses pair
+#: runs across their grid (``match=()``: the generated benchmark runs them in one language); here
+#: they run in several, and a query pairs only with itself, so they pair within each language.
+PAPER_CLAIMS = tuple(dataclasses.replace(h, match=("lang",)) if h.grid in ("figure4", "figure5") else h
+                     for h in paper_hypotheses.HYPOTHESES
                      if (h.grid == "table2" and "sw" not in str(h.a)) or h.grid in ("table3", "figure4", "figure5"))
 #: grid -> (its label -> config table, its languages): which runs of notebook 13 each grid of
 #: :data:`PAPER_CLAIMS` reads ("SOSL" belongs to all four, in their languages).
 #: The order is :func:`paper_configs`' (the rows of notebook 13's ``realtext_paper_runs.csv``).
-_GRIDS = {"table2": (TABLE2, LANGS), "figure5": (FIGURE5, FIGURE_LANGS), "figure4": (FIGURE4, FIGURE_LANGS),
+_GRIDS = {"table2": (TABLE2, LANGS), "figure5": (FIGURE5, FIGURE5_LANGS), "figure4": (FIGURE4, FIGURE4_LANGS),
           "table3": (TABLE3, TABLE3_LANGS)}
 
 
