@@ -163,8 +163,9 @@ def test_every_paper_claim_on_real_text_has_runs_for_each_side():
 
 def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
     # each grid reads its own labels ("SOSL" belongs to all four) in its languages, and a run passed twice
-    # (the "SOSL" of several grids) once; every grid runs in all three languages, so a grid narrowed to
-    # French here shows the language filter at work (a German run in it would be a comparison of its own)
+    # (the "SOSL" of several grids) once. A Swahili run is in no grid's languages; and since every grid
+    # runs in all three languages, Figure 5's grid is narrowed to French here to show its filter drop
+    # German runs
     from clirlib.studies import realtext
 
     monkeypatch.setattr(realtext, "paper_decide", lambda grids, claims, seed: grids)
@@ -172,7 +173,8 @@ def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
     recs = [(label, {"key": f"{label}/{lang}", "config": {"lang": lang}})
             for label in ("SOSL", "MSE", "SOSL, DSSM-CNN", "SOSL, eps 0", "SOSL, 20 NR") for lang in ("fr", "de")
             if label in ("SOSL", "MSE", "SOSL, 20 NR") or lang == "fr"]
-    grids = realtext.paper_verdicts(recs + recs[:1])
+    swahili = [("SOSL", {"key": "SOSL/sw", "config": {"lang": "sw"}})]
+    grids = realtext.paper_verdicts(recs + recs[:1] + swahili)
     keys = {g: sorted(r["key"] for r in rs) for g, rs in grids.items()}
     assert keys == {"table2": ["MSE/de", "MSE/fr", "SOSL/de", "SOSL/fr"],
                     "table3": ["SOSL, DSSM-CNN/fr", "SOSL/de", "SOSL/fr"],
@@ -183,19 +185,22 @@ def test_paper_verdicts_read_each_grid_in_its_languages(monkeypatch):
 def test_real_text_figure_claims_pair_within_each_language():
     # the generated benchmark's Figure 4-5 hypotheses pair across their grid (match=(): one language
     # there); on real text they run in several languages, and a French query has no German twin, so
-    # real text's copies pair within a language: eps = 0.25 against eps = 0 once per language
+    # real text's copies pair within a language: each eps of the claim against eps = 0 once per language
+    # (pairs() reads only the matched field, lang, from the runs)
     import pandas as pd
 
     from clirlib.studies import realtext
     from clirlib.studies.hypotheses import hypothesis, pairs
 
-    runs = pd.DataFrame({"lang": ["fr", "fr", "de", "de"], "epsilon": [0.0, 0.25, 0.0, 0.25]})
+    runs = pd.DataFrame({"lang": ["fr", "de"]})
     real = {h.name: h for h in realtext.PAPER_CLAIMS}
     for name in ("smoothing_vs_cosine", "negatives_p1_drops", "negatives_robust"):
         assert hypothesis(name).match == () and real[name].match == ("lang",)
         assert {k: v for k, v in vars(real[name]).items() if k != "match"} == \
             {k: v for k, v in vars(hypothesis(name)).items() if k != "match"}
-    got = [(a["lang"], a["epsilon"], b["epsilon"]) for a, b in pairs(real["smoothing_vs_cosine"], runs)]
+    both = pairs(real["smoothing_vs_cosine"], runs)
+    assert all(a["lang"] == b["lang"] for a, b in both)
+    got = [(a["lang"], a["epsilon"], b["epsilon"]) for a, b in both]
     # 7 eps of the claim x 2 languages, each against eps = 0 of its own language
     assert len(got) == 14 and all(b == 0.0 for _, _, b in got)
     assert sorted({lang for lang, _, _ in got}) == ["de", "fr"] and ("fr", 0.25, 0.0) in got

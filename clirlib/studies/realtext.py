@@ -78,7 +78,7 @@ FIGURE5_LANGS = FIGURE4_LANGS = LANGS
 _SMOOTHING = paper_hypotheses.hypothesis("smoothing_vs_cosine")
 #: label -> (system, config fields): Figure 4's smoothing, the paper's ranker as "SOSL" at every eps
 #: its claim compares (plain cosine, eps = 0, against each eps of the claim; "SOSL" is eps = 1), at the
-#: paper's default thresholds for every eps (the generated benchmark's notebook 07 also picks them
+#: paper's default thresholds for every eps (the generated benchmark's notebook 06 also picks them
 #: per eps on dev; here one setting for all, so no eps gets a search the others lack), on :data:`FIGURE4_LANGS`.
 FIGURE4: dict[str, tuple[str, dict[str, Any]]] = {
     ("SOSL" if eps == 1.0 else f"SOSL, eps {eps:g}"): ("sosl", {"epochs": 30, "epsilon": eps})
@@ -251,7 +251,8 @@ _GRIDS = {"table2": (TABLE2, LANGS), "figure5": (FIGURE5, FIGURE5_LANGS), "figur
 def paper_verdicts(labelled: list[tuple[str, dict]], seed: int = 0):
     """(summary, comparisons) of :data:`PAPER_CLAIMS` on the runs of :data:`TABLE2`, :data:`TABLE3`,
     :data:`FIGURE4` and :data:`FIGURE5` in ``labelled`` (each in its languages), by the procedure
-    and hypotheses of notebook 08 (``verdicts.evaluate``). A run listed twice is read once."""
+    and hypotheses of notebook 08 (``verdicts.evaluate``), Figures 4-5's paired within each language
+    (:data:`PAPER_CLAIMS`). A run listed twice is read once."""
     grids = {}
     for grid, (table, langs) in _GRIDS.items():
         found = {rec["key"]: rec for label, rec in labelled if label in table and rec["config"]["lang"] in langs}
