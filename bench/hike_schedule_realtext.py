@@ -33,14 +33,13 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("hike_schedule_realtext.json"))
     args = ap.parse_args(argv)
 
-    from clirlib.data import load_dataset
     from clirlib.runs import experiments, shipped
     from clirlib.studies import realtext
 
     base = dict(realtext.configs([args.lang], [args.seed], realtext.FAMILIES))["HIKE without KG"]
     shipped_rec = dict(realtext.run([("HIKE without KG", base)], collection=False))["HIKE without KG"]
     cfg = dataclasses.replace(base, epochs=args.epochs, patience=None)
-    ds = load_dataset(realtext.folder(), cfg.lang, n_queries=cfg.n_queries, n_nr=cfg.n_nr, seed=cfg.data_seed)
+    ds = realtext._dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed)  # read as notebook 13's runs are
     t0 = time.perf_counter()
     rec = experiments.compute_record(cfg, dataset=ds, collection=False)
     wall = time.perf_counter() - t0
