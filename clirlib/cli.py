@@ -3,8 +3,9 @@
 ``train`` runs one configuration of Section 5 and prints the seven test metrics;
 ``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
 calls; on the default profile it writes the executed notebooks over the committed ones);
-``records pack`` refreshes the shipped run records from the cache and ``records verify``
-retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark
+``records pack`` refreshes the shipped run records from the cache, ``records prune`` drops
+those a traced ``make reproduce`` never looked up, and ``records verify`` retrains a sample
+of them (``make verify``); ``generate`` writes an embedded-benchmark
 profile to disk; ``data debian`` builds the Debian real-text benchmark from apt's index
 files (``clirlib.data.debian``). Bad arguments, bad data, bad environment variables (all checked first,
 ``env.check``) and a file that cannot be written (a full disk: "disk full") give a
@@ -20,6 +21,7 @@ import dataclasses
 import os
 import sys
 import time
+from pathlib import Path
 
 from . import cli_reproduce, cli_train, env, paths, profiles, systems
 from .atomic import WriteError, describe
@@ -50,6 +52,19 @@ def _records_pack(args: argparse.Namespace) -> int:
     from .runs import shipped  # torch-heavy (the benchmark generator's version): imported when the command runs
 
     shipped.pack_local(args.profile, code=args.code)
+    return 0
+
+
+def _records_prune(args: argparse.Namespace) -> int:
+    from .runs import shipped  # as above
+
+    log = Path(args.log)
+    if not log.is_file():
+        raise ConfigError("LOG", f"{log} is not a file; write it with "
+                                 f"{env.RECORDS_READ}={log} make reproduce")
+    dropped = shipped.prune(log, dry_run=args.dry_run)
+    n = sum(map(len, dropped.values()))
+    print(f"[records] {'would drop' if args.dry_run else 'dropped'} {n} record(s) that {log} never looked up")
     return 0
 
 
@@ -162,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     pk.add_argument("--profile", default="default", choices=[*profiles.NAMES, *paths.STUDY_RECORDS])
     pk.add_argument("--code", help="the commit that trained records made before records carried their provenance")
     pk.set_defaults(func=_records_pack)
+    pr = rsub.add_parser("prune", help="drop the shipped records that a make reproduce run with "
+                                       "CLIRLIB_RECORDS_READ=LOG never looked up (records/ and its study folders)")
+    pr.add_argument("log", metavar="LOG", help="the file CLIRLIB_RECORDS_READ named")
+    pr.add_argument("--dry-run", action="store_true", help="list what would be dropped; change nothing")
+    pr.set_defaults(func=_records_prune)
     vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")
     vf.add_argument("-n", type=int, default=3)
     vf.add_argument("--seed", type=int, default=0)

@@ -19,6 +19,9 @@
 ``CLIRLIB_SYSTEM_WORKERS`` processes that train the uncached runs of a grid of whole
                           systems at once (``grid_runs.system_runs``; default: 2, or
                           1 on a one-core machine); the numbers do not depend on it
+``CLIRLIB_RECORDS_READ``  a file (relative: to the repository root): every run key
+                          the cache looks up is appended to it (``python -m clirlib
+                          records prune`` keeps those records, drops the others)
 ========================  ==========================================================
 
 Switches take ``0`` or ``1``; any other value raises, naming the variable. :func:`check`
@@ -39,6 +42,7 @@ HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS, SYS
     "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME",
     "CLIRLIB_EXECUTOR", "RAY_ADDRESS", "CLIRLIB_SYSTEM_WORKERS")
 FORCE_SINCE = "CLIRLIB_FORCE_SINCE"
+RECORDS_READ = "CLIRLIB_RECORDS_READ"
 
 
 def _switch(name: str) -> bool | None:
@@ -150,6 +154,19 @@ def check_address(address: str, name: str = RAY_ADDRESS) -> tuple[str, int] | No
     return host.strip("[]"), int(port)
 
 
+def records_read_log(root: Path | None = None) -> Path | None:
+    """``CLIRLIB_RECORDS_READ``: the file the cache appends the keys it looks up to, or None;
+    a relative path is taken from ``root`` (the repository root: notebook kernels run elsewhere)."""
+    value = os.environ.get(RECORDS_READ, "").strip()
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    path = path if root is None or path.is_absolute() else root / path
+    if path.is_dir():
+        raise ValueError(f"environment variable {RECORDS_READ}={value!r}: is a folder, not a file")
+    return path
+
+
 def _folder(name: str) -> None:
     value = os.environ.get(name, "").strip()
     if value and Path(value).expanduser().exists() and not Path(value).expanduser().is_dir():
@@ -167,6 +184,7 @@ def check() -> None:
     threads()
     system_workers()
     executor()
+    records_read_log()
     if ray_address():
         check_address(ray_address(), f"environment variable {RAY_ADDRESS}")
 

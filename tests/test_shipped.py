@@ -266,3 +266,56 @@ def test_pack_local_puts_each_benchmarks_runs_in_its_own_folder(dirs, monkeypatc
     assert [r for r in curves["records"]] == [f"{rec['key']}-6"]  # len("curves")
     default = shipped.pack_local("default", folder=dirs / "d")
     assert sorted(default["records"]) == sorted([f"{rec['key']}-7", f"{rec['key']}-{len(paths.DEBIAN_DATASET)}"])
+
+
+def test_prune_drops_what_a_traced_run_never_looked_up(dirs, monkeypatch, capsys):
+    # CLIRLIB_RECORDS_READ logs every key the cache looks up; records prune keeps those records
+    # (bytes and manifest entries unchanged) and leaves alone a folder none of whose records was
+    # looked up (records/curves here: its benchmark was not reproduced)
+    ds = toy_dataset()
+    cfgs = [TrainConfig(epochs=1, batch_size=32, loss=loss) for loss in ("sosl", "mse", "po")]
+    recs = [json.loads(json.dumps(experiments.run(c, dataset=ds))) for c in cfgs]
+    first = shipped.pack(recs[:2], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    shipped.pack(recs[2:], paths.RECORDS_DIR / "curves", {"code": "c", "cpu": "x"})
+    for p in (paths.RESULTS_DIR / "runs").glob("*.json"):
+        p.unlink()
+    log = dirs / "read.txt"
+    monkeypatch.setenv(env.RECORDS_READ, str(log))
+    calls = _no_training(monkeypatch)
+    assert experiments.run(cfgs[0], dataset=ds) == recs[0] and calls == []
+    assert log.read_text() == recs[0]["key"] + "\n"  # one lookup, one line
+    monkeypatch.delenv(env.RECORDS_READ)
+    assert shipped.prune(log, dry_run=True) == {paths.RECORDS_DIR: [recs[1]["key"]]}
+    assert len(shipped.load_all()) == 2  # a dry run changes nothing
+    assert shipped.prune(log) == {paths.RECORDS_DIR: [recs[1]["key"]]}
+    kept = shipped.manifest()["records"]
+    assert list(kept) == [recs[0]["key"]]
+    assert {k: kept[recs[0]["key"]][k] for k in ("sha256", "code", "cpu", "created")} == \
+        {k: first["records"][recs[0]["key"]][k] for k in ("sha256", "code", "cpu", "created")}
+    assert list(shipped.load_all(paths.RECORDS_DIR / "curves")) == [recs[2]["key"]]
+    out = capsys.readouterr().out
+    assert f"drop {recs[1]['key']}" in out and "none of its 1 records was looked up; left alone" in out
+
+
+def test_prune_refuses_an_empty_or_malformed_log(tmp_path, monkeypatch):
+    log = tmp_path / "read.txt"
+    log.write_text("")
+    with pytest.raises(ValueError, match="read.txt: no keys; run make reproduce with CLIRLIB_RECORDS_READ="):
+        shipped.read_lookups(log)
+    log.write_text("v5-g2-0123\nnot a key\n")
+    with pytest.raises(ValueError, match=r"read.txt, line 2: not a run key: 'not a key'"):
+        shipped.read_lookups(log)
+    monkeypatch.setenv(env.RECORDS_READ, str(tmp_path))
+    with pytest.raises(ValueError, match="CLIRLIB_RECORDS_READ=.*: is a folder, not a file"):
+        env.check()
+
+
+def test_records_prune_on_the_command_line_names_a_missing_or_bad_log(tmp_path, capsys):
+    from clirlib import cli
+
+    assert cli.main(["records", "prune", str(tmp_path / "absent.txt")]) == 2
+    assert "absent.txt is not a file; write it with CLIRLIB_RECORDS_READ=" in capsys.readouterr().err
+    (tmp_path / "read.txt").write_text("garbage here\n")
+    assert cli.main(["records", "prune", str(tmp_path / "read.txt"), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "read.txt, line 1: not a run key" in err[0]

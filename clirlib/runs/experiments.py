@@ -150,6 +150,7 @@ def _read_cached(key: str, config: dict[str, Any], key_defaults: dict[str, Any],
     Forced (``force`` or ``CLIRLIB_FORCE=1``) neither is read, except local entries
     written since ``CLIRLIB_FORCE_SINCE`` (a forced ``reproduce`` sets it, so that an
     interrupted forced retrain resumes where it stopped)."""
+    shipped.note_lookup(key)
     path = runs_dir() / f"{key}.json"
     if _force(force):
         since = env.force_since()

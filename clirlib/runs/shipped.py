@@ -12,6 +12,10 @@ and the run is retrained. ``FORCE=1`` never reads them.
 :func:`pack` refreshes ``records/`` from the local cache (``python -m clirlib records
 pack``); shards are written with a fixed gzip timestamp, so the same records give the
 same bytes. The records are outputs of this code; nothing edits them by hand.
+A record that nothing reads any more (its configuration changed, so its key did) stays
+until :func:`prune` drops it: run ``make reproduce`` with ``CLIRLIB_RECORDS_READ=FILE``
+(every key the cache looks up is appended to FILE, :func:`note_lookup`), then
+``python -m clirlib records prune FILE``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import atomic, cache, paths
+from .. import atomic, cache, env, paths
 from ..cache import CACHE_VERSION
 from ..data.synthetic import GENERATOR_VERSION
 
@@ -94,6 +98,52 @@ def folders() -> list[Path]:
     """Where the cache looks for a shipped record, in order: ``records/``, then its study
     sub-folders (``paths.STUDY_RECORDS``)."""
     return [paths.RECORDS_DIR, *map(study_folder, paths.STUDY_RECORDS)]
+
+
+def note_lookup(key: str) -> None:
+    """Append ``key`` to ``CLIRLIB_RECORDS_READ``'s file when it is set (one line per lookup;
+    appends of one short line from several processes do not interleave)."""
+    log = env.records_read_log(paths.ROOT)
+    if log is not None:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(key + "\n")
+
+
+def read_lookups(log: Path) -> set[str]:
+    """The keys in a lookup log (:func:`note_lookup`); an empty or malformed one raises,
+    naming the file and line."""
+    keys = set()
+    with open(log, encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            key = line.strip()
+            if not key.startswith("v") or any(c.isspace() for c in key):
+                raise ValueError(f"{log}, line {i}: not a run key: {line.rstrip()!r}")
+            keys.add(key)
+    if not keys:
+        raise ValueError(f"{log}: no keys; run make reproduce with {env.RECORDS_READ}={log} first")
+    return keys
+
+
+def prune(log: Path, dry_run: bool = False) -> dict[Path, list[str]]:
+    """Drop from ``records/`` and the study folders (:func:`folders`) every record whose key
+    the lookup log ``log`` does not hold; returns the dropped keys per folder. A folder none
+    of whose records was looked up is left alone (its benchmark was not reproduced), so a
+    partial run cannot empty one. Kept records keep their bytes and provenance."""
+    looked_up = read_lookups(log)
+    dropped: dict[Path, list[str]] = {}
+    for folder in folders():
+        records = load_all(folder)
+        if not looked_up & records.keys():
+            print(f"[records] {folder}: none of its {len(records)} records was looked up; left alone")
+            continue
+        dropped[folder] = sorted(records.keys() - looked_up)
+        for key in dropped[folder]:
+            print(f"[records] {folder}: {'would drop' if dry_run else 'drop'} {key} "
+                  f"({record_kind(records[key])}, {records[key]['config'].get('dataset')}, "
+                  f"trained {records[key].get('created')})")
+        if dropped[folder] and not dry_run:
+            pack([r for k, r in records.items() if k in looked_up], folder, provenance())
+    return dropped
 
 
 def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_names,
