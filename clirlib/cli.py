@@ -58,13 +58,13 @@ def _records_pack(args: argparse.Namespace) -> int:
 def _records_prune(args: argparse.Namespace) -> int:
     from .runs import shipped  # as above
 
-    log = Path(args.log)
+    log = Path(args.log) if Path(args.log).is_absolute() else paths.ROOT / args.log  # as CLIRLIB_RECORDS_READ
     if not log.is_file():
-        raise ConfigError("LOG", f"{log} is not a file; write it with "
-                                 f"{env.RECORDS_READ}={log} make reproduce")
-    dropped = shipped.prune(log, dry_run=args.dry_run)
+        raise ConfigError("LOG", f"{log} is not a file; write it with {env.RECORDS_READ}={args.log} make reproduce")
+    dropped = shipped.prune(log, apply=args.apply)
     n = sum(map(len, dropped.values()))
-    print(f"[records] {'would drop' if args.dry_run else 'dropped'} {n} record(s) that {log} never looked up")
+    print(f"[records] {'dropped' if args.apply else 'would drop (--apply drops)'} {n} record(s) that {log} "
+          f"never looked up")
     return 0
 
 
@@ -177,10 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     pk.add_argument("--profile", default="default", choices=[*profiles.NAMES, *paths.STUDY_RECORDS])
     pk.add_argument("--code", help="the commit that trained records made before records carried their provenance")
     pk.set_defaults(func=_records_pack)
-    pr = rsub.add_parser("prune", help="drop the shipped records that a make reproduce run with "
-                                       "CLIRLIB_RECORDS_READ=LOG never looked up (records/ and its study folders)")
-    pr.add_argument("log", metavar="LOG", help="the file CLIRLIB_RECORDS_READ named")
-    pr.add_argument("--dry-run", action="store_true", help="list what would be dropped; change nothing")
+    pr = rsub.add_parser("prune", help="list (--apply: drop) the shipped records that a complete make reproduce "
+                                       "with CLIRLIB_RECORDS_READ=LOG never looked up (records/ and its study folders)")
+    pr.add_argument("log", metavar="LOG", help="the file CLIRLIB_RECORDS_READ named (relative: to the repository root)")
+    pr.add_argument("--apply", action="store_true",
+                    help="drop them, and their local cache entries (results/runs), which records pack would ship again")
     pr.set_defaults(func=_records_prune)
     vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")
     vf.add_argument("-n", type=int, default=3)

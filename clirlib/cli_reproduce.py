@@ -103,6 +103,10 @@ def reproduce(args: argparse.Namespace) -> int:
           f"{'; notebooks/ updated' if in_place else ''}")
     if marker is not None:
         marker.unlink(missing_ok=True)  # the forced retrain is complete: nothing to resume
+    if args.profile == "default" and not args.data and len(notebooks) == len(_notebooks()):
+        from .runs import shipped  # torch-heavy: only when notebooks ran
+
+        shipped.note_complete()  # under CLIRLIB_RECORDS_READ: the log records prune may trust
     # The README's claims table mirrors tables/claims_summary.csv, which CLAIMS_NOTEBOOK writes, and
     # its real-text column FAMILIES_NOTEBOOK's realtext_paper_claims.csv: a run of neither
     # (--notebooks 01 04) leaves it as it is.

@@ -21,7 +21,7 @@
                           1 on a one-core machine); the numbers do not depend on it
 ``CLIRLIB_RECORDS_READ``  a file (relative: to the repository root): every run key
                           the cache looks up is appended to it (``python -m clirlib
-                          records prune`` keeps those records, drops the others)
+                          records prune`` lists, with ``--apply`` drops, the others)
 ========================  ==========================================================
 
 Switches take ``0`` or ``1``; any other value raises, naming the variable. :func:`check`
@@ -154,16 +154,23 @@ def check_address(address: str, name: str = RAY_ADDRESS) -> tuple[str, int] | No
     return host.strip("[]"), int(port)
 
 
+#: The repository root when ``CLIRLIB_HOME`` is unset (``paths.ROOT``'s default; paths imports this module).
+_DEFAULT_ROOT = Path(__file__).resolve().parent.parent
+
+
 def records_read_log(root: Path | None = None) -> Path | None:
     """``CLIRLIB_RECORDS_READ``: the file the cache appends the keys it looks up to, or None;
-    a relative path is taken from ``root`` (the repository root: notebook kernels run elsewhere)."""
+    a relative path is taken from ``root`` (default: the repository root, ``CLIRLIB_HOME``),
+    never from the working folder (notebook kernels run in ``notebooks/``)."""
     value = os.environ.get(RECORDS_READ, "").strip()
     if not value:
         return None
     path = Path(value).expanduser()
-    path = path if root is None or path.is_absolute() else root / path
+    path = path if path.is_absolute() else (root if root is not None else home(_DEFAULT_ROOT)) / path
     if path.is_dir():
         raise ValueError(f"environment variable {RECORDS_READ}={value!r}: is a folder, not a file")
+    if not path.parent.is_dir():
+        raise ValueError(f"environment variable {RECORDS_READ}={value!r}: folder {path.parent} does not exist")
     return path
 
 

@@ -268,45 +268,64 @@ def test_pack_local_puts_each_benchmarks_runs_in_its_own_folder(dirs, monkeypatc
     assert sorted(default["records"]) == sorted([f"{rec['key']}-7", f"{rec['key']}-{len(paths.DEBIAN_DATASET)}"])
 
 
-def test_prune_drops_what_a_traced_run_never_looked_up(dirs, monkeypatch, capsys):
-    # CLIRLIB_RECORDS_READ logs every key the cache looks up; records prune keeps those records
-    # (bytes and manifest entries unchanged) and leaves alone a folder none of whose records was
-    # looked up (records/curves here: its benchmark was not reproduced)
+def test_prune_drops_what_a_complete_traced_run_never_looked_up(dirs, monkeypatch, capsys):
+    # CLIRLIB_RECORDS_READ (relative: to the repository root) logs every key the cache looks up,
+    # forced or not, and make reproduce a last line when every notebook ran; records prune lists,
+    # and with --apply drops, the records of records/ whose key the log lacks (kept ones keep their
+    # bytes and manifest entry, also one that carries no provenance of its own) and their local
+    # cache entries; records/curves, none of whose records was looked up, is left alone
+    from clirlib import cli
+
+    monkeypatch.setattr(paths, "ROOT", dirs)
     ds = toy_dataset()
     cfgs = [TrainConfig(epochs=1, batch_size=32, loss=loss) for loss in ("sosl", "mse", "po")]
     recs = [json.loads(json.dumps(experiments.run(c, dataset=ds))) for c in cfgs]
-    first = shipped.pack(recs[:2], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    del recs[0]["provenance"]  # a record of before provenance: its manifest entry says where it came from
+    recs[0]["checksum"] = cache.checksum(recs[0])
+    first = shipped.pack(recs[:2], paths.RECORDS_DIR, {"code": "then", "cpu": "old cpu"})
     shipped.pack(recs[2:], paths.RECORDS_DIR / "curves", {"code": "c", "cpu": "x"})
     for p in (paths.RESULTS_DIR / "runs").glob("*.json"):
-        p.unlink()
-    log = dirs / "read.txt"
-    monkeypatch.setenv(env.RECORDS_READ, str(log))
+        if p.stem != recs[1]["key"]:  # the dropped record's local entry stays, for --apply to remove
+            p.unlink()
+    monkeypatch.setenv(env.RECORDS_READ, "read.txt")
     calls = _no_training(monkeypatch)
     assert experiments.run(cfgs[0], dataset=ds) == recs[0] and calls == []
-    assert log.read_text() == recs[0]["key"] + "\n"  # one lookup, one line
+    assert experiments.cached_record(cfgs[0], force=True) is None  # a forced lookup is logged too
+    log = dirs / "read.txt"
+    assert log.read_text() == f"{recs[0]['key']}\n" * 2
+    with pytest.raises(ValueError, match="read.txt: no complete make reproduce recorded in it"):
+        shipped.prune(log)  # an interrupted or partial run: nothing is trusted
+    shipped.note_complete()
     monkeypatch.delenv(env.RECORDS_READ)
-    assert shipped.prune(log, dry_run=True) == {paths.RECORDS_DIR: [recs[1]["key"]]}
-    assert len(shipped.load_all()) == 2  # a dry run changes nothing
     assert shipped.prune(log) == {paths.RECORDS_DIR: [recs[1]["key"]]}
-    kept = shipped.manifest()["records"]
-    assert list(kept) == [recs[0]["key"]]
-    assert {k: kept[recs[0]["key"]][k] for k in ("sha256", "code", "cpu", "created")} == \
-        {k: first["records"][recs[0]["key"]][k] for k in ("sha256", "code", "cpu", "created")}
-    assert list(shipped.load_all(paths.RECORDS_DIR / "curves")) == [recs[2]["key"]]
+    assert len(shipped.load_all()) == 2  # without --apply nothing changes
+    assert cli.main(["records", "prune", "read.txt"]) == 0  # relative: to the root, as the variable
+    assert "would drop (--apply drops) 1 record(s)" in capsys.readouterr().out
+    assert cli.main(["records", "prune", "read.txt", "--apply"]) == 0
     out = capsys.readouterr().out
     assert f"drop {recs[1]['key']}" in out and "none of its 1 records was looked up; left alone" in out
+    kept = shipped.manifest()["records"]
+    assert list(kept) == [recs[0]["key"]]
+    fields = ("sha256", "code", "cpu", "created")
+    assert {k: kept[recs[0]["key"]][k] for k in fields} == {k: first["records"][recs[0]["key"]][k] for k in fields}
+    assert kept[recs[0]["key"]]["code"] == "then"  # the packer's provenance of before, not today's
+    assert not (paths.RESULTS_DIR / "runs" / f"{recs[1]['key']}.json").exists()  # records pack cannot ship it again
+    assert list(shipped.load_all(paths.RECORDS_DIR / "curves")) == [recs[2]["key"]]
 
 
-def test_prune_refuses_an_empty_or_malformed_log(tmp_path, monkeypatch):
+def test_prune_refuses_a_bad_log_and_a_bad_variable_in_one_line(tmp_path, monkeypatch):
     log = tmp_path / "read.txt"
-    log.write_text("")
-    with pytest.raises(ValueError, match="read.txt: no keys; run make reproduce with CLIRLIB_RECORDS_READ="):
-        shipped.read_lookups(log)
-    log.write_text("v5-g2-0123\nnot a key\n")
+    log.write_text(f"v5-g2-0123\nnot a key\n{shipped.COMPLETE}\n")
     with pytest.raises(ValueError, match=r"read.txt, line 2: not a run key: 'not a key'"):
+        shipped.read_lookups(log)
+    log.write_bytes(gzip.compress(b"v5-g2-0123\n"))
+    with pytest.raises(ValueError, match="read.txt: not a text file of run keys"):
         shipped.read_lookups(log)
     monkeypatch.setenv(env.RECORDS_READ, str(tmp_path))
     with pytest.raises(ValueError, match="CLIRLIB_RECORDS_READ=.*: is a folder, not a file"):
+        env.check()
+    monkeypatch.setenv(env.RECORDS_READ, str(tmp_path / "no-such-folder" / "read.txt"))
+    with pytest.raises(ValueError, match="CLIRLIB_RECORDS_READ=.*: folder .*no-such-folder does not exist"):
         env.check()
 
 
@@ -316,6 +335,26 @@ def test_records_prune_on_the_command_line_names_a_missing_or_bad_log(tmp_path, 
     assert cli.main(["records", "prune", str(tmp_path / "absent.txt")]) == 2
     assert "absent.txt is not a file; write it with CLIRLIB_RECORDS_READ=" in capsys.readouterr().err
     (tmp_path / "read.txt").write_text("garbage here\n")
-    assert cli.main(["records", "prune", str(tmp_path / "read.txt"), "--dry-run"]) == 2
+    assert cli.main(["records", "prune", str(tmp_path / "read.txt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "read.txt, line 1: not a run key" in err[0]
+
+
+@pytest.mark.parametrize("only", [None, ["01"]], ids=["every notebook", "--notebooks 01"])
+def test_make_reproduce_marks_a_traced_log_complete_only_when_every_notebook_ran(dirs, monkeypatch, only):
+    from clirlib import cli, cli_reproduce
+
+    notebooks = [dirs / "01_a.ipynb", dirs / "02_b.ipynb"]
+    monkeypatch.setattr(cli_reproduce, "_notebooks", lambda: notebooks)
+    monkeypatch.setattr(cli_reproduce, "precheck",
+                        lambda nbs, only=None, **kw: [n for n in nbs if not only or n.name[:2] in only])
+    monkeypatch.setattr(cli_reproduce, "_run_notebooks", lambda *a, **kw: [])  # every notebook succeeds
+    monkeypatch.setenv(env.EXECUTOR, "serial")  # reproduce sets both for its kernels; restored after the test
+    monkeypatch.setenv(env.PROGRESS, "0")
+    log = dirs / "read.txt"
+    monkeypatch.setenv(env.RECORDS_READ, str(log))
+    assert cli.main(["reproduce", "--jobs", "1", *(["--notebooks", *only] if only else [])]) == 0
+    if only:
+        assert not log.exists()  # a partial run: prune would refuse its log
+    else:
+        assert log.read_text() == shipped.COMPLETE + "\n"

@@ -14,8 +14,9 @@ pack``); shards are written with a fixed gzip timestamp, so the same records giv
 same bytes. The records are outputs of this code; nothing edits them by hand.
 A record that nothing reads any more (its configuration changed, so its key did) stays
 until :func:`prune` drops it: run ``make reproduce`` with ``CLIRLIB_RECORDS_READ=FILE``
-(every key the cache looks up is appended to FILE, :func:`note_lookup`), then
-``python -m clirlib records prune FILE``.
+(every key the cache looks up is appended to FILE, :func:`note_lookup`, and a last line
+when every notebook ran, :func:`note_complete`), then ``python -m clirlib records prune
+FILE --apply``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import platform
+import re
 import subprocess
 import warnings
 from pathlib import Path
@@ -100,35 +103,62 @@ def folders() -> list[Path]:
     return [paths.RECORDS_DIR, *map(study_folder, paths.STUDY_RECORDS)]
 
 
-def note_lookup(key: str) -> None:
-    """Append ``key`` to ``CLIRLIB_RECORDS_READ``'s file when it is set (one line per lookup;
-    appends of one short line from several processes do not interleave)."""
+#: The line a traced ``make reproduce`` appends once every notebook of the default profile ran:
+#: :func:`prune` trusts no other log (a partial or failed run never looked up the rest).
+COMPLETE = "# complete: reproduce --profile default"
+_KEY = re.compile(r"v\d+-g\d+-\S+")
+
+
+def _log_line(line: str) -> None:
+    """Append one line to ``CLIRLIB_RECORDS_READ``'s file when it is set: one ``write`` on a
+    file opened with O_APPEND, so lines of several processes never interleave."""
     log = env.records_read_log(paths.ROOT)
     if log is not None:
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(key + "\n")
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+
+
+def note_lookup(key: str) -> None:
+    """Log ``key``, a run the cache looks up (``CLIRLIB_RECORDS_READ``; forced runs too)."""
+    _log_line(key)
+
+
+def note_complete() -> None:
+    """Log that a ``make reproduce`` of the default profile ran every notebook (:data:`COMPLETE`)."""
+    _log_line(COMPLETE)
 
 
 def read_lookups(log: Path) -> set[str]:
-    """The keys in a lookup log (:func:`note_lookup`); an empty or malformed one raises,
-    naming the file and line."""
-    keys = set()
-    with open(log, encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            key = line.strip()
-            if not key.startswith("v") or any(c.isspace() for c in key):
-                raise ValueError(f"{log}, line {i}: not a run key: {line.rstrip()!r}")
-            keys.add(key)
-    if not keys:
-        raise ValueError(f"{log}: no keys; run make reproduce with {env.RECORDS_READ}={log} first")
+    """The keys of a lookup log; a log without :data:`COMPLETE`, or with a line that is not
+    a run key, raises naming the file (and line)."""
+    keys, complete = set(), False
+    try:
+        with open(log, encoding="utf-8") as f:
+            for i, line in enumerate(f, start=1):
+                line = line.strip()
+                if line == COMPLETE:
+                    complete = True
+                elif _KEY.fullmatch(line):
+                    keys.add(line)
+                else:
+                    raise ValueError(f"{log}, line {i}: not a run key: {line!r}")
+    except UnicodeDecodeError:
+        raise ValueError(f"{log}: not a text file of run keys") from None
+    if not complete:
+        raise ValueError(f"{log}: no complete make reproduce recorded in it (a partial or failed run "
+                         f"never looks up the rest); run make reproduce to the end with {env.RECORDS_READ}={log}")
     return keys
 
 
-def prune(log: Path, dry_run: bool = False) -> dict[Path, list[str]]:
-    """Drop from ``records/`` and the study folders (:func:`folders`) every record whose key
-    the lookup log ``log`` does not hold; returns the dropped keys per folder. A folder none
-    of whose records was looked up is left alone (its benchmark was not reproduced), so a
-    partial run cannot empty one. Kept records keep their bytes and provenance."""
+def prune(log: Path, apply: bool = False) -> dict[Path, list[str]]:
+    """The records of ``records/`` and the study folders (:func:`folders`) whose key the
+    lookup log ``log`` does not hold, per folder; ``apply``: drop them (the kept records keep
+    their bytes and provenance) and their local cache entries (``results/runs``, which
+    ``records pack`` would ship again). A folder none of whose records was looked up is left
+    alone (its benchmark was not reproduced)."""
     looked_up = read_lookups(log)
     dropped: dict[Path, list[str]] = {}
     for folder in folders():
@@ -138,11 +168,13 @@ def prune(log: Path, dry_run: bool = False) -> dict[Path, list[str]]:
             continue
         dropped[folder] = sorted(records.keys() - looked_up)
         for key in dropped[folder]:
-            print(f"[records] {folder}: {'would drop' if dry_run else 'drop'} {key} "
+            print(f"[records] {folder}: {'drop' if apply else 'would drop'} {key} "
                   f"({record_kind(records[key])}, {records[key]['config'].get('dataset')}, "
                   f"trained {records[key].get('created')})")
-        if dropped[folder] and not dry_run:
+        if dropped[folder] and apply:
             pack([r for k, r in records.items() if k in looked_up], folder, provenance())
+            for key in dropped[folder]:
+                (paths.RESULTS_DIR / "runs" / f"{key}.json").unlink(missing_ok=True)
     return dropped
 
 
