@@ -3,9 +3,9 @@
 ``train`` runs one configuration of Section 5 and prints the seven test metrics;
 ``reproduce`` executes every notebook headless with papermill (what ``make reproduce``
 calls; on the default profile it writes the executed notebooks over the committed ones);
-``records pack`` refreshes the shipped run records from the cache, ``records prune`` drops
-those a traced ``make reproduce`` never looked up, and ``records verify`` retrains a sample
-of them (``make verify``); ``generate`` writes an embedded-benchmark
+``records pack`` refreshes the shipped run records from the cache, ``records prune`` lists
+(``--apply``: drops) those a complete traced ``make reproduce`` never looked up, and
+``records verify`` retrains a sample of them (``make verify``); ``generate`` writes an embedded-benchmark
 profile to disk; ``data debian`` builds the Debian real-text benchmark from apt's index
 files (``clirlib.data.debian``). Bad arguments, bad data, bad environment variables (all checked first,
 ``env.check``) and a file that cannot be written (a full disk: "disk full") give a
