@@ -84,9 +84,8 @@ def main(argv=None) -> None:
 
     from clirlib import determinism, systems
     from clirlib.metrics import evaluate
-    from clirlib.runs import shipped
+    from clirlib.runs import experiments, shipped
     from clirlib.studies import gate, realtext
-    from clirlib.train import keep_train_queries
 
     out = {"provenance": shipped.provenance(), "runs": []}
     for lang, seed in itertools.product(args.lang, args.seeds):
@@ -95,16 +94,14 @@ def main(argv=None) -> None:
         for label, cfg in labelled:
             cfg = cfg.resolved()
             t0 = time.perf_counter()  # loading and fitting (MDL.6 reuses MDL.1's doc2vec models: the memo)
-            determinism.configure()
-            determinism.seed_everything(cfg.seed)
-            ds = realtext._dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed)  # as notebook 13's runs read it
-            ds = keep_train_queries(ds, cfg.train_queries, cfg.data_seed)
+            ds = experiments.prepared_dataset(  # read as notebook 13's runs are, then seeded and cut as every run
+                cfg, realtext._dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed))
             model = systems.get(cfg.system)(cfg).fit(ds, cfg.seed)
             seconds = time.perf_counter() - t0
             known = model.reps.model("d").wv.key_to_index  # the documents' doc2vec vocabulary
             unknown = {split: float(np.mean([not any(w in known for w in t) for t in systems.token_texts(
                 ds.d_vocab, ds.docs, np.unique(ds.splits[split].didx))])) for split in ("dev", "test")}
-            lengths = {split: np.diff(ds.docs.take(ds.splits[split].didx)[1]).astype(np.float64)
+            lengths = {split: ds.docs.lengths[ds.splits[split].didx].astype(np.float64)
                        for split in ("dev", "test")}  # (N,) tokens of each candidate
             dev = ds.splits["dev"]
             run = {"lang": lang, "seed": seed, "system": label, "load_and_fit_seconds": round(seconds, 1),

@@ -171,6 +171,17 @@ def store_record(config: Any, record: dict[str, Any]) -> dict[str, Any]:
     return _atomic_write_json(runs_dir() / f"{record.get('key') or cache_key(config)}.json", record)
 
 
+def prepared_dataset(cfg: Any, dataset=None):
+    """What a run of the resolved ``cfg`` fits on: everything seeded from ``cfg.seed``, then
+    ``dataset`` (loaded from ``cfg`` when not given) cut to the config's training queries
+    (``train.keep_train_queries``: every system, one rule)."""
+    determinism.configure()
+    determinism.seed_everything(cfg.seed)
+    if dataset is None:
+        dataset = load_for(cfg)
+    return keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)
+
+
 def compute_record(config: Any, *, dataset=None, collection: bool = True,
                    allow_nonfinite: bool = False) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system and return its record without touching the cache
@@ -191,11 +202,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     ``split_losses``, ``step_grad_norms``, ``train_scores``.
     """
     cfg = config.resolved()
-    determinism.configure()
-    determinism.seed_everything(cfg.seed)
-    if dataset is None:
-        dataset = load_for(cfg)
-    dataset = keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)  # every system, one rule
+    dataset = prepared_dataset(cfg, dataset)
     key = cache_key(cfg, dataset.info.get("inputs"))  # the digests it was read with: a worker needs no files
     provenance = shipped.provenance()  # read before training (cached per process): the code that trains it
     t0 = time.perf_counter()
