@@ -21,7 +21,6 @@ import dataclasses
 import os
 import sys
 import time
-from pathlib import Path
 
 from . import cli_reproduce, cli_train, env, paths, profiles, systems
 from .atomic import WriteError, describe
@@ -58,7 +57,7 @@ def _records_pack(args: argparse.Namespace) -> int:
 def _records_prune(args: argparse.Namespace) -> int:
     from .runs import shipped  # as above
 
-    log = Path(args.log) if Path(args.log).is_absolute() else paths.ROOT / args.log  # as CLIRLIB_RECORDS_READ
+    log = env.from_root(args.log, paths.ROOT)  # as CLIRLIB_RECORDS_READ
     if not log.is_file():
         raise ConfigError("LOG", f"{log} is not a file; write it with {env.RECORDS_READ}={args.log} make reproduce")
     dropped = shipped.prune(log, apply=args.apply)

@@ -158,15 +158,21 @@ def check_address(address: str, name: str = RAY_ADDRESS) -> tuple[str, int] | No
 _DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def from_root(value: str, root: Path | None = None) -> Path:
+    """``value`` as a path; a relative one is taken from ``root`` (default: the repository
+    root, ``CLIRLIB_HOME``), never from the working folder (notebook kernels run in
+    ``notebooks/``)."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (root if root is not None else home(_DEFAULT_ROOT)) / path
+
+
 def records_read_log(root: Path | None = None) -> Path | None:
     """``CLIRLIB_RECORDS_READ``: the file the cache appends the keys it looks up to, or None;
-    a relative path is taken from ``root`` (default: the repository root, ``CLIRLIB_HOME``),
-    never from the working folder (notebook kernels run in ``notebooks/``)."""
+    a relative path is taken from ``root`` (:func:`from_root`)."""
     value = os.environ.get(RECORDS_READ, "").strip()
     if not value:
         return None
-    path = Path(value).expanduser()
-    path = path if path.is_absolute() else (root if root is not None else home(_DEFAULT_ROOT)) / path
+    path = from_root(value, root)
     if path.is_dir():
         raise ValueError(f"environment variable {RECORDS_READ}={value!r}: is a folder, not a file")
     if not path.parent.is_dir():

@@ -69,3 +69,14 @@ def test_system_workers(monkeypatch):
     monkeypatch.setenv("CLIRLIB_SYSTEM_WORKERS", "0")
     with pytest.raises(ValueError, match="CLIRLIB_SYSTEM_WORKERS"):
         env.system_workers()
+
+
+def test_from_root(monkeypatch, tmp_path):
+    # CLIRLIB_RECORDS_READ and `records prune LOG` name a file the same way: relative to the
+    # repository root (never the working folder, which is notebooks/ in a kernel), ~ expanded
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert env.from_root("read.txt", Path("/repo")) == Path("/repo/read.txt")
+    assert env.from_root("/abs/read.txt", Path("/repo")) == Path("/abs/read.txt")
+    assert env.from_root("~/read.txt", Path("/repo")) == tmp_path / "read.txt"
+    monkeypatch.setenv("CLIRLIB_HOME", str(tmp_path))
+    assert env.from_root("read.txt") == tmp_path.resolve() / "read.txt"  # root defaults to CLIRLIB_HOME
