@@ -82,9 +82,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("mdl_realtext.json"))
     args = ap.parse_args(argv)
 
-    from clirlib import determinism, systems
+    from clirlib import determinism, systems, train
     from clirlib.metrics import evaluate
-    from clirlib.runs import experiments, shipped
+    from clirlib.runs import shipped
     from clirlib.studies import gate, realtext
 
     out = {"provenance": shipped.provenance(), "runs": []}
@@ -94,7 +94,7 @@ def main(argv=None) -> None:
         for label, cfg in labelled:
             cfg = cfg.resolved()
             t0 = time.perf_counter()  # loading and fitting (MDL.6 reuses MDL.1's doc2vec models: the memo)
-            ds = experiments.prepared_dataset(  # read as notebook 13's runs are, then seeded and cut as every run
+            ds = train.prepared_dataset(  # read as notebook 13's runs are, then seeded and cut as every run
                 cfg, realtext._dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed))
             model = systems.get(cfg.system)(cfg).fit(ds, cfg.seed)
             seconds = time.perf_counter() - t0

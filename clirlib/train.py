@@ -172,14 +172,21 @@ def keep_train_queries(dataset, n: int | None, data_seed: int, where: str = "tra
     return dataclasses.replace(dataset, splits=splits)
 
 
-def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, keep_model: bool = False) -> TrainResult:
-    """Train a ranker on ``dataset`` (loaded from ``config`` when not given) and test it."""
-    cfg = config.resolved()
+def prepared_dataset(cfg: Any, dataset=None):
+    """What a run of the resolved ``cfg`` fits on: everything seeded from ``cfg.seed``, then
+    ``dataset`` (loaded from ``cfg`` when not given) cut to the config's training queries
+    (:func:`keep_train_queries`: every system, one rule)."""
     determinism.configure()
     determinism.seed_everything(cfg.seed)
     if dataset is None:
         dataset = load_for(cfg)
-    dataset = keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)
+    return keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)
+
+
+def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, keep_model: bool = False) -> TrainResult:
+    """Train a ranker on ``dataset`` (loaded from ``config`` when not given) and test it."""
+    cfg = config.resolved()
+    dataset = prepared_dataset(cfg, dataset)
     device = determinism.device()
     disable = (not progress) if progress is not None else env.progress_disabled()
 

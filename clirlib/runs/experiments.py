@@ -34,14 +34,14 @@ from typing import Any
 import numpy as np
 
 from . import shipped
-from .. import cache, determinism, env, paths, profiles, retrieval, systems
-from ..data import kg, load, load_for
+from .. import cache, env, paths, profiles, retrieval, systems
+from ..data import kg, load
 from ..data.digests import file_digest
 from ..cache import CACHE_VERSION
 from ..data.synthetic import GENERATOR_VERSION
 from ..labels import label_counts
 from ..metrics import METRIC_NAMES, chance_p_mr1, evaluate, evaluate_per_query
-from ..train import NonFiniteError, TrainConfig, keep_train_queries
+from ..train import NonFiniteError, TrainConfig, prepared_dataset
 from ..validate import ConfigError
 
 def settings(profile: str) -> dict[str, Any]:
@@ -169,17 +169,6 @@ def store_record(config: Any, record: dict[str, Any]) -> dict[str, Any]:
     The file is named by the record's own key, the one of the input files it was trained on
     (a file changed during training leaves the entry where the new content will not find it)."""
     return _atomic_write_json(runs_dir() / f"{record.get('key') or cache_key(config)}.json", record)
-
-
-def prepared_dataset(cfg: Any, dataset=None):
-    """What a run of the resolved ``cfg`` fits on: everything seeded from ``cfg.seed``, then
-    ``dataset`` (loaded from ``cfg`` when not given) cut to the config's training queries
-    (``train.keep_train_queries``: every system, one rule)."""
-    determinism.configure()
-    determinism.seed_everything(cfg.seed)
-    if dataset is None:
-        dataset = load_for(cfg)
-    return keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)
 
 
 def compute_record(config: Any, *, dataset=None, collection: bool = True,
