@@ -191,10 +191,12 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
     summary = verdicts.claim_rows(summary)  # the claims' own rows (language rows aside)
     rows = summary.set_index("hypothesis")
     lines = []
-    # comparisons of systems that failed the learning gate are computed but not decided
-    tested = tests[tests["hypothesis"].isin([h.name for h in hyps]) & (tests["verdict"] != "not tested")]
-    n_claims = int(summary["hypothesis"].isin([h.name for h in hyps]).sum())
-    n_tested = int((summary["hypothesis"].isin([h.name for h in hyps]) & (summary["verdict"] != "not tested")).sum())
+    # the comparisons of tested claims: a claim that is not tested (a system failed the
+    # learning gate in some language) keeps its other languages' verdicts in ``tests``
+    ours = summary[summary["hypothesis"].isin([h.name for h in hyps])]
+    tested_claims = ours.loc[ours["verdict"] != "not tested", "hypothesis"]
+    tested = tests[tests["hypothesis"].isin(tested_claims) & (tests["verdict"] != "not tested")]
+    n_claims, n_tested = len(ours), len(tested_claims)
     if len(tested):
         lines.append(f"- **All claims of Tables 2 and 3:** {n_tested} of {_count(n_claims, 'claim')} tested; of their "
                      f"{_count(len(tested), 'comparison')} (pair of systems x metric, Holm-corrected within each "
