@@ -126,6 +126,11 @@ def test_figure2_sosl_and_mse_per_label():
     # SOSL is zero inside its class's interval: label NR (0) for r <= 0, MR (2) for r >= 0.5
     sosl = curves[curves["name"] == "SOSL"].set_index(["label", "r"])["loss"]
     assert sosl.loc[(0, -1.0)] == 0 and sosl.loc[(2, 1.0)] == 0 and sosl.loc[(0, 1.0)] > 0
+    # the default grid of 401 points holds 0 exactly, so SR's SOSL is zero on all of [0, 0.5]
+    # (notebook 03 prints where SOSL is exactly zero; torch.linspace's midpoint is -2e-17)
+    full = plots.fig2_curves((0.0, 0.5))
+    zero = full[(full["name"] == "SOSL") & (full["label"] == 1) & (full["loss"] == 0)]["r"]
+    assert (zero.min(), zero.max(), len(zero)) == (0.0, 0.5, 101)  # r = 0, 0.005, ..., 0.5
     fig = plots.figure2(curves)
     try:
         assert [ax.get_title() for ax in fig.axes] == [f"true label {n} (class {i + 1} of 3)"

@@ -120,8 +120,10 @@ def figure1(grids: dict[float, np.ndarray], xs: np.ndarray, clip: float = 6.0) -
 # Figure 2 -------------------------------------------------------------------------------
 
 def fig2_curves(thresholds=(0.0, 0.5), n: int = 401) -> pd.DataFrame:
-    """SOSL and MSE of each label as functions of the score r in [-1, 1] (tidy)."""
-    r = torch.linspace(-1, 1, n, dtype=torch.float64)
+    """SOSL and MSE of each label as functions of the score r in [-1, 1] (tidy). The grid is
+    (2k - (n - 1)) / (n - 1), k = 0..n-1, so that 0 and the quarter points are exact
+    (``torch.linspace`` puts its midpoint at -2e-17, where SR's SOSL is not zero)."""
+    r = (2 * torch.arange(n, dtype=torch.float64) - (n - 1)) / (n - 1)
     rows = []
     for y in (0, 1, 2):
         lab = torch.full((1,), y)
