@@ -21,6 +21,7 @@ from clirlib.data.debian import build, stats_table
 from clirlib.data.debian.build import first_sentence, query_text, remove_names
 from clirlib.data.debian.index import description, find_index_files, paragraphs, relation_names
 from clirlib.data.errors import DataFormatError, MissingDataError
+from clirlib.validate import ConfigError
 
 M = {k: str(k) * 32 for k in range(1, 10)}  # md5 of description k: "111...1", "222...2", ...
 
@@ -309,3 +310,39 @@ def test_invalid_utf8_is_named(tmp_path):
     (tmp_path / "Translation-fr").write_bytes(b"Package: x\nDescription-md5: " + b"1" * 32 + b"\nDescription-fr: \xff\n")
     with pytest.raises(DataFormatError, match=r"Translation-fr, line 3: not valid UTF-8"):
         build(tmp_path / "out", "fr", tmp_path)
+
+
+def test_damaged_empty_or_unpaired_files_are_named_before_anything_is_written(tmp_path):
+    import lz4.frame
+
+    lists, out = write_index(tmp_path / "lists", lz4=True), tmp_path / "out"
+    whole = lz4.frame.compress(ENGLISH.encode())
+    for damaged in (whole[:-8], whole[:7] + b"\xff\xff\xff\x7f" + whole[11:]):  # truncated; a header byte changed
+        (lists / "Translation-en.lz4").write_bytes(damaged)
+        with pytest.raises(DataFormatError, match=r"Translation-en.lz4: damaged lz4 file.*apt-get update"):
+            build(out, "fr", lists, embeddings=False)
+    write_index(lists, lz4=True)
+    for name, problem in (("Packages", "no package paragraph"), ("Translation-fr", "no description paragraph")):
+        text = (lists / name).read_bytes()
+        (lists / name).write_bytes(b"")
+        with pytest.raises(DataFormatError, match=rf"{name}: {problem}: an empty or truncated file"):
+            build(out, "fr", lists, embeddings=False)
+        (lists / name).write_bytes(text)
+    # a Translation-fr of another release: no Description-md5 of it is in Translation-en
+    (lists / "Translation-fr").write_text(f"Package: x\nDescription-md5: {'0' * 32}\nDescription-fr: Autre\n")
+    with pytest.raises(DataFormatError, match=r"Translation-fr: none of its 1 translations pairs with an English"):
+        build(out, "fr", lists, embeddings=False)
+    write_index(lists, lz4=True)
+    packages = (lists / "Packages").read_text()
+    # a bad md5 in Packages once dropped its package's SR links silently; errors name the
+    # line where the paragraph starts, as every error of the Debian reader does
+    (lists / "Packages").write_text("Package: bad\nDescription-md5: xyz\n\n" + packages)
+    with pytest.raises(DataFormatError, match=r"Packages, line 1: Description-md5 'xyz' is not 32 hexadecimal"):
+        build(out, "fr", lists, embeddings=False)
+    (lists / "Packages").write_text("Package:\nSource: x\n\n" + packages)
+    with pytest.raises(DataFormatError, match=r"Packages, line 1: paragraph without a Package name"):
+        build(out, "fr", lists, embeddings=False)
+    write_index(lists, lz4=True)
+    with pytest.raises(ConfigError, match="seed: must be >= 0"):
+        build(out, "fr", lists, seed=-1)
+    assert not out.exists()

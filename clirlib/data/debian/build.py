@@ -8,7 +8,10 @@ translation as MR, related packages' translations as SR), Polyglot-format embedd
 language (``clirlib.data.embeddings``, words seen ``EMBEDDING_MIN_COUNT`` times) and
 ``debian-<lang>.json`` (input SHA-256s, what was merged or left out, :func:`stats_table`'s
 statistics). NR documents are sampled by the loader, as for WikiCLIR. The same index files
-give the same bytes. The rules for each file: docs/debian.md ("Rules").
+give the same bytes. The rules for each file: docs/debian.md ("Rules"). An empty index
+file, a malformed ``Description-md5`` or package name, or a Translation file none of whose
+texts pairs with an English one (another release) raises :class:`DataFormatError` before
+anything is written.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..errors import DataFormatError
 from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from ..text import tokenize
+from ...validate import check_seed
 from .index import Description, IndexFiles, description, find_index_files, paragraphs, relation_names
 
 PACKAGE_FIELDS = frozenset({"Package", "Source", "Depends", "Recommends", "Description-md5"})
@@ -74,6 +78,8 @@ def _translations(path: Path, field: str) -> tuple[dict[str, Description], dict[
         for key in ("Package", "Description-md5", field):
             if key not in para:
                 raise DataFormatError(f"paragraph without a {key} field", path, lineno)
+        if not para["Package"]:
+            raise DataFormatError("empty Package field", path, lineno)
         md5 = para["Description-md5"]
         if not _MD5.fullmatch(md5):
             raise DataFormatError(f"Description-md5 {md5!r} is not 32 hexadecimal digits", path, lineno)
@@ -82,6 +88,8 @@ def _translations(path: Path, field: str) -> tuple[dict[str, Description], dict[
             raise DataFormatError(f"Description-md5 {md5} given again with another text", path, lineno)
         texts[md5] = desc
         names[md5].add(para["Package"])
+    if not n:
+        raise DataFormatError("no description paragraph: an empty or truncated file", path)
     return texts, names, n
 
 
@@ -89,9 +97,14 @@ def _packages(path: Path) -> dict[str, dict[str, str]]:
     """Package name -> its fields (the first paragraph of a name; later ones are other versions)."""
     out: dict[str, dict[str, str]] = {}
     for lineno, para in paragraphs(path, PACKAGE_FIELDS):
-        if "Package" not in para:
-            raise DataFormatError("paragraph without a Package field", path, lineno)
+        if not para.get("Package"):
+            raise DataFormatError("paragraph without a Package name", path, lineno)
+        md5 = para.get("Description-md5")
+        if md5 is not None and not _MD5.fullmatch(md5):
+            raise DataFormatError(f"Description-md5 {md5!r} is not 32 hexadecimal digits", path, lineno)
         out.setdefault(para["Package"], para)
+    if not out:
+        raise DataFormatError("no package paragraph: an empty or truncated file", path)
     return out
 
 
@@ -110,6 +123,7 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
     code = language_code(lang)
     if code in ("en", "simple"):
         raise ValueError(f"the documents' language must differ from the queries' (English), not {lang!r}")
+    check_seed("seed", seed)  # before any file is written
     files: IndexFiles = find_index_files(source, code)
     out = Path(out)
     pkgs = _packages(files.packages)
@@ -190,6 +204,9 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
             have = set(tokenize(tr[mr].text()))
             overlap.append(sum(t in have for t in toks) / len(toks))
 
+    if not n_sr:
+        raise DataFormatError(f"none of its {len(tr)} translations pairs with an English description of "
+                              f"{files.english} by Description-md5 (are both files from one release?)", files.target)
     language = WIKICLIR_LANGUAGES[code]
     wc = out / "wiki-clir"
     (wc / "english").mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,8 @@ pre-formatted. :func:`description` turns it into the synopsis and the paragraphs
 paragraph's lines joined by single spaces (line breaks do not matter for retrieval).
 
 Malformed lines (a continuation line with no field before it, a line without a colon, a
-field given twice in one paragraph) raise :class:`DataFormatError` naming the file and line.
+field given twice in one paragraph) raise :class:`DataFormatError` naming the file and line;
+so does a damaged or truncated lz4 file (naming the last line it could read).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
     """
     para: dict[str, str] = {}
     names: set[str] = set()  # every field of the paragraph so far, kept or not
-    start, last = 0, None
+    start, last, lineno = 0, None, 0
     with open_text(path) as f:
         try:
             for lineno, line in enumerate(f, 1):
@@ -108,6 +109,9 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
         except UnicodeDecodeError as e:
             # text mode decodes ahead in chunks: rescan the bytes to name the line
             raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, _bad_line(path)) from None
+        except (EOFError, RuntimeError) as e:  # lz4.frame: a truncated or damaged compressed file
+            where = f", readable up to line {lineno}" if lineno else ""
+            raise DataFormatError(f"damaged lz4 file{where} ({e}); fetch it again: {HOW_TO_GET}", path) from None
     if names:
         yield start, para
 
