@@ -19,6 +19,7 @@ from clirlib.data import (
     load_dataset, load_polyglot, load_wikiclir, table1, tokenize,
 )
 from clirlib.data import wikiclir_select
+from clirlib.data.polyglot import EmbeddingCoverageWarning
 from clirlib.data.sampling import sample_nr, split_queries, split_sizes
 
 N_DOCS = 60  # documents in the fixture collection
@@ -418,11 +419,22 @@ def test_load_dataset_on_a_fixture_dir(tmp_path):
     clear_cache()
     ds2 = load_dataset(root / "wiki-clir", "fr", n_nr=5, embeddings_dir=tmp_path / "emb")
     assert ds2.info["embeddings"]["d"]["source"] == str(tmp_path / "emb" / "polyglot-fr.pkl")
-    # No Polyglot file anywhere: no vectors, and a note saying so.
+    # No Polyglot file anywhere: no vectors, a note saying so, and a warning naming where it looked
     clear_cache()
-    ds3 = load_dataset(root, "fr", n_nr=5)
+    with pytest.warns(EmbeddingCoverageWarning, match=r"no polyglot-fr.pkl \(or polyglot_fr.pkl\) in or below "
+                                                      r".*wc/polyglot.*: every fr word starts from a random vector"):
+        ds3 = load_dataset(root, "fr", n_nr=5)
     assert ds3.q_vectors is None and ds3.d_vectors is None
     assert ds3.info["embeddings"]["d"]["source"].startswith("random (no polyglot-fr.pkl")
+    # more queries asked for than the files have: all of them, said in a warning (was silent)
+    clear_cache()
+    with pytest.warns(DataSkipWarning, match=rf"\(fr\): asked for 1000 queries, its files have {ds.info['n_queries']} "
+                                             r"with a usable MR document; all of them are used"):
+        load_dataset(root, "fr", n_nr=5, n_queries=1000)
+    # a misspelt embeddings folder is an error, not random vectors
+    clear_cache()
+    with pytest.raises(MissingDataError, match=r"no-such-emb: embeddings folder does not exist"):
+        load_dataset(root, "fr", n_nr=5, embeddings_dir=tmp_path / "no-such-emb")
     clear_cache()
 
 

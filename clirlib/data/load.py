@@ -14,7 +14,8 @@
   ``wiki-clir`` itself): embeddings are ``<root>/polyglot/polyglot-<lang>.pkl`` and
   ``polyglot-en.pkl``, or Polyglot files found under ``embeddings_dir``; a language
   without a file gets ``None`` (the trainer then initialises randomly), noted in
-  ``info["embeddings"]``.
+  ``info["embeddings"]`` and warned about (``EmbeddingCoverageWarning``, naming the folders
+  searched); an ``embeddings_dir`` that does not exist raises.
 
 Loaded datasets are cached in-process on the arguments, because many experiments reuse
 one dataset; every call returns a copy whose ``info`` can be changed freely (the arrays
@@ -28,6 +29,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import warnings
 from pathlib import Path
 
 from .. import env
@@ -35,8 +37,8 @@ from ..profiles import LANGS, SIZES
 from . import irds
 from .digests import input_digests
 from .dataset import RankingDataset
-from .errors import DataFormatError
-from .polyglot import find_polyglot, load_polyglot
+from .errors import DataFormatError, DataSkipWarning, MissingDataError
+from .polyglot import EmbeddingCoverageWarning, find_polyglot, load_polyglot
 from .irds import is_irds
 from .synthetic import generate_benchmark
 from .languages import wikiclir_files
@@ -132,8 +134,13 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         ds = reader(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
                     max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
         wc = Path(ds.info["root"])  # the wiki-clir folder; its parent is the root
-        search = [Path(embeddings_dir)] if embeddings_dir else []
+        if embeddings_dir and not Path(embeddings_dir).expanduser().is_dir():
+            raise MissingDataError("embeddings folder does not exist", embeddings_dir)
+        search = [Path(embeddings_dir).expanduser()] if embeddings_dir else []
         search += [wc.parent / "polyglot", wc / "polyglot"]
+    if n_queries is not None and ds.info.get("n_queries", n_queries) < n_queries:
+        warnings.warn(f"{data} ({lang}): asked for {n_queries} queries, its files have {ds.info['n_queries']} "
+                      f"with a usable MR document; all of them are used", DataSkipWarning, stacklevel=2)
     emb_info = {}
     read = []  # the files whose bytes the dataset comes from, for info["inputs"]
     if embeddings == "polyglot":
@@ -142,6 +149,9 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
             path = find_polyglot(code, *search)
             if path is None:
                 emb_info[side] = {"source": "random (no polyglot-%s.pkl found)" % code, "coverage": 0.0}
+                warnings.warn(f"no polyglot-{code}.pkl (or polyglot_{code}.pkl) in or below "
+                              f"{', '.join(map(str, search))}: every {code} word starts from a random vector",
+                              EmbeddingCoverageWarning, stacklevel=2)
                 continue
             matrix, coverage = load_polyglot(path, vocab, seed=seed)
             read.append(path)
