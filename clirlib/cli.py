@@ -70,6 +70,7 @@ def _records_prune(args: argparse.Namespace) -> int:
 def _records_verify(args: argparse.Namespace) -> int:
     from .runs import verify  # torch-heavy: imported when the command runs
 
+    check_seed("--seed", args.seed)
     return verify.run(args.n, args.seed, study=args.study)
 
 

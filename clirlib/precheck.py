@@ -29,6 +29,8 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
     if only:
         chosen = []
         for prefix in only:
+            if not prefix.strip():
+                raise ConfigError("notebooks", "an empty prefix would choose every notebook; name them (e.g. 06 07)")
             hits = [nb for nb in notebooks if nb.name.startswith(prefix)]
             if not hits:
                 raise ConfigError("notebooks", f"no notebook in {paths.NOTEBOOKS_DIR} starts with {prefix!r}")

@@ -92,6 +92,20 @@ def test_bad_out_path_is_refused_before_training(capsys, no_training, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, not even a probe
 
 
+@pytest.mark.parametrize("data, needle", [
+    ("ci2", "ci2: WikiCLIR root does not exist (nor is it a benchmark profile: ci, default, paper"),  # a typo
+    ("", "an empty name: give a benchmark profile"),  # was read as the working folder
+])
+def test_data_that_is_neither_a_profile_nor_a_folder(capsys, no_training, data, needle):
+    rc, err = run_cli(capsys, "train", "--quiet", "--data", data)
+    assert rc == 2 and len(err) == 1 and needle in err[0], err
+
+
+def test_records_verify_names_a_bad_seed(capsys):
+    rc, err = run_cli(capsys, "records", "verify", "--seed", "-1")
+    assert rc == 2 and err == ["python -m clirlib records: error: --seed: must be >= 0, got -1"], err  # was numpy's
+
+
 def test_bad_setting_from_the_shell_has_no_traceback(tmp_path):
     p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--clip", "-1", "--quiet"], capture_output=True,
                        text=True, env={**os.environ, "CLIRLIB_PROGRESS": "0"}, timeout=300, cwd=tmp_path)
@@ -574,6 +588,7 @@ def sandbox(tmp_path, monkeypatch):
     (lambda t: ["--data", str(t)], "not a WikiCLIR folder"),
     (lambda t: ["--kernel", "no-such-kernel"], "no Jupyter kernel named 'no-such-kernel'"),
     (lambda t: ["--notebooks", "99"], "starts with '99'"),
+    (lambda t: ["--notebooks", ""], "an empty prefix would choose every notebook"),  # ran all of them
 ])
 def test_reproduce_checks_its_inputs_first(capsys, sandbox, args, needle):
     rc, err = run_cli(capsys, "reproduce", "--profile", "ci", *args(sandbox))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import env
+from ..profiles import SIZES
 from .errors import DataFormatError, MissingDataError
 
 #: file suffix (our language code) -> folder name inside ``wiki-clir/``
@@ -89,9 +90,11 @@ def resolve_root(root: str | Path | None) -> Path:
                 "(download it with ir_datasets, e.g. `ir_datasets export wikiclir/sw docs`, or pass root=)",
                 src)
         return src / "wiki-clir"
+    if not str(root).strip():
+        raise MissingDataError("an empty name: give a benchmark profile (" + ", ".join(SIZES) + ") or a WikiCLIR folder")
     root = Path(root).expanduser()
     if not root.exists():
-        raise MissingDataError("WikiCLIR root does not exist", root)
+        raise MissingDataError(f"WikiCLIR root does not exist (nor is it a benchmark profile: {', '.join(SIZES)})", root)
     if (root / "wiki-clir").is_dir():
         return root / "wiki-clir"
     if (root / QUERIES_FILE).is_file() or root.name == "wiki-clir":
