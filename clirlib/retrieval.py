@@ -36,6 +36,7 @@ import torch
 from . import determinism
 from .data.clirmatrix import iter_documents
 from .data.dataset import RankingDataset, Ragged, Split
+from .data.errors import DataFormatError
 from .data.languages import wikiclir_files
 from .data.text import tokenize
 from .data.wikiclir_format import read_lines, tsv_fields
@@ -60,23 +61,30 @@ def collection_dataset(dataset: RankingDataset) -> RankingDataset:
         return _CACHE[key]
     if dataset.info.get("source") == "clirmatrix":  # CLIRMatrix: doc_id<TAB>text, gzipped
         documents = Path(dataset.info["files"]["documents"])
-        lines = ((did, text) for _, did, text in iter_documents(documents))
+        lines = iter_documents(documents)
     else:
         documents = wikiclir_files(root, dataset.lang).documents
-        lines = (tsv_fields(documents, lineno, line, ("doc_id", "title", "text"))[::2]
+        lines = ((lineno, *tsv_fields(documents, lineno, line, ("doc_id", "title", "text"))[::2])
                  for lineno, line in read_lines(documents))
     stoi = dataset.d_vocab.stoi
+    pool = set(dataset.doc_ids)
     ids: list[str] = []
     texts: list[list[int]] = []
+    line_of: dict[str, int] = {}  # every id: a repeated one would rank one document twice
+    row_of: dict[str, int] = {}  # the pool's documents: their collection rows
     skipped = 0
-    for did, text in lines:
+    for lineno, did, text in lines:
+        if did in line_of:
+            raise DataFormatError(f"duplicate document id {did!r} (first on line {line_of[did]})", documents, lineno)
+        line_of[did] = lineno
         toks = tokenize(text)
         if not toks:
             skipped += 1
             continue
+        if did in pool:
+            row_of[did] = len(ids)
         ids.append(did)
         texts.append([stoi.get(t, 1) for t in toks])
-    row_of = {d: i for i, d in enumerate(ids)}
     remap = np.array([row_of[d] for d in dataset.doc_ids], dtype=np.int64)  # pool row -> collection row
     splits = {name: Split(s.qidx, remap[s.didx], s.labels) for name, s in dataset.splits.items()}
     info = {**dataset.info, "collection": {"n_docs": len(ids), "skipped_empty": skipped, "file": str(documents)}}

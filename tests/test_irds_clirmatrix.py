@@ -190,6 +190,8 @@ def _rewrite(path: Path, lines: list[str]) -> None:
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", 6]]', "not a JSON object"),
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", "six"]]}', "is not an integer"),
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [["9999", 6]]}', "judged document '9999' is not in"),
+    ('{"src_id": null, "src_query": "Film", "tgt_results": [["1025", 6]]}', "src_id None is not a string"),  # was 'None'
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [[null, 6]]}', "doc_id None is not a string"),
 ])
 def test_bad_queries_lines_name_file_and_line(home, line, problem):
     path = home / "multi8" / "en" / "en.fr.test1.jl.gz"
@@ -239,6 +241,32 @@ def test_whole_collection_reads_the_documents_file(home):
     assert coll.info["collection"] == {"n_docs": 30, "skipped_empty": 0, "file": str(home / "docs" / "fr.tsv.gz")}
     for name, split in ds.splits.items():  # the same judged pairs, pointing into the collection
         assert [coll.doc_ids[d] for d in coll.splits[name].didx] == [ds.doc_ids[d] for d in split.didx]
+
+
+def test_a_query_in_two_split_files_names_both(home):
+    en = home / "multi8" / "en"
+    train = gzip.decompress((en / "en.fr.train.jl.gz").read_bytes()).decode().splitlines()
+    dev = gzip.decompress((en / "en.fr.dev.jl.gz").read_bytes()).decode().splitlines()
+    _rewrite(en / "en.fr.dev.jl.gz", [*dev, train[1]])  # query 102, line 2 of train
+    with pytest.raises(DataFormatError) as err:  # once named test1, which does not hold it
+        load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    assert (err.value.path, err.value.line) == (str(en / "en.fr.dev.jl.gz"), len(dev) + 1)
+    assert err.value.problem == "query id '102' is also in en.fr.train.jl.gz (line 2)"
+
+
+def test_a_repeated_document_id_stops_the_whole_collection(home):
+    from clirlib import retrieval
+
+    path = home / "docs" / "fr.tsv.gz"
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    unused = lines[-1].split("\t")[0]
+    _rewrite(path, [*lines, f"{unused}\tun autre texte"])  # a document no query judges, given twice
+    ds = load_dataset(DATA, "fr", n_nr=2, seed=0, embeddings="none")
+    assert unused not in ds.doc_ids  # the loader reads the judged and sampled documents only
+    with pytest.raises(DataFormatError) as err:  # ranked twice in the whole collection before
+        retrieval.collection_dataset(ds)
+    assert (err.value.path, err.value.line) == (str(path), len(lines) + 1)
+    assert err.value.problem == f"duplicate document id {unused!r} (first on line {len(lines)})"
 
 
 def test_reproduce_prechecks_the_cache(home, tmp_path, monkeypatch):

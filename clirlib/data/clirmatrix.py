@@ -84,6 +84,8 @@ def read_queries(path: Path) -> Iterator[_Query]:
         for key in ("src_id", "src_query", "tgt_results"):
             if key not in j:
                 raise DataFormatError(f"missing field {key!r}", path, lineno)
+        if not isinstance(j["src_id"], (str, int)) or isinstance(j["src_id"], bool):
+            raise DataFormatError(f"src_id {j['src_id']!r} is not a string or an integer", path, lineno)
         qid = str(j["src_id"]).strip()
         if not qid:
             raise DataFormatError("empty src_id", path, lineno)
@@ -99,6 +101,9 @@ def read_queries(path: Path) -> Iterator[_Query]:
         for k, item in enumerate(results):
             if not (isinstance(item, list) and len(item) == 2):
                 raise DataFormatError(f"tgt_results[{k}] of query {qid} is not a [doc_id, level] pair", path, lineno)
+            if not isinstance(item[0], (str, int)) or isinstance(item[0], bool):
+                raise DataFormatError(f"tgt_results[{k}] of query {qid}: doc_id {item[0]!r} is not a string or an "
+                                      f"integer", path, lineno)
             did, level = str(item[0]).strip(), item[1]
             if isinstance(level, bool) or not isinstance(level, int) and not (isinstance(level, str) and level.isdigit()):
                 raise DataFormatError(f"tgt_results[{k}] of query {qid}: level {level!r} is not an integer", path, lineno)
@@ -200,10 +205,14 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
         read = {path.name: n_read}
         if not selected:
             raise DataFormatError(f"no query has a level-{MR_LEVEL} document and a word in its text", path)
+    first_of: dict[str, _Query] = {}
+    for q in selected:  # one file has no duplicate (read_queries): a repeat is in a later split's file
+        if q.qid in first_of:
+            a = first_of[q.qid]
+            raise DataFormatError(f"query id {q.qid!r} is also in {Path(queries[sel_from[id(a)]]).name} (line {a.line})",
+                                  queries[sel_from[id(q)]], q.line)
+        first_of[q.qid] = q
     qids = [q.qid for q in selected]
-    if len(set(qids)) != len(qids):
-        dup = next(q for i, q in enumerate(qids) if q in qids[:i])
-        raise DataFormatError(f"query id {dup!r} is in more than one split file", queries["test"] if official else queries)
 
     # Sample the NR documents among each query's judged level-0 documents.
     q_mr, q_sr, q_nr = [], [], []
