@@ -121,6 +121,27 @@ def _at_least(name: str, value: Any, low: float, *, integer: bool = False, stric
         raise ConfigError(name, f"must be {'>' if strict else '>='} {low:g}, got {value}")
 
 
+def check_reader_options(*, n_queries: Any = None, n_nr: Any = 0, seed: Any = 0, max_doc_tokens: Any = None,
+                         split_sizes: Any = None) -> None:
+    """The options every real-data reader takes (``load_wikiclir``, ``load_clirmatrix``):
+    ``n_queries`` None or >= 1, ``n_nr`` >= 0, a seed, ``max_doc_tokens`` None or >= 1,
+    ``split_sizes`` None or three counts >= 0 (train, dev, test) with a positive sum."""
+    if split_sizes is not None:
+        sizes = tuple(split_sizes)
+        if len(sizes) != 3:
+            raise ConfigError("split_sizes", f"must be three counts (train, dev, test), got {split_sizes}")
+        for k in sizes:
+            _at_least("split_sizes", k, 0, integer=True)
+        if sum(sizes) < 1:
+            raise ConfigError("split_sizes", f"must ask for at least one query, got {split_sizes}")
+    if n_queries is not None:
+        _at_least("n_queries", n_queries, 1, integer=True)
+    _at_least("n_nr", n_nr, 0, integer=True)
+    check_seed("seed", seed)
+    if max_doc_tokens is not None:
+        _at_least("max_doc_tokens", max_doc_tokens, 1, integer=True)
+
+
 def _unit_interval(name: str, value: Any) -> None:
     if not 0 <= _number(name, value) <= 1:
         raise ConfigError(name, f"must be in [0, 1], got {value}")

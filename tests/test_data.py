@@ -463,3 +463,17 @@ def test_min_detectable_difference():
     with pytest.raises(ValueError):
         min_detectable_difference(0.5, 0)
 
+
+
+def test_reader_options_are_checked(tmp_path):
+    from clirlib.validate import ConfigError
+
+    root = write_wikiclir(tmp_path / "wc")
+    for kwargs, needle in ((dict(max_doc_tokens=-3), "max_doc_tokens: must be >= 1"),  # cut 3 tokens off each before
+                           (dict(max_doc_tokens=0), "max_doc_tokens: must be >= 1"),  # empty documents before
+                           (dict(n_nr=2.5), "n_nr: must be an integer"),  # numpy's TypeError before
+                           (dict(n_queries=7.5), "n_queries: must be an integer"),  # accepted before
+                           (dict(seed=-1), "seed: must be >= 0"),
+                           (dict(split_sizes=(3, 1)), "split_sizes: must be three counts")):
+        with pytest.raises(ConfigError, match=needle):
+            load_wikiclir(root, "fr", **kwargs)

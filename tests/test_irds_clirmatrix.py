@@ -328,3 +328,27 @@ def test_byte_order_marks_are_dropped(home):
     ds = load_dataset(DATA, "fr", n_nr=2, embeddings="none")
     assert (ds.query_ids, ds.doc_ids) == (clean.query_ids, clean.doc_ids)  # the first query and document kept
     assert all(_pairs(ds, s) == _pairs(clean, s) for s in ("train", "dev", "test"))
+
+
+def test_reader_options_and_lines_after_the_selected_queries(tmp_path):
+    docs = tmp_path / "fr.tsv.gz"
+    docs.write_bytes(gzip.compress(b"1\tle fleuve\n2\tla ville\n", mtime=0))
+    q = tmp_path / "q.jl"
+    good = [json.dumps({"src_id": str(i), "src_query": f"river {i}", "tgt_results": [["1", 6], ["2", 0]]}) for i in range(5)]
+    q.write_text("\n".join([*good, "{not json"]) + "\n")
+    # a bad line after the 5 queries asked for was never read (the WikiCLIR reader reads its whole file)
+    with pytest.raises(DataFormatError) as err:
+        clirmatrix.load_clirmatrix(q, docs, "fr", n_queries=5, n_nr=1)
+    assert (err.value.path, err.value.line) == (str(q), 6)
+    q.write_text("\n".join(good) + "\n")
+    official = {"train": q, "dev": q, "test": q}
+    from clirlib.validate import ConfigError
+
+    for kwargs, needle in ((dict(split_sizes=(3, -1, 1)), "split_sizes: must be >= 0, got -1"),  # an empty dev before
+                           (dict(split_sizes=(3, 1)), "split_sizes: must be three counts"),  # a KeyError before
+                           (dict(max_doc_tokens=-3), "max_doc_tokens: must be >= 1"),  # cut 3 tokens off each before
+                           (dict(n_nr=2.5), "n_nr: must be an integer"),
+                           (dict(n_queries=7.5), "n_queries: must be an integer"),
+                           (dict(seed=-1), "seed: must be >= 0")):
+        with pytest.raises(ConfigError, match=needle):
+            clirmatrix.load_clirmatrix(official, docs, "fr", **kwargs)

@@ -30,6 +30,7 @@ from .sampling import sample_nr, split_queries
 from .sampling import split_sizes as split_sizes_of
 from .text import tokenize
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
+from ..validate import check_reader_options
 
 #: CLIRMatrix relevance level -> benchmark label (2 = MR, 1 = SR, 0 = NR); see the module docstring.
 LEVEL_TO_LABEL: dict[int, int] = {6: 2, 5: 1, 4: 1, 3: 1, 2: 1, 1: 1, 0: 0}
@@ -122,10 +123,13 @@ def read_queries(path: Path) -> Iterator[_Query]:
 
 def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query], int]:
     """The first ``k`` queries (all for ``None``) with a level-6 judgement and a word in
-    their text; and how many queries were read."""
+    their text; and how many queries were read before them. Every line is checked."""
     out, read = [], 0
-    for q in read_queries(path):
+    queries = read_queries(path)
+    for q in queries:
         if k is not None and len(out) >= k:
+            for _ in queries:  # the rest of the file is checked too, as the WikiCLIR reader does
+                pass
             break
         read += 1
         if not any(level == MR_LEVEL for _, level, _ in q.judged):
@@ -174,10 +178,8 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     first ``n_queries`` usable queries, split 3:1:1 at random). ``documents``: the language's
     documents file. Labels and NR sampling: see the module docstring.
     """
-    if n_nr < 0:
-        raise ValueError(f"n_nr must be >= 0, got {n_nr}")
-    if n_queries is not None and n_queries < 1:
-        raise ValueError(f"n_queries must be positive or None, got {n_queries}")
+    check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
+                         split_sizes=split_sizes)
     skips = SkipCounter()
     official = isinstance(queries, dict)
     if official:

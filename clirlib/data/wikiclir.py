@@ -48,6 +48,7 @@ from .sampling import split_sizes as split_sizes_of
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
 from .wikiclir_format import DocIndex, MRIndex, has_bom
 from .wikiclir_select import build_splits, judged_sr, no_usable_query, read_texts, sample_query_nr, select_queries
+from ..validate import check_reader_options
 
 PAPER_N_QUERIES = 25_000
 PAPER_N_NR = 40
@@ -70,15 +71,11 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     split of the selected queries. The dataset has no embeddings; ``load_dataset`` adds them.
     Problems are reported as described in the module docstring.
     """
+    check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
+                         split_sizes=split_sizes)
     if split_sizes is not None:
         split_sizes = tuple(int(k) for k in split_sizes)
-        if len(split_sizes) != 3 or min(split_sizes) < 0 or sum(split_sizes) < 1:
-            raise ValueError(f"split_sizes must be three non-negative counts (train, dev, test), got {split_sizes}")
         n_queries = sum(split_sizes)
-    if n_queries is not None and n_queries < 1:
-        raise ValueError(f"n_queries must be positive or None, got {n_queries}")
-    if n_nr < 0:
-        raise ValueError(f"n_nr must be >= 0, got {n_nr}")
     files = wikiclir_files(root, lang)
     skips = SkipCounter()
 
