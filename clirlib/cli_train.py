@@ -98,6 +98,9 @@ def print_record(system: str, cfg, rec: dict) -> None:
     print(f"system={system} data={cfg.dataset} lang={cfg.lang}{extra} seed={cfg.seed} "
           f"best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s)")
     info = rec["data_info"]
+    if cfg.n_queries is not None and info.get("n_queries", cfg.n_queries) < cfg.n_queries:
+        print(f"note: --n-queries {cfg.n_queries} asked for more queries than the data has with a usable MR "
+              f"document ({info['n_queries']}); all of them were used")
     if "candidates_per_query" in info:
         print(f"chance P_mr@1 = 1/{info['candidates_per_query']:.1f} = {1 / info['candidates_per_query']:.3f}")
     kg = info.get("kg")

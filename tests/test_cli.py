@@ -139,3 +139,19 @@ def test_reproduce_refuses_zero_jobs_in_one_line():
     p = cli("reproduce", "--profile", "ci", "--notebooks", "02", "--jobs", "0")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip() == "python -m clirlib reproduce: error: --jobs: expected at least 1 notebook at a time, got 0"
+
+
+def test_train_says_when_the_data_has_fewer_queries_than_asked(capsys):
+    # `train --n-queries 1000` on files with 45 usable queries used the 45 without a word
+    from types import SimpleNamespace
+
+    from clirlib import cli_train
+    from clirlib.metrics import METRIC_NAMES
+
+    rec = {"config": {"loss": "sosl"}, "best_epoch": 1, "seconds": 1.0, "test": dict.fromkeys(METRIC_NAMES, 0.5),
+           "data_info": {"n_queries": 45, "candidates_per_query": 10.0}}
+    for asked, note in ((1000, True), (45, False), (None, False)):
+        cli_train.print_record("sosl", SimpleNamespace(dataset="d", lang="fr", seed=0, n_queries=asked), rec)
+        out = capsys.readouterr().out
+        assert ("note: --n-queries 1000 asked for more queries than the data has with a usable MR document (45); "
+                "all of them were used") in out if note else "note:" not in out

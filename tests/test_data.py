@@ -426,11 +426,6 @@ def test_load_dataset_on_a_fixture_dir(tmp_path):
         ds3 = load_dataset(root, "fr", n_nr=5)
     assert ds3.q_vectors is None and ds3.d_vectors is None
     assert ds3.info["embeddings"]["d"]["source"].startswith("random (no polyglot-fr.pkl")
-    # more queries asked for than the files have: all of them, said in a warning (was silent)
-    clear_cache()
-    with pytest.warns(DataSkipWarning, match=rf"\(fr\): asked for 1000 queries, its files have {ds.info['n_queries']} "
-                                             r"with a usable MR document; all of them are used"):
-        load_dataset(root, "fr", n_nr=5, n_queries=1000)
     # a misspelt embeddings folder is an error, not random vectors
     clear_cache()
     with pytest.raises(MissingDataError, match=r"no-such-emb: embeddings folder does not exist"):

@@ -334,13 +334,17 @@ def test_reader_options_and_lines_after_the_selected_queries(tmp_path):
     docs = tmp_path / "fr.tsv.gz"
     docs.write_bytes(gzip.compress(b"1\tle fleuve\n2\tla ville\n", mtime=0))
     q = tmp_path / "q.jl"
-    good = [json.dumps({"src_id": str(i), "src_query": f"river {i}", "tgt_results": [["1", 6], ["2", 0]]}) for i in range(5)]
+    good = [json.dumps({"src_id": str(i), "src_query": f"river {i}", "tgt_results": [["1", 6], ["2", 0]]}) for i in range(6)]
     q.write_text("\n".join([*good, "{not json"]) + "\n")
-    # a bad line after the 5 queries asked for was never read (the WikiCLIR reader reads its whole file)
+    # a bad line after the 5 queries asked for and the one read to know that there are 5
+    # was never read (the WikiCLIR reader reads its whole file)
     with pytest.raises(DataFormatError) as err:
         clirmatrix.load_clirmatrix(q, docs, "fr", n_queries=5, n_nr=1)
-    assert (err.value.path, err.value.line) == (str(q), 6)
-    q.write_text("\n".join(good) + "\n")
+    assert (err.value.path, err.value.line) == (str(q), 7)
+    q.write_text("\n".join(good[:5]) + "\n")
+    gen = (k for k in (3, 1, 1))  # split sizes given as an iterator are read once
+    assert clirmatrix.load_clirmatrix(q, docs, "fr", split_sizes=gen, n_nr=1).info["split_sizes"] == {
+        "train": 3, "dev": 1, "test": 1}
     official = {"train": q, "dev": q, "test": q}
     from clirlib.validate import ConfigError
 

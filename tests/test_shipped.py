@@ -329,11 +329,14 @@ def test_prune_refuses_a_bad_log_and_a_bad_variable_in_one_line(tmp_path, monkey
         env.check()
 
 
-def test_records_prune_on_the_command_line_names_a_missing_or_bad_log(tmp_path, capsys):
+def test_records_prune_on_the_command_line_names_a_missing_or_bad_log(tmp_path, capsys, monkeypatch):
     from clirlib import cli
 
     assert cli.main(["records", "prune", str(tmp_path / "absent.txt")]) == 2
     assert "absent.txt is not a file; write it with CLIRLIB_RECORDS_READ=" in capsys.readouterr().err
+    monkeypatch.setenv("HOME", str(tmp_path))  # ~ is expanded, as for CLIRLIB_RECORDS_READ (env.from_root)
+    assert cli.main(["records", "prune", "~/absent.txt"]) == 2
+    assert f"{tmp_path / 'absent.txt'} is not a file" in capsys.readouterr().err
     (tmp_path / "read.txt").write_text("garbage here\n")
     assert cli.main(["records", "prune", str(tmp_path / "read.txt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -72,8 +72,9 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DataFormatError(f"cannot be read as gzip ({e})", path, lineno + 1) from None
 
 
-def read_queries(path: Path) -> Iterator[_Query]:
-    """Every query of a CLIRMatrix JSON-lines file with its judgements, validated."""
+def read_queries(path: Path, tokens: bool = True) -> Iterator[_Query]:
+    """Every query of a CLIRMatrix JSON-lines file with its judgements, validated
+    (``tokens=False``: checked only, its tokens left empty)."""
     seen: dict[str, int] = {}
     for lineno, line in _lines(path):
         try:
@@ -118,17 +119,16 @@ def read_queries(path: Path) -> Iterator[_Query]:
                 raise DataFormatError(f"query {qid} judges document {did!r} twice", path, lineno)
             docs.add(did)
             judged.append((did, level, lineno))
-        yield _Query(qid, tokenize(j["src_query"]), lineno, judged)
+        yield _Query(qid, tokenize(j["src_query"]) if tokens else [], lineno, judged)
 
 
 def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query], int]:
     """The first ``k`` queries (all for ``None``) with a level-6 judgement and a word in
     their text; and how many queries were read before them. Every line is checked."""
     out, read = [], 0
-    queries = read_queries(path)
-    for q in queries:
+    for q in read_queries(path):
         if k is not None and len(out) >= k:
-            for _ in queries:  # the rest of the file is checked too, as the WikiCLIR reader does
+            for _ in read_queries(path, tokens=False):  # the whole file is checked, as the WikiCLIR reader does
                 pass
             break
         read += 1
@@ -178,6 +178,7 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     first ``n_queries`` usable queries, split 3:1:1 at random). ``documents``: the language's
     documents file. Labels and NR sampling: see the module docstring.
     """
+    split_sizes = tuple(split_sizes) if split_sizes is not None else None  # read once (it may be an iterator)
     check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
                          split_sizes=split_sizes)
     skips = SkipCounter()

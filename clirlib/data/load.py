@@ -37,7 +37,7 @@ from ..profiles import LANGS, SIZES
 from . import irds
 from .digests import input_digests
 from .dataset import RankingDataset
-from .errors import DataFormatError, DataSkipWarning, MissingDataError
+from .errors import DataFormatError, MissingDataError
 from .polyglot import EmbeddingCoverageWarning, find_polyglot, load_polyglot
 from .irds import is_irds
 from .synthetic import generate_benchmark
@@ -66,6 +66,8 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     """
     if embeddings not in EMBEDDINGS:
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
+    if embeddings == "polyglot" and embeddings_dir and not Path(embeddings_dir).expanduser().is_dir():
+        raise MissingDataError("embeddings folder does not exist", embeddings_dir)
     key = str(data) if str(data) in SIZES or is_irds(data) else str(Path(data).expanduser().resolve())
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
     home = str(env.ir_datasets_home()) if is_irds(data) else None  # the same id in another cache is other data
@@ -134,13 +136,8 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
         ds = reader(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
                     max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
         wc = Path(ds.info["root"])  # the wiki-clir folder; its parent is the root
-        if embeddings_dir and not Path(embeddings_dir).expanduser().is_dir():
-            raise MissingDataError("embeddings folder does not exist", embeddings_dir)
         search = [Path(embeddings_dir).expanduser()] if embeddings_dir else []
         search += [wc.parent / "polyglot", wc / "polyglot"]
-    if n_queries is not None and ds.info.get("n_queries", n_queries) < n_queries:
-        warnings.warn(f"{data} ({lang}): asked for {n_queries} queries, its files have {ds.info['n_queries']} "
-                      f"with a usable MR document; all of them are used", DataSkipWarning, stacklevel=2)
     emb_info = {}
     read = []  # the files whose bytes the dataset comes from, for info["inputs"]
     if embeddings == "polyglot":
@@ -151,7 +148,7 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
                 emb_info[side] = {"source": "random (no polyglot-%s.pkl found)" % code, "coverage": 0.0}
                 warnings.warn(f"no polyglot-{code}.pkl (or polyglot_{code}.pkl) in or below "
                               f"{', '.join(map(str, search))}: every {code} word starts from a random vector",
-                              EmbeddingCoverageWarning, stacklevel=2)
+                              EmbeddingCoverageWarning, stacklevel=3)  # load_dataset's caller
                 continue
             matrix, coverage = load_polyglot(path, vocab, seed=seed)
             read.append(path)

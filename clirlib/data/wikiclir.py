@@ -71,6 +71,7 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     split of the selected queries. The dataset has no embeddings; ``load_dataset`` adds them.
     Problems are reported as described in the module docstring.
     """
+    split_sizes = tuple(split_sizes) if split_sizes is not None else None  # read once (it may be an iterator)
     check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
                          split_sizes=split_sizes)
     if split_sizes is not None:

@@ -35,13 +35,16 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _FIELD = re.compile(r"([^\s:][^:\s]*):(.*)")
 
 
+def _is_lz4(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == _LZ4_MAGIC
+
+
 def open_binary(path: Path) -> io.BufferedIOBase:
     """The file's bytes, lz4-decompressed when it is lz4 (by its magic number)."""
     if not path.is_file():
         raise MissingDataError("file not found", path)
-    with open(path, "rb") as f:
-        compressed = f.read(4) == _LZ4_MAGIC
-    if not compressed:
+    if not _is_lz4(path):
         return open(path, "rb")
     try:
         import lz4.frame  # optional: only for .lz4 index files (a clear error below when missing)
@@ -110,6 +113,8 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
             # text mode decodes ahead in chunks: rescan the bytes to name the line
             raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, _bad_line(path)) from None
         except (EOFError, RuntimeError) as e:  # lz4.frame: a truncated or damaged compressed file
+            if not _is_lz4(path):
+                raise
             where = f", readable up to line {lineno}" if lineno else ""
             raise DataFormatError(f"damaged lz4 file{where} ({e}); fetch it again: {HOW_TO_GET}", path) from None
     if names:
