@@ -256,18 +256,22 @@ def test_byte_order_mark_is_stripped_and_noted(tmp_path, which):
     assert ds.info["byte_order_marks"] == 1 and ds.info["skipped"] == {}
 
 
+@pytest.mark.parametrize("at", [0, 3])  # the first line; the fourth (files concatenated with their headers)
 @pytest.mark.parametrize("which, header", [
-    ("documents", "doc_id\ttitle\ttext"),  # became a document before
+    ("documents", "doc_id\ttitle\ttext"),  # became a document before (on line 1; further down until session 24)
     ("queries", "query_id\ttitle\tfirst_sent"),
     ("qrels", "query_id doc_id rel"),
 ])
-def test_header_line_is_skipped_counted_and_warned(tmp_path, which, header):
-    docs = [header] + [doc_line(i) for i in range(1, N_DOCS + 1)] if which == "documents" else None
-    queries = [header] + [f"{q}\t{t}\t{s}" for q, t, s in QUERIES] if which == "queries" else None
-    qrels = [header] + [f"{q}\t{d}\t{r}" for q, rows in QRELS.items() for d, r in rows] if which == "qrels" else None
+def test_header_line_is_skipped_counted_and_warned(tmp_path, which, header, at):
+    def lines(rows):
+        return rows[:at] + [header] + rows[at:]
+
+    docs = lines([doc_line(i) for i in range(1, N_DOCS + 1)]) if which == "documents" else None
+    queries = lines([f"{q}\t{t}\t{s}" for q, t, s in QUERIES]) if which == "queries" else None
+    qrels = lines([f"{q}\t{d}\t{r}" for q, rows in QRELS.items() for d, r in rows]) if which == "qrels" else None
     root = write_wikiclir(tmp_path, docs=docs, queries=queries, qrels=qrels)
     fname = {"documents": "wiki_fr.documents", "queries": "wiki_en.queries", "qrels": "en2fr.rel"}[which]
-    with pytest.warns(DataSkipWarning, match=f"1 header lines in {fname} \\(first: {fname} line 1\\)"):
+    with pytest.warns(DataSkipWarning, match=f"1 header lines in {fname} \\(first: {fname} line {at + 1}\\)"):
         ds = _load(root)
     assert ds.info["skipped"] == {f"header lines in {fname}": 1}
     assert ds.info["n_docs_file"] == N_DOCS and "doc_id" not in ds.doc_ids

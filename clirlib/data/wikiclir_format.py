@@ -5,7 +5,8 @@ TSV fields and qrels, and the two validating passes over the documents and qrels
 A UTF-8 byte-order mark at the start of a file (which some editors write) is stripped, so
 the first line's id is read as written; the number of files that had one is recorded in
 ``info["byte_order_marks"]``. A header line (first line whose columns are all column
-names such as ``query_id``, ``doc_id``, ``title``, ``text``, ``rel``) is skipped and counted.
+names such as ``query_id``, ``doc_id``, ``title``, ``text``, ``rel``) is skipped and counted,
+on the first line or further down (files concatenated with their headers).
 Every line that is read but not used is counted in ``info["skipped"]`` (with one warning):
 blank lines and header lines per file, and relevance lines naming a query id that is not
 in the queries file (counted, not an error: WikiCLIR's qrels are per language, its queries
@@ -53,10 +54,19 @@ HEADER_WORDS = frozenset({"id", "qid", "query_id", "queryid", "query", "docid", 
                           "document", "iteration", "q0"})
 
 
+#: First characters of the header words, both cases: :func:`read_lines` tests only lines that
+#: start with one (WikiCLIR's ids are numbers), so the check costs next to nothing per line.
+_HEADER_INITIALS = frozenset(w[0] for w in HEADER_WORDS) | frozenset(w[0].upper() for w in HEADER_WORDS)
+
+
 def is_header(line: str) -> bool:
     """A line made only of column names (e.g. ``doc_id<TAB>title<TAB>text``)."""
+    end = line.find("\t")
+    head = (line[:end] if end >= 0 else line[:64]).split(None, 1)
+    if not head or head[0].lower() not in HEADER_WORDS:
+        return False  # the first column is no column name (found without splitting a long text)
     cols = line.split()
-    return bool(cols) and all(c.lower() in HEADER_WORDS for c in cols)
+    return all(c.lower() in HEADER_WORDS for c in cols)
 
 
 def has_bom(path: Path) -> bool:
@@ -83,12 +93,12 @@ def read_lines(path: Path, skips: SkipCounter | None = None) -> Iterator[tuple[i
                     if skips is not None:
                         skips.add(f"blank lines in {path.name}", f"{path.name} line {lineno}")
                     continue
-                if first:
+                if (first or line[0] in _HEADER_INITIALS) and is_header(line):
                     first = False
-                    if is_header(line):
-                        if skips is not None:
-                            skips.add(f"header lines in {path.name}", f"{path.name} line {lineno}")
-                        continue
+                    if skips is not None:
+                        skips.add(f"header lines in {path.name}", f"{path.name} line {lineno}")
+                    continue
+                first = False
                 yield lineno, line
     except UnicodeDecodeError:
         # Text mode decodes in chunks; rescan in bytes to name the line.
