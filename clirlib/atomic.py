@@ -138,10 +138,19 @@ def temp_folder(dest: str | os.PathLike) -> Iterator[Path]:
 
 def replace_folder(src: str | os.PathLike, dest: str | os.PathLike) -> None:
     """Rename folder ``src`` to ``dest``; an existing ``dest`` is first renamed aside
-    (``.stale-<name>-<PID>-<random>``) and removed: a reader sees the old folder or the new one."""
+    (``.stale-<name>-<PID>-<random>``), and removed once ``src`` is in its place: ``dest`` is
+    missing only between two renames (never while a large folder is being deleted), and a
+    failed second rename puts the old folder back."""
     dest = Path(dest)
+    stale = None
     if dest.exists():
         stale = dest.parent / f".stale-{dest.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.rename(dest, stale)
+    try:
+        os.rename(src, dest)
+    except BaseException:
+        if stale is not None:
+            os.rename(stale, dest)
+        raise
+    if stale is not None:
         shutil.rmtree(stale, ignore_errors=True)
-    os.rename(src, dest)

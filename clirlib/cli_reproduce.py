@@ -10,7 +10,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -147,7 +146,7 @@ def _run_notebook(pm, nb: Path, args: argparse.Namespace, params: dict, out_dir:
               file=sys.stderr, flush=True)
         return False
     if in_place:
-        shutil.copyfile(out_dir / nb.name, nb)
+        atomic.write_bytes(nb, (out_dir / nb.name).read_bytes())  # a kill leaves the old notebook, never a cut one
         notebook.committed_form(nb)
     return True
 

@@ -191,3 +191,23 @@ def test_hike_reranks_e5s_top_documents_over_the_collection(tmp_path, monkeypatc
         assert got[i, :3].tolist() == top[np.argsort(-own[i, top], kind="stable")].tolist()  # e5's top 3 in HIKE's order
         assert got[i, 3:].tolist() == first[i, 3:].tolist()  # the rest in e5's order, below
     assert len(retrieval.evaluate_system(h, ds, "test")) == len(q)
+
+
+def test_vector_cache_keeps_two_writers_vectors_and_names_a_bad_file(tmp_path):
+    from clirlib.data.errors import DataFormatError
+    from clirlib.systems.e5 import VectorCache
+
+    path = tmp_path / "e5" / "docs.npz"
+    a, b = VectorCache(path), VectorCache(path)  # two workers, both opened before either saved
+    a.vectors["ka"] = np.full(4, 1.0, np.float32)
+    a.save()
+    b.vectors["kb"] = np.full(4, 2.0, np.float32)
+    b.save()  # the last writer used to win: "ka" was lost
+    assert sorted(VectorCache(path).vectors) == ["ka", "kb"]
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # a file cut short (not by this writer: it writes atomically)
+    with pytest.raises(DataFormatError, match=r"docs.npz: not a readable e5 vector cache .*delete it"):
+        VectorCache(path)
+    np.savez(path, keys=np.array(["k1", "k2"]), vectors=np.zeros((3, 4), np.float32))
+    with pytest.raises(DataFormatError, match=r"docs.npz: an e5 vector cache of 2 keys and vectors of shape \(3, 4\)"):
+        VectorCache(path)

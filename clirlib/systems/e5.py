@@ -13,8 +13,10 @@ the embedded benchmark, and caches vectors per text: ``docs/debian.md``, "The e5
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,15 +130,37 @@ def backend(e5_path: str | None, threads: int):
 
 # --------------------------------------------------------------------------- the vector cache
 class VectorCache:
-    """Vectors of prefixed texts by SHA-256, in one ``.npz`` per (backend, dataset)."""
+    """Vectors of prefixed texts by SHA-256, in one ``.npz`` per (backend, dataset).
+
+    A file that cannot be read as one raises :class:`DataFormatError` naming it (it holds
+    hours of encoding: never set aside silently). :meth:`save` merges what another process
+    saved meanwhile (under an ``flock`` on ``<file>.lock``), then writes the whole file
+    atomically, so two workers encoding for one collection keep both their vectors."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.vectors: dict[str, np.ndarray] = {}
-        if path.is_file():
+        self.vectors: dict[str, np.ndarray] = self._read(path) if path.is_file() else {}
+        self._seen = self._stamp()  # the file as this object last read or wrote it
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, np.ndarray]:
+        try:
             with np.load(path) as z:
-                for k, v in zip(z["keys"].tolist(), z["vectors"]):
-                    self.vectors[k] = v
+                keys, vectors = z["keys"].tolist(), z["vectors"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+            raise DataFormatError(f"not a readable e5 vector cache ({type(e).__name__}: {e}); delete it and its "
+                                  f"texts are encoded again", path) from None
+        if vectors.ndim != 2 or len(keys) != len(vectors):
+            raise DataFormatError(f"an e5 vector cache of {len(keys)} keys and vectors of shape {vectors.shape}; "
+                                  f"delete it and its texts are encoded again", path)
+        return dict(zip(keys, vectors))
 
     @staticmethod
     def key(text: str, side: str) -> str:
@@ -144,9 +168,14 @@ class VectorCache:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        keys = sorted(self.vectors)
-        with atomic.replacing(self.path, "wb", encoding=None) as f:  # whole file or nothing (two workers: the last one's wins)
-            np.savez(f, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one writer at a time; released when the file closes
+            if self._stamp() not in (None, self._seen):  # another process saved vectors since
+                self.vectors = {**self._read(self.path), **self.vectors}
+            keys = sorted(self.vectors)
+            with atomic.replacing(self.path, "wb", encoding=None) as f:  # whole file or nothing
+                np.savez(f, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+            self._seen = self._stamp()
 
 
 @register

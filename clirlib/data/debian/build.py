@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import atomic
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
 from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
@@ -255,12 +256,12 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
             code: write_embeddings(out / "polyglot" / f"polyglot-{code}.pkl",
                                    [tr[d].text() for d in sorted(members)], seed, code),
         }
-    (out / f"debian-{code}.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    atomic.write_text(out / f"debian-{code}.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
     return info
 
 
 def _write(path: Path, lines: list[str]) -> None:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8", newline="\n")
+    atomic.write_text(path, "".join(line + "\n" for line in lines), newline="\n")  # a killed build leaves no cut file
 
 
 def write_embeddings(path: Path, texts: list[str], seed: int, lang: str) -> dict[str, Any]:
