@@ -26,6 +26,7 @@ by age alone: a live writer's temporary files are never removed, however old.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -156,6 +157,10 @@ def read_entry(path: Path, key: str, config: dict[str, Any], key_defaults: dict[
             record = json.load(f)
         check_entry(record, key, config, key_defaults, metric_names, trained)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, CacheEntryError, RecursionError) as e:
+        if isinstance(e, OSError) and not (isinstance(e, (IsADirectoryError, FileNotFoundError)) or e.errno == errno.ELOOP):
+            # the machine's trouble (permissions, too many open files, an I/O error), not the
+            # entry's: keep the finished run and say so, instead of moving it aside
+            raise OSError(e.errno, f"cannot read cache entry {path}: {e.strerror or e}") from None
         problem = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] or type(e).__name__
         quarantine(path, f"{type(e).__name__}: {problem}" if not isinstance(e, CacheEntryError) else problem)
         return None

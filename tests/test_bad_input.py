@@ -655,3 +655,24 @@ def test_ctrl_c_during_train_is_one_line(capsys, monkeypatch, tmp_path):
     rc, err = run_cli(capsys, "train", "--quiet", "--epochs", "1", "--out", str(tmp_path / "r.json"))
     assert rc == 130 and len(err) == 1 and "interrupted" in err[0]
     assert not (tmp_path / "r.json").exists()
+
+
+def test_an_unreadable_entry_is_kept_not_quarantined(results_dir, good_entry, monkeypatch):
+    # EACCES, EMFILE or EIO say nothing about the entry: it was moved aside and retrained before
+    import errno
+    import os
+
+    path = experiments.runs_dir() / f"{experiments.cache_key(CFG)}.json"
+    path.write_text(good_entry)
+    real_open = open
+
+    def failing_open(file, *a, **k):
+        if os.fspath(file) == os.fspath(path):
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(file, *a, **k)
+
+    with monkeypatch.context() as mp:
+        mp.setattr("builtins.open", failing_open)
+        with pytest.raises(OSError, match=f"cannot read cache entry {path}: Too many open files"):
+            cache.read_entry(path, json.loads(good_entry)["key"], CFG.resolved().to_dict(), {}, [])
+    assert path.read_text() == good_entry and not (path.parent / "quarantine").exists()

@@ -80,6 +80,10 @@ def test_pack_is_deterministic_and_sharded(dirs, monkeypatch):
     for name in [*man["shards"], shipped.MANIFEST]:
         assert (dirs / "a" / name).read_bytes() == (dirs / "b" / name).read_bytes()
     assert len(shipped.load_all(dirs / "a")) == 3
+    # packed again into fewer shards: the third goes, once the new manifest names two
+    shipped.pack(_local_records()[:2], dirs / "a", {"code": "c", "cpu": "x"})
+    assert sorted(p.name for p in (dirs / "a").glob("shard-*")) == ["shard-000.jsonl.gz", "shard-001.jsonl.gz"]
+    assert len(shipped.load_all(dirs / "a")) == 2
 
 
 def test_a_damaged_shipped_record_is_refused_by_name_and_retrained(dirs, monkeypatch):

@@ -233,12 +233,10 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
             size = 0
         shards[-1].append((k, line))
         size += est
-    for old in folder.glob("shard-*.jsonl.gz"):
-        old.unlink()
     out: dict[str, Any] = {"format": FORMAT, "records": {}, "shards": {}}
-    for i, shard in enumerate(shards):
-        name = f"shard-{i:03d}.jsonl.gz"
-        data = gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0)
+    data_of = {f"shard-{i:03d}.jsonl.gz": gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0)
+               for i, shard in enumerate(shards)}  # all compressed first: the files change in one short burst
+    for (name, data), shard in zip(data_of.items(), shards):
         atomic.write_bytes(folder / name, data)
         out["shards"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "records": len(shard)}
         for k, line in shard:
@@ -249,6 +247,9 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
                                  "code": prov.get("code"), "cpu": prov.get("cpu"),
                                  "kind": record_kind(rec)}
     atomic.write_bytes(folder / MANIFEST, (json.dumps(out, indent=1, sort_keys=True) + "\n").encode())
+    for old in folder.glob("shard-*.jsonl.gz"):  # shards the new manifest no longer names, once it is written
+        if old.name not in data_of:
+            old.unlink()
     forget()
     return out
 
