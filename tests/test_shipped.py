@@ -319,8 +319,11 @@ def test_prune_drops_what_a_complete_traced_run_never_looked_up(dirs, monkeypatc
 
 def test_prune_refuses_a_bad_log_and_a_bad_variable_in_one_line(tmp_path, monkeypatch):
     log = tmp_path / "read.txt"
-    log.write_text(f"v5-g2-0123\nnot a key\n{shipped.COMPLETE}\n")
+    log.write_text(f"v5-g2-0123456789abcdef\nnot a key\n{shipped.COMPLETE}\n")
     with pytest.raises(ValueError, match=r"read.txt, line 2: not a run key: 'not a key'"):
+        shipped.read_lookups(log)
+    log.write_text(f"v5-g2-sosl-0123456789abcdef-i0123\n{shipped.COMPLETE}\n")  # cut by a full disk
+    with pytest.raises(ValueError, match=r"read.txt, line 1: not a run key: 'v5-g2-sosl-0123456789abcdef-i0123'"):
         shipped.read_lookups(log)
     log.write_bytes(gzip.compress(b"v5-g2-0123\n"))
     with pytest.raises(ValueError, match="read.txt: not a text file of run keys"):

@@ -106,7 +106,9 @@ def folders() -> list[Path]:
 #: The line a traced ``make reproduce`` appends once every notebook of the default profile ran:
 #: :func:`prune` trusts no other log (a partial or failed run never looked up the rest).
 COMPLETE = "# complete: reproduce --profile default"
-_KEY = re.compile(r"v\d+-g\d+-\S+")
+#: A whole run key (``experiments.cache_key``): ``v<cache>-g<generator>-[<system>-]<16 hex>[-i<16 hex>]``,
+#: so a lookup line cut short (a full disk) is refused, not read as a key that matches nothing.
+_KEY = re.compile(r"v\d+-g\d+-(?:[a-z0-9_.]+-)?[0-9a-f]{16}(?:-i[0-9a-f]{16})?")
 
 
 def _log_line(line: str) -> None:
