@@ -257,7 +257,7 @@ def average_precision(level: int) -> Callable[[RankedLists], np.ndarray]:
         # the j-th relevant document of a query, at rank r, has precision@r = j / r
         j = np.arange(1, len(hit_rows) + 1) - (np.cumsum(n_rel) - n_rel)[hit_query]
         total = np.bincount(hit_query, weights=j / rl.rank[hit_rows], minlength=rl.n_queries)
-        return np.divide(total, n_rel, out=np.zeros_like(total), where=n_rel > 0)
+        return np.divide(total, n_rel, out=np.zeros(rl.n_queries), where=n_rel > 0)  # float even when no row is relevant
 
     return ap
 

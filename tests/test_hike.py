@@ -228,6 +228,38 @@ def test_rerank_puts_hike_order_on_top_of_the_first_stage():
     assert np.argsort(-out[0], kind="stable").tolist() == [3, 1, 0, 2, 4]
 
 
+def test_rerank_lets_no_row_order_choose_among_tied_first_stage_scores():
+    # A constant HIKE over a first stage that ties all 6 documents, re-ranking its top 1: the
+    # block was the lowest row, so an MR document in row 0 ranked first (P_mr@1 1.0) and one
+    # in row 5 last (0.0). Every tied document is re-scored now, and the metrics' tie rule
+    # (the less relevant first) ranks MR last wherever it is: P_mr@1 0 and MRR_mr 1/6.
+    from clirlib.metrics import evaluate
+    from clirlib.systems.hike import rerank
+
+    class Constant:
+        def score_pairs(self, dataset, q, d):
+            return np.zeros(len(q))
+
+    out = rerank(Constant(), None, np.full((1, 6), 0.3), np.array([0]), depth=1)
+    assert (out == out[0, 0]).all()  # one block of six, every score equal
+    for mr in (0, 5):
+        labels = np.zeros(6, np.int64)
+        labels[mr] = 2
+        m = evaluate(out[0], labels, np.zeros(6, np.int64), ("P_mr@1", "MRR_mr"))
+        assert m == pytest.approx({"P_mr@1": 0.0, "MRR_mr": 1 / 6})
+    # ties that do not cross the cut leave the block at depth (the records' pairs, in their order)
+    seen = []
+
+    class Recording:
+        def score_pairs(self, dataset, q, d):
+            seen.append(np.asarray(d).tolist())
+            return np.zeros(len(q))
+
+    rerank(Recording(), None, np.array([[0.9, 0.5, 0.5, 0.8]]), np.array([0]), depth=2)
+    rerank(Recording(), None, np.array([[0.9, 0.5, 0.5, 0.8]]), np.array([0]), depth=3)
+    assert seen == [[0, 3], [0, 3, 1, 2]]  # depth 3 cuts the tie of rows 1 and 2: both are re-scored
+
+
 def _per_query_metrics(scores: np.ndarray, labels: np.ndarray, qidx: np.ndarray) -> pd.DataFrame:
     """Per-query values of the seven metrics plus NDCG@1 and NDCG@10 (column ``query_id`` first)."""
     from clirlib.metrics import evaluate_per_query

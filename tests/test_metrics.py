@@ -87,6 +87,13 @@ def test_hand_checked_per_query():
         assert row[list(METRIC_NAMES)].to_numpy(float) == pytest.approx(expected, abs=1e-12), row["query_id"]
 
 
+def test_nothing_relevant_anywhere_gives_zeros():
+    # qD alone (no relevant row in the whole input): every metric 0, as for qD in the fixture;
+    # MAP raised numpy's UFuncTypeError (an integer bincount of no rows cannot hold a division)
+    assert evaluate([0.3, 0.2, 0.1], [0, 0, 0], [0, 0, 0]) == dict.fromkeys(METRIC_NAMES, 0.0)
+    assert evaluate_per_query([0.3, 0.2], [0, 0], ["qD", "qD"])[list(METRIC_NAMES)].to_numpy().tolist() == [[0.0] * 7]
+
+
 def test_hand_checked_means():
     result = evaluate(*_fixture_arrays())
     assert list(result) == list(METRIC_NAMES)

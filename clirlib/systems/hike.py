@@ -482,13 +482,19 @@ def rerank(system: Hike, dataset, first_stage_scores: np.ndarray, qrows: np.ndar
 
     ``first_stage_scores`` (n_q, n_docs) for the query rows ``qrows``; returns (n_q, n_docs)
     scores: the top ``depth`` documents get HIKE's scores, shifted above every other document,
-    and the rest keep the first stage's order below them."""
+    and the rest keep the first stage's order below them. Documents tied with the
+    ``depth``-th first-stage score are all re-scored (the block grows past ``depth``), so
+    no row order decides which of them is lifted above the others (the tie rule of
+    ``clirlib.retrieval``)."""
     fs = np.asarray(first_stage_scores, dtype=np.float64)
     depth = min(depth, fs.shape[1])
-    top = np.argsort(-fs, axis=1, kind="stable")[:, :depth]  # (n_q, depth)
-    h = system.score_pairs(dataset, np.repeat(np.asarray(qrows, np.int64), depth), top.reshape(-1))
-    h = h.reshape(len(qrows), depth)  # (n_q, depth)
+    order = np.argsort(-fs, axis=1, kind="stable")  # (n_q, n_docs)
+    ranked = np.take_along_axis(fs, order, axis=1)
+    size = (ranked >= ranked[:, depth - 1:depth]).sum(axis=1)  # depth, or more where ties cross it
+    qi = np.repeat(np.arange(len(fs)), size)
+    di = np.concatenate([order[i, :k] for i, k in enumerate(size)]) if len(fs) else np.zeros(0, np.int64)
+    h = system.score_pairs(dataset, np.asarray(qrows, np.int64)[qi], di)
     below = fs - fs.max() - 1.0  # (n_q, n_docs) every first-stage score below 0 ...
     out = below - (h.max() - h.min())  # ... and below the lowest re-ranked score
-    np.put_along_axis(out, top, h - h.min(), axis=1)  # re-ranked block in [0, spread]
+    out[qi, di] = h - h.min()  # re-ranked block in [0, spread]
     return out
