@@ -151,6 +151,8 @@ def top_k_chunk(scores: torch.Tensor, k: int, q_codes: np.ndarray, rel_keys: np.
     pessimistic tie rule. ``q_codes`` (b,) are the rows' query codes; a relevant document is
     ``q_code * n_docs + doc`` in the sorted ``rel_keys`` with label ``rel_labels``."""
     b, n = scores.shape
+    if not torch.isfinite(scores).all():  # as the candidate lists refuse them (metrics.RankedLists)
+        raise ValueError(f"scores contain {int((~torch.isfinite(scores)).sum())} NaN/inf value(s)")
     # One more than k: a tie crosses the boundary only where the (k+1)-th score equals the k-th.
     vals, idx = top_values(scores, min(k + 1, n))  # (b, k + 1), (b, k + 1) unordered
     idx = idx.astype(np.int64)

@@ -43,6 +43,13 @@ def test_ties_at_the_boundary_are_pessimistic():
     assert lab4.tolist() == [[0, 0, 0, 2]]  # the relevant one last among the four tied
 
 
+def test_nan_scores_are_refused_as_in_candidate_lists():
+    # a NaN used to be the dropped (k+1)-th score, so its document left the ranking unseen
+    keys, labels = _rel([0], [1], [2], 5)
+    with pytest.raises(ValueError, match="scores contain 1 NaN/inf value"):
+        retrieval.top_k_chunk(torch.tensor([[1.0, float("nan"), 0.9, 0.8, 0.5]]), 2, np.array([0]), keys, labels, 5)
+
+
 def test_rank_vectors_matches_r_eps_sort():
     g = np.random.default_rng(0)
     q, d = g.normal(size=(3, 4)), g.normal(size=(20, 4))
