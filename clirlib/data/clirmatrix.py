@@ -41,9 +41,10 @@ MR_LEVEL = 6
 @dataclass
 class _Query:
     qid: str
-    tokens: list[str]
+    text: str
     line: int
     judged: list[tuple[str, int, int]]  # (doc id, level, line) in file order
+    tokens: list[str] | None = None  # tokenised by _select, for the queries it looks at
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -72,9 +73,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DataFormatError(f"cannot be read as gzip ({e})", path, lineno + 1) from None
 
 
-def read_queries(path: Path, tokens: bool = True) -> Iterator[_Query]:
-    """Every query of a CLIRMatrix JSON-lines file with its judgements, validated
-    (``tokens=False``: checked only, its tokens left empty)."""
+def read_queries(path: Path) -> Iterator[_Query]:
+    """Every query of a CLIRMatrix JSON-lines file with its judgements, validated."""
     seen: dict[str, int] = {}
     for lineno, line in _lines(path):
         try:
@@ -119,19 +119,21 @@ def read_queries(path: Path, tokens: bool = True) -> Iterator[_Query]:
                 raise DataFormatError(f"query {qid} judges document {did!r} twice", path, lineno)
             docs.add(did)
             judged.append((did, level, lineno))
-        yield _Query(qid, tokenize(j["src_query"]) if tokens else [], lineno, judged)
+        yield _Query(qid, j["src_query"], lineno, judged)
 
 
 def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query], int]:
     """The first ``k`` queries (all for ``None``) with a level-6 judgement and a word in
     their text; and how many queries were read before them. Every line is checked."""
     out, read = [], 0
-    for q in read_queries(path):
+    queries = read_queries(path)
+    for q in queries:
         if k is not None and len(out) >= k:
-            for _ in read_queries(path, tokens=False):  # the whole file is checked, as the WikiCLIR reader does
+            for _ in queries:  # the rest of the file is checked too, as the WikiCLIR reader does
                 pass
             break
         read += 1
+        q.tokens = tokenize(q.text)
         if not any(level == MR_LEVEL for _, level, _ in q.judged):
             skips.add(f"queries without a level-{MR_LEVEL} document in {path.name}", f"{path.name} line {q.line}")
             continue
