@@ -96,7 +96,7 @@ def print_record(system: str, cfg, rec: dict) -> None:
     if c.get("kg_dir"):
         extra += f" ({c['kg_dir']})"
     print(f"system={system} data={cfg.dataset} lang={cfg.lang}{extra} seed={cfg.seed} "
-          f"best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s)")
+          f"best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s on {rec.get('provenance', {}).get('device', 'cpu')})")
     info = rec["data_info"]
     if cfg.n_queries is not None and info.get("n_queries", cfg.n_queries) < cfg.n_queries:
         print(f"note: --n-queries {cfg.n_queries} asked for more queries than the data has with a usable MR "

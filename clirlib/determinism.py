@@ -82,9 +82,40 @@ def torch_generator(seed: int, *stream: int | str) -> torch.Generator:
     return g
 
 
+#: Devices pinned by :func:`on_device`, innermost last (they win over ``CLIRLIB_DEVICE``).
+_pinned: list[str] = []
+
+
 def device() -> torch.device:
-    """The GPU when one is present, the CPU otherwise (never required)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """Where the paper's ranker trains: a device pinned by :func:`on_device`, else
+    ``CLIRLIB_DEVICE`` (``auto``: the GPU when torch sees one, the CPU otherwise; a GPU is
+    used, never required). A GPU gives other floating-point results than the CPU (other
+    kernels, other summation orders, its own dropout masks), so the numbers of the tests
+    and of the shipped records are CPU results and are checked on the CPU."""
+    choice = _pinned[-1] if _pinned else env.device_choice()
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    elif choice == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{env.DEVICE}=cuda asks for a GPU, but torch sees none (torch {torch.__version__})")
+    return torch.device(choice)
+
+
+@contextlib.contextmanager
+def on_device(name: str) -> Iterator[None]:
+    """Train on ``name`` (``cpu``, ``cuda`` or ``auto``) inside the block, whatever
+    ``CLIRLIB_DEVICE`` says: ``records verify`` retrains a record where it was trained."""
+    if name not in env.DEVICE_NAMES:
+        raise ValueError(f"unknown device {name!r}: use one of {', '.join(env.DEVICE_NAMES)}")
+    _pinned.append(name)
+    try:
+        yield
+    finally:
+        _pinned.pop()
+
+
+def describe(dev: torch.device) -> str:
+    """``cpu``, or ``cuda: <the GPU's name>``: what a record says it was trained on."""
+    return f"cuda: {torch.cuda.get_device_name(dev)}" if dev.type == "cuda" else dev.type
 
 
 def _stable_int(s: int | str) -> int:

@@ -11,6 +11,9 @@
                           ``1`` or unset: bars when the output is a terminal
 ``CI``                    set (to anything): no progress bars
 ``CLIRLIB_THREADS``       torch CPU threads (default 2, the target machines' cores)
+``CLIRLIB_DEVICE``        where the paper's ranker trains: ``auto`` (default: the GPU
+                          when torch sees one, else the CPU), ``cpu`` or ``cuda``; the
+                          tests run ``cpu`` (their numbers are CPU results)
 ``IR_DATASETS_HOME``      ir_datasets' cache, searched for WikiCLIR
                           (default ``~/.ir_datasets``)
 ``CLIRLIB_EXECUTOR``      ``serial`` (default) or ``ray``: how experiment grids run
@@ -42,6 +45,7 @@ HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS, SYS
     "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME",
     "CLIRLIB_EXECUTOR", "RAY_ADDRESS", "CLIRLIB_SYSTEM_WORKERS")
 FORCE_SINCE = "CLIRLIB_FORCE_SINCE"
+DEVICE = "CLIRLIB_DEVICE"
 RECORDS_READ = "CLIRLIB_RECORDS_READ"
 
 
@@ -102,6 +106,18 @@ def _positive(name: str, default: int) -> int:
 def threads(default: int = 2) -> int:
     """Torch CPU threads: ``CLIRLIB_THREADS`` or ``default``."""
     return _positive(THREADS, default)
+
+
+#: Values of ``CLIRLIB_DEVICE`` (``clirlib.determinism.device``).
+DEVICE_NAMES = ("auto", "cpu", "cuda")
+
+
+def device_choice() -> str:
+    """``CLIRLIB_DEVICE``: ``auto`` (default), ``cpu`` or ``cuda``."""
+    name = os.environ.get(DEVICE, "").strip() or "auto"
+    if name not in DEVICE_NAMES:
+        raise ValueError(f"environment variable {DEVICE}={name!r}: use one of {', '.join(DEVICE_NAMES)}")
+    return name
 
 
 def system_workers() -> int:
@@ -195,6 +211,7 @@ def check() -> None:
     force_since()
     progress_disabled()
     threads()
+    device_choice()
     system_workers()
     executor()
     records_read_log()

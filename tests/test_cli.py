@@ -153,5 +153,6 @@ def test_train_says_when_the_data_has_fewer_queries_than_asked(capsys):
     for asked, note in ((1000, True), (45, False), (None, False)):
         cli_train.print_record("sosl", SimpleNamespace(dataset="d", lang="fr", seed=0, n_queries=asked), rec)
         out = capsys.readouterr().out
+        assert out.splitlines()[0].endswith("best_epoch=1 (1.0s on cpu)")  # a record without provenance: a CPU's
         assert ("note: --n-queries 1000 asked for more queries than the data has with a usable MR document (45); "
                 "all of them were used") in out if note else "note:" not in out

@@ -175,4 +175,4 @@ def test_a_records_provenance_is_the_code_it_started_training_with(monkeypatch):
         return out
     monkeypatch.setattr(sosl, "train", train_then_commit)
     rec = experiments.compute_record(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
-    assert state["code"] == "after" and rec["provenance"] == {"code": "before", "cpu": "test cpu"}
+    assert state["code"] == "after" and rec["provenance"] == {"code": "before", "cpu": "test cpu", "device": "cpu"}

@@ -424,6 +424,7 @@ def test_seeds_and_languages_are_checked_by_meaning(capsys, no_training, args, l
     ("CLIRLIB_FORCE", "yes", "environment variable CLIRLIB_FORCE='yes': use 0 or 1"),  # read after 10 runs before
     ("CLIRLIB_PROGRESS", "2", "environment variable CLIRLIB_PROGRESS='2': use 0 or 1"),
     ("CLIRLIB_THREADS", "0", "environment variable CLIRLIB_THREADS='0': use a positive integer"),
+    ("CLIRLIB_DEVICE", "gpu", "environment variable CLIRLIB_DEVICE='gpu': use one of auto, cpu, cuda"),
     ("CLIRLIB_SYSTEM_WORKERS", "two", "environment variable CLIRLIB_SYSTEM_WORKERS='two': use a positive integer"),
     ("CLIRLIB_EXECUTOR", "dask", "environment variable CLIRLIB_EXECUTOR='dask': use one of serial, ray"),
     ("RAY_ADDRESS", "nohost", "environment variable RAY_ADDRESS='nohost': expected <host>:<port> (e.g. 127.0.0.1:6379)"),

@@ -37,6 +37,7 @@ from . import shipped
 from .. import cache, env, paths, profiles, retrieval, systems
 from ..data import kg, load
 from ..data.digests import file_digest
+from ..determinism import describe, device
 from ..cache import CACHE_VERSION
 from ..data.synthetic import GENERATOR_VERSION
 from ..labels import label_counts
@@ -193,9 +194,10 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     cfg = config.resolved()
     dataset = prepared_dataset(cfg, dataset)
     key = cache_key(cfg, dataset.info.get("inputs"))  # the digests it was read with: a worker needs no files
-    provenance = shipped.provenance()  # read before training (cached per process): the code that trains it
-    t0 = time.perf_counter()
     system = systems.get(cfg.system)(cfg)
+    # read before training (cached per process): the code that trains it, and where
+    provenance = {**shipped.provenance(), "device": describe(device()) if system.uses_device else "cpu"}
+    t0 = time.perf_counter()
     try:
         system.fit(dataset, cfg.seed)
     except NonFiniteError as e:

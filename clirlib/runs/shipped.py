@@ -215,7 +215,7 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
     manifest, replacing what was there; returns the manifest.
 
     Records are sorted by key and cut into shards of at most ``SHARD_BYTES`` compressed.
-    ``provenance`` (``code``, ``cpu``) is what the manifest says of records that carry none
+    ``provenance`` (``code``, ``cpu``; ``device`` for records trained since it was recorded) is what the manifest says of records that carry none
     of their own (``record["provenance"]``) and that the folder's manifest did not list with
     the same bytes: a record packed again keeps the commit and CPU it was shipped with."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -247,6 +247,7 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
             prov = rec.get("provenance") or (before if before.get("sha256") == line_digest(line) else provenance)
             out["records"][k] = {"shard": name, "sha256": line_digest(line), "created": rec.get("created"),
                                  "code": prov.get("code"), "cpu": prov.get("cpu"),
+                                 **({"device": prov["device"]} if prov.get("device") else {}),
                                  "kind": record_kind(rec)}
     atomic.write_bytes(folder / MANIFEST, (json.dumps(out, indent=1, sort_keys=True) + "\n").encode())
     for old in folder.glob("shard-*.jsonl.gz"):  # shards the new manifest no longer names, once it is written

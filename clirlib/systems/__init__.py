@@ -122,6 +122,8 @@ class System:
     #: True: runs of one (dataset, language, seed) share state kept in the process (MDL's
     #: doc2vec memo), so ``executors.PoolExecutor`` gives them to one worker together.
     shares_per_seed: ClassVar[bool] = False
+    #: True: it trains on ``determinism.device()`` (the GPU when present); False: on the CPU.
+    uses_device: ClassVar[bool] = False
     #: The config ``python -m clirlib train --system <name>`` builds (default: ``Config``);
     #: its fields are the command's options (``cli_train.system_options``), less
     #: ``cli_hidden``, the fields :meth:`cli_config_of` sets from other options.

@@ -67,6 +67,7 @@ class SOSL(System):
     """The paper's ranker (default: SOSL loss, average pooling, eps = 1)."""
 
     name = "sosl"
+    uses_device = True
     is_dual_encoder = True
     Config = SOSLConfig
     cli_config = TrainConfig  # the command line trains the paper's ranker with every setting
