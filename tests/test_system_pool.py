@@ -48,7 +48,7 @@ def test_two_workers_give_the_serial_records(tmp_path, monkeypatch):
     assert [r["key"] for r in pooled] == [r["key"] for r in serial]  # the configs' order
     for s, p in zip(serial, pooled):
         assert _numbers(p) == _numbers(s), s["config"]["system"]
-    # the driver wrote every entry; read back, they are the pooled records
+    # every entry is in the driver's folder (the MDL group's written by its worker); read back, they are the pooled records
     assert sorted(f.name for f in (tmp_path / "pool" / "results" / "runs").glob("*.json")) == \
         sorted(f"{r['key']}.json" for r in pooled)
     assert grid_runs.system_runs(CONFIGS, workers=2) == pooled
@@ -65,3 +65,29 @@ def test_a_failing_run_in_a_worker_raises_in_the_driver(tmp_path, monkeypatch):
 def test_workers_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         grid_runs.system_runs(CONFIGS[:1], workers=0)
+
+
+def test_a_group_stores_each_record_before_the_next_run_starts(tmp_path, monkeypatch):
+    # an interrupted group of runs (MDL's, sharing doc2vec) loses only the run in progress:
+    # before, a group's records went back to the driver together, at the end of the group
+    calls = []
+
+    def compute(cfg, dataset=None, collection=True):
+        stored = sorted(f.name for f in (tmp_path / "runs").glob("*.json"))
+        calls.append(stored)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the third run is interrupted
+        return {"key": f"k{len(calls)}", "config": {"n": len(calls)}}
+    monkeypatch.setattr(executors.experiments, "compute_record", compute)
+    monkeypatch.setattr(paths, "RESULTS_DIR", paths.RESULTS_DIR)  # _run_group sets it, as in a worker: restored after
+    with pytest.raises(KeyboardInterrupt):
+        executors._run_group(["a", "b", "c"], True, tmp_path)
+    assert calls == [[], ["k1.json"], ["k1.json", "k2.json"]]  # each stored before the next started
+    # a run alone goes back to the driver unstored; a group's come back as read from the cache
+    (tmp_path / "runs" / "k1.json").unlink()
+    calls.clear()
+    assert executors._run_group(["a"], True, tmp_path) == [("ok", {"key": "k1", "config": {"n": 1}})]
+    assert not (tmp_path / "runs" / "k1.json").exists()
+    calls.clear()
+    got = executors._run_group(["a", "b"], True, tmp_path)
+    assert [s for s, _ in got] == ["stored", "stored"] and got[1][1]["key"] == "k2"

@@ -37,6 +37,7 @@ import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -180,9 +181,13 @@ class _Grid:
         self.bar.update(1)
 
     def finish(self, key: str, status: str, value: Any) -> None:
-        """One run back: ("ok", record) is stored, ("error", traceback) reported at the end."""
+        """One run back: ("ok", record) is stored, ("stored", record) was stored by the worker
+        (:func:`_run_group`), ("error", traceback) is reported at the end."""
         if status == "ok":
             self.done(key, value)
+        elif status == "stored":
+            self.records[key] = value
+            self.bar.update(1)
         else:
             self.failed(key, value)
 
@@ -223,7 +228,8 @@ def _compute(config: Any, dataset: Any, collection: bool) -> tuple[str, Any]:
 
 
 class PoolExecutor:
-    """The runs in ``workers`` local processes at once (the driver stores their records).
+    """The runs in ``workers`` local processes at once (the driver stores their records,
+    except a group's, which its worker stores run by run: :func:`_run_group`).
 
     Each run seeds everything from its config and sets its own torch threads, so a record
     has the same numbers whichever process trained it (``tests/test_system_pool.py``).
@@ -256,7 +262,8 @@ class PoolExecutor:
                                    mp_context=multiprocessing.get_context("spawn"))
         finished = False
         try:
-            pending = {pool.submit(_run_group, [c for _, c in g], collection): [k for k, _ in g] for g in groups}
+            pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR): [k for k, _ in g]
+                       for g in groups}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in sorted(done, key=lambda f: grid.keys.index(pending[f][0])):  # same-time finishes in grid order
@@ -300,9 +307,19 @@ def _worker_init() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
 
 
-def _run_group(configs: list[Any], collection: bool) -> list[tuple[str, Any]]:
-    """In a worker: :func:`_compute` of each config of one group, in order."""
-    return [_compute(c, None, collection) for c in configs]
+def _run_group(configs: list[Any], collection: bool, results_dir: Path) -> list[tuple[str, Any]]:
+    """In a worker: :func:`_compute` of each config of one group, in order. A group of
+    several runs stores each record in the driver's cache (``results_dir``) as soon as it is
+    trained (``("stored", record as read back)``), so an interrupted group keeps the runs it
+    finished; a run alone goes back to the driver, which stores it."""
+    paths.RESULTS_DIR = results_dir  # the driver's (a spawned worker reads its own default)
+    out = []
+    for c in configs:
+        status, value = _compute(c, None, collection)
+        if status == "ok" and len(configs) > 1:
+            status, value = "stored", experiments.store_record(c, value)
+        out.append((status, value))
+    return out
 
 
 def dataset_key(config: Any) -> tuple:

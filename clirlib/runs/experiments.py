@@ -175,7 +175,7 @@ def store_record(config: Any, record: dict[str, Any]) -> dict[str, Any]:
 def compute_record(config: Any, *, dataset=None, collection: bool = True,
                    allow_nonfinite: bool = False) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system and return its record without touching the cache
-    (what an executor's worker runs; the driver stores it). The one record builder.
+    (what an executor's worker runs; :func:`store_record` stores it). The one record builder.
 
     Every run is a system run: ``systems.get(config.system)(config)`` is fitted on the
     dataset the config names (loaded after seeding everything from ``config.seed``), with
