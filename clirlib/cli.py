@@ -71,6 +71,8 @@ def _records_verify(args: argparse.Namespace) -> int:
     from .runs import verify  # torch-heavy: imported when the command runs
 
     check_seed("--seed", args.seed)
+    if args.n < 1:
+        raise ConfigError("-n", f"must be at least 1, got {args.n}")
     return verify.run(args.n, args.seed, study=args.study)
 
 

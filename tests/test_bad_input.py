@@ -104,6 +104,8 @@ def test_data_that_is_neither_a_profile_nor_a_folder(capsys, no_training, data, 
 def test_records_verify_names_a_bad_seed(capsys):
     rc, err = run_cli(capsys, "records", "verify", "--seed", "-1")
     assert rc == 2 and err == ["python -m clirlib records: error: --seed: must be >= 0, got -1"], err  # was numpy's
+    rc, err = run_cli(capsys, "records", "verify", "-n", "0")
+    assert rc == 2 and err == ["python -m clirlib records: error: -n: must be at least 1, got 0"], err  # named "N"
 
 
 def test_bad_setting_from_the_shell_has_no_traceback(tmp_path):
