@@ -15,6 +15,8 @@ mkdir -p "$OUT"
 nvidia-smi -L; nproc
 python3 -c "import torch,numpy,pandas,numba,scipy;print('torch',torch.__version__,'numpy',numpy.__version__,'pandas',pandas.__version__,'numba',numba.__version__,'scipy',scipy.__version__,torch.cuda.get_device_name(0))"
 python3 -m clirlib generate --profile ci >/dev/null 2>&1; python3 -m clirlib generate --profile default >/dev/null 2>&1; t generated
+# 0. what a user sees: train's summary line names the GPU
+python3 -m clirlib train --data ci --lang fr --epochs 1 --quiet 2>&1 | head -1 | tee $OUT/0_train.txt; t step0
 # 1. the GPU path's own tests (GPU determinism, closeness to the CPU, ci records verify on a GPU machine)
 timeout 170 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 tests/test_device.py > $OUT/1_device_tests.txt 2>&1; echo "rc=$?" >> $OUT/1_device_tests.txt
 tail -25 $OUT/1_device_tests.txt; t step1
