@@ -1,4 +1,4 @@
-"""MDL: deep multilabel multilingual document learning (Li et al., Entropy 2022; issue 13).
+"""MDL: deep multilabel multilingual document learning (Feng et al., Entropy 2022; issue 13).
 
 The MDL paper (``mdl-multilabel-multilingual``, Sections 3-4.1) maps each language's
 documents into one shared space fixed by LDA multilabels. It has no released code; this
