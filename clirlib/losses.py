@@ -15,7 +15,7 @@ from 1, so its segment [theta_{y-1}, theta_y] is the same thing).
 - ``three_part_l2`` (Nigam et al. 2019): squared hinges with their own three thresholds
   (0.2, 0.55, 0.9): NR is penalised above 0.2, SR above 0.55, MR below 0.9.
 
-Every loss takes scores ``(B,)``, integer labels ``(B,)`` and thresholds and returns the
+Every loss takes scores ``(B,)``, integer labels ``(B,)`` (a tensor, array or list) and thresholds and returns the
 mean over the batch; with an optional per-pair ``weight`` ``(B,)`` (non-negative) it
 returns the weighted mean sum(w * l) / sum(w) instead (``class_weights`` gives the weights
 that make each class contribute equally; ``TrainConfig.class_weight = "balanced"``).
@@ -43,11 +43,17 @@ THREE_PART_THRESHOLDS = (0.2, 0.55, 0.9)
 def segment_bounds(labels: torch.Tensor, thresholds: Sequence[float], like: torch.Tensor):
     """Lower and upper bound ``(B,), (B,)`` of each label's segment of [-1, 1]."""
     full = _full_thresholds(thresholds, like)  # (K + 1,)
-    labels = labels.long()
+    labels = _labels(labels, like)
     k = len(full) - 1
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= k):
         raise ValueError(f"labels must lie in 0..{k - 1} for {k - 1} inner thresholds")
     return full[labels], full[labels + 1]
+
+
+def _labels(labels, like: torch.Tensor) -> torch.Tensor:
+    """``labels`` (tensor, array or list) as an integer tensor on ``like``'s device (a tensor
+    already there is not copied)."""
+    return torch.as_tensor(labels, device=like.device).long()
 
 
 def class_weights(labels, n_classes: int = 3) -> torch.Tensor:
@@ -103,6 +109,7 @@ def proportional_odds(
     P(y | r) = sigmoid((hi - r) / s) - sigmoid((lo - r) / s), computed stably as
     log sigmoid(a) + log sigmoid(-b) + log(1 - exp(b - a)) with a = (hi - r)/s, b = (lo - r)/s.
     """
+    labels = _labels(labels, scores)
     lo, hi = segment_bounds(labels, thresholds, scores)
     if not bounded:
         k = len(thresholds)
@@ -123,7 +130,7 @@ def three_part_l2(
     if len(thresholds) != 3:
         raise ValueError(f"three_part_l2 needs 3 thresholds, got {tuple(thresholds)}")
     t = torch.as_tensor(thresholds, dtype=scores.dtype, device=scores.device)  # (3,)
-    labels = labels.long()
+    labels = _labels(labels, scores)
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > 2):
         raise ValueError("three_part_l2 labels must lie in 0..2")
     hinge_down = F.relu(scores - t[labels])  # NR, SR: penalise scores above their hinge

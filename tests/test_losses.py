@@ -197,3 +197,17 @@ def test_class_weights_make_classes_contribute_equally():
 def test_mse_and_po_thresholds_are_sosl_paper_choice():
     # MSE and PO reuse SOSL's grid-searched (0.2, 0.7) (notebooks 04 and 13 say so)
     assert DEFAULT_THRESHOLDS["mse"] == DEFAULT_THRESHOLDS["po"] == DEFAULT_THRESHOLDS["sosl"] == (0.2, 0.7)
+
+
+def test_labels_may_be_a_list_or_an_array():
+    # as the metrics take them: a list or numpy array of labels gives the tensor's loss (raised
+    # AttributeError: 'list' object has no attribute 'long')
+    import numpy as np
+
+    r = torch.tensor([0.5, 0.5, 0.5, -0.2], dtype=torch.float64)
+    y = [0, 1, 2, 0]
+    for name, fn in LOSSES.items():
+        want = fn(r, torch.tensor(y)).item()
+        assert fn(r, y).item() == want and fn(r, np.array(y)).item() == want, name
+    assert sosl(r, y).item() == pytest.approx((0.09 + 0 + 0.04 + 0) / 4)  # the hand values above
+    assert proportional_odds(r, y, bounded=False).item() == proportional_odds(r, torch.tensor(y), bounded=False).item()
