@@ -1,6 +1,13 @@
 """Section 4, Theorem 3 made measurable (notebook 12): a run's gap, test minus training SOSL
 (:func:`generalization_gap`), against its training-set size (:func:`n_train_queries`), and the
 log-log rate the gap falls at (:func:`theorem3_slopes`); SGD with step sizes c / t beside Adam.
+
+The bound itself is not computed (gamma, L and M of a deep encoder are unknown). The
+paper's Theorem 3 writes beta(n) <~ T^(1 - 1/(gamma c)) / n, but Theorem A.4 (Hardt et al.
+2015, Theorem 3.8), from which it is derived, gives T^(gamma c / (gamma c + 1)) / n =
+T^(1 - 1/(gamma c + 1)) / n. With Theorem A.3's n beta(n) / sqrt(n) term, T growing like n
+then needs gamma c < 1, not the paper's gamma c < 2. Neither is checked here, and that
+regime is not run.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ from .reproduction import base
 
 
 def generalization_gap(record: dict) -> float:
-    """Theorem 3's gap for a cached run: mean loss on the test pairs minus on the training pairs."""
+    """Theorem 3's gap L_E - L_S (Eq. 3 minus Eq. 4) for a cached run: mean loss on the test
+    pairs minus on the training pairs."""
     return float(record["split_losses"]["test"] - record["split_losses"]["train"])
 
 
@@ -63,8 +71,9 @@ def theorem3_configs(profile: str, dataset: str | None, lang: str, seeds, epsilo
     ``profiles.THEOREM3_EPOCHS[profile]`` epochs on the full training set (a share f of the queries
     gets round(epochs / f) epochs), and the theorem's bound at a fixed T falls with n. No
     early stopping; the model tested is still the epoch with the best dev NDCG@5 (the
-    trainer's rule). (The paper's other regime, T growing like n, needs gamma * c < 2,
-    which cannot be checked, so it is not run.)
+    trainer's rule). (The paper's other regime, T growing like n, needs gamma * c < 2 as
+    the paper states, gamma * c < 1 by Theorem A.4 (module docstring); neither can be
+    checked, so it is not run.)
     """
     epochs = profiles.THEOREM3_EPOCHS[profile]
     out = {}
@@ -164,8 +173,9 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95) -> str:
                        "unclear": "This is **neither consistent nor inconsistent** with Theorem 3 at this resolution",
                        "not measured": "Theorem 3 is **not tested** here"}[r.trend]
         elif r.optimizer == "sgd":
-            verdict = ("Theorem 3 predicts a shrinking gap with T growing like n only if gamma * c < 2, "
-                       "which is not checked here (gamma for the encoder's parameters is unknown): no verdict")
+            verdict = ("Theorem 3 predicts a shrinking gap with T growing like n only if gamma * c < 2 "
+                       "(gamma * c < 1 by its Theorem A.4), which is not checked here (gamma for the encoder's "
+                       "parameters is unknown): no verdict")
         else:
             verdict = "Adam is outside Theorem 3 (which is about SGD with c/t): no verdict"
         lines.append(f"- **{who}, {r.design} ({steps}), eps = {r.epsilon:g}:** {fit}; {ci}: {trend}. {verdict}.")
