@@ -290,7 +290,8 @@ class TopLists:
 
 
 def _top_ap(tl: TopLists, level: int, cutoff: int) -> np.ndarray:
-    """AP@cutoff: precision@r summed over relevant ranks r <= cutoff, over all relevant R."""
+    """AP@cutoff (the MDL paper's AP@t, Sec. 4.2.1): precision@r summed over relevant ranks
+    r <= cutoff, over all relevant R."""
     rel = (tl.top >= level).astype(np.float64)  # (n_q, k)
     k = rel.shape[1]
     cum_ap = np.cumsum(rel * np.cumsum(rel, axis=1) / np.arange(1, k + 1), axis=1)
@@ -367,8 +368,9 @@ METRICS: dict[str, Measure] = {
     "R@100": Measure("R", SR, 100),
     "MRR": Measure("RR", SR),
 }
-"""The one registry of measures by name (the paper's seven, HIKE's NDCG@1 / NDCG@10 and the
-whole-collection measures of the MDL paper): ``METRICS[name](lists)`` is one value per query.
+"""The one registry of measures by name (the paper's seven, HIKE's NDCG@1 / NDCG@10, the MDL
+paper's MAP@t over the whole collection, and R@100 and MRR beside them):
+``METRICS[name](lists)`` is one value per query.
 ``evaluate`` and the tables use ``METRIC_NAMES``; whole-collection tables ``COLLECTION_METRICS``."""
 
 #: Measures of whole-collection retrieval (``clirlib.retrieval``), in table order.

@@ -1,4 +1,4 @@
-"""Smooth cosine similarity, Section 3.3, Eq. 1 of the paper.
+"""Smooth cosine similarity (SCS), Section 3.3, Eq. 1 of the paper.
 
     r_eps(q, d) = q^T d / ((||q|| + eps) (||d|| + eps))
 

@@ -129,7 +129,8 @@ class HikeModel(nn.Module):
     def score_rows(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor],
                    pos: torch.Tensor | None = None) -> torch.Tensor:
         """Scores (B,) from v_qd (B, d) and :meth:`knowledge_rows` ``rows`` of Q queries;
-        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b).
+        pair b belongs to query ``pos[b]`` (None: Q = B, pair b to query b): Eq. 4-6 per
+        language, Eq. 7, then the matching layer f(q, d) = W_S [v_qd; e_kglang] + b_S (Eq. 8).
 
         Only the entity slots a pair uses are fused (an empty slot's weight in the average is
         0, so skipping it changes nothing): U (pair, slot) rows instead of B x M."""

@@ -199,7 +199,8 @@ class AutoEncoder(nn.Module):
 
 def mdl_loss(z: torch.Tensor, x_hat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, H: torch.Tensor,
              lam: float) -> torch.Tensor:
-    """J = (1/n) sum_j lambda ||H z_j - y_j||^2 + (1 - lambda) ||x_hat_j - x_j||^2 (Sec. 3.3),
+    """MDL Eq. 5 (Sec. 3.3; Eq. 4 is lambda = 1), the supervised autoencoder's objective:
+    J = (1/n) sum_j lambda ||H z_j - y_j||^2 + (1 - lambda) ||x_hat_j - x_j||^2,
     with z = f(x): (n, code), x_hat = g(z): (n, p), y: (n, C), H: (C, code)."""
     sup = ((z @ H.T - y) ** 2).sum(1)  # (n,)
     rec = ((x_hat - x) ** 2).sum(1)  # (n,)
@@ -332,7 +333,7 @@ class MDL(System):
     def _encode(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, code) or (n, C)
         x = torch.from_numpy(self._vectors(dataset, side, np.asarray(rows, dtype=np.int64)))
         z = self.enc[side].f(x)  # (n, code)
-        return (z @ self.H.T).numpy() if self.config.space == "label" else z.numpy()
+        return (z @ self.H.T).numpy() if self.config.space == "label" else z.numpy()  # label space: MDL Eq. 3
 
     def encode_queries(self, dataset, rows: np.ndarray) -> np.ndarray:  # (n, code)
         return self._encode(dataset, "q", rows)
