@@ -2,7 +2,8 @@
 
 - ``load_dataset``: the one entry point (profile name or WikiCLIR folder -> RankingDataset)
 - ``load_wikiclir``: the streaming WikiCLIR reader, ``load_polyglot``: Polyglot pickles
-- ``irds`` / ``clirmatrix``: WikiCLIR and CLIRMatrix from ir_datasets' local cache (``irds:...``)
+- ``irds`` / ``clirmatrix``: WikiCLIR and CLIRMatrix from ir_datasets' local cache (``irds:...``);
+  ``load_clirmatrix``: the CLIRMatrix reader on files the user names
 - ``generate_benchmark``: the embedded benchmark (``synthetic``; its sizes ``PROFILES`` are ``clirlib.profiles.SIZES``)
 - ``tokenize`` / ``build_vocab``: text handling, ``table1``: Table 1 for loaded data
 """
@@ -17,6 +18,7 @@ from .describe import table1
 from .synthetic import generate_benchmark
 from .text import build_vocab, tokenize
 from .wikiclir import load_wikiclir
+from .clirmatrix import load_clirmatrix
 
 __all__ = [
     "SPLITS", "RankingDataset", "Ragged", "Split", "Vocab",
@@ -24,4 +26,5 @@ __all__ = [
     "WIKICLIR_LANGUAGES", "available_languages", "language_code",
     "clear_cache", "load_dataset", "load_for", "load_polyglot", "read_polyglot", "save_polyglot",
     "table1", "PROFILES", "generate_benchmark", "build_vocab", "tokenize", "load_wikiclir",
+    "load_clirmatrix",
 ]
