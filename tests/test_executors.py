@@ -226,3 +226,16 @@ def test_killed_driver_resumes_from_the_cache(results_dir, serial_records, clust
     assert f"todo {4 - stored}" in out and "done" in out  # only the missing runs resubmitted
     records = [experiments.cached_record(cfg) for cfg in _grid()]
     assert [_strip(r) for r in records] == [_strip(r) for r in serial_records]
+
+
+def test_a_ray_task_asks_for_a_gpu_only_for_dssm_and_never_under_cpu(monkeypatch):
+    # a GPU run gives other numbers than a CPU one: CLIRLIB_DEVICE=cpu keeps a cluster's runs on
+    # CPUs (before, DSSM tasks took a GPU whenever the cluster had one, whatever the driver set)
+    cnn, avg = TrainConfig(encoder="cnn"), TrainConfig(encoder="avgpool")
+    monkeypatch.delenv("CLIRLIB_DEVICE", raising=False)
+    assert [executors.gpus_for(c, g) for c in (cnn, avg) for g in (0, 2)] == [0, 1, 0, 0]
+    monkeypatch.setenv("CLIRLIB_DEVICE", "cpu")
+    assert executors.gpus_for(cnn, 2) == 0
+    monkeypatch.setenv("CLIRLIB_DEVICE", "cuda")
+    assert executors.gpus_for(cnn, 2) == 1
+    assert "CLIRLIB_DEVICE" in executors.WORKER_ENV_KEYS  # the workers train where the driver says

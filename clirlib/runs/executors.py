@@ -51,14 +51,24 @@ from ..profiles import SIZES
 from .raycluster import probe
 
 EXECUTORS = ("serial", "pool", "ray")
-#: Encoders whose runs get a GPU when the cluster has one (average pooling's per-batch work
-#: is a few sub-millisecond kernels, faster on the CPU than through a device transfer).
+#: Encoders whose runs get a GPU when the cluster has one and ``CLIRLIB_DEVICE`` is not
+#: ``cpu`` (average pooling's per-batch work is a few sub-millisecond kernels, faster on the
+#: CPU than through a device transfer).
 GPU_ENCODERS = ("cnn", "lstm")
-#: Environment every Ray worker of a grid gets: the serial run's thread count and hash
-#: seed (the Makefile's PYTHONHASHSEED=0), and no per-run progress bars.
-WORKER_ENV_KEYS = ("CLIRLIB_THREADS", "PYTHONHASHSEED", "CLIRLIB_PROGRESS", "CUBLAS_WORKSPACE_CONFIG")
+#: Environment every Ray worker of a grid gets: the serial run's thread count, hash seed
+#: (the Makefile's PYTHONHASHSEED=0) and device choice, and no per-run progress bars.
+WORKER_ENV_KEYS = ("CLIRLIB_THREADS", "PYTHONHASHSEED", "CLIRLIB_PROGRESS", "CUBLAS_WORKSPACE_CONFIG",
+                   "CLIRLIB_DEVICE")
 #: How often (seconds) the driver checks the cluster's nodes while a grid runs.
 WATCH_SECONDS = 2.0
+
+
+def gpus_for(config: Any, cluster_gpus: float) -> int:
+    """GPUs a Ray task of ``config`` asks for: one for a DSSM run (``GPU_ENCODERS``) when the
+    cluster has GPUs, unless ``CLIRLIB_DEVICE=cpu`` keeps every run on CPUs (the bytes of a
+    serial CPU run; the workers get the variable, ``WORKER_ENV_KEYS``)."""
+    return int(cluster_gpus > 0 and env_vars.device_choice() != "cpu"
+               and getattr(config, "encoder", None) in GPU_ENCODERS)
 
 
 def events_log():
@@ -405,7 +415,7 @@ class RayExecutor:
             raise ValueError(f"no node of the Ray cluster has the {self.threads} CPUs a task asks for "
                              f"(CLIRLIB_THREADS; the largest has {largest:g}): start the nodes with "
                              f"--num-cpus={self.threads} or more")
-        has_gpu = ray.cluster_resources().get("GPU", 0) > 0
+        cluster_gpus = ray.cluster_resources().get("GPU", 0)
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_train_task)
         datasets: dict[tuple, Any] = {}  # dataset key -> object ref (one put per dataset)
         pending: dict[Any, str] = {}  # object ref -> cache key
@@ -413,7 +423,7 @@ class RayExecutor:
             dkey = dataset_key(cfg)
             if dkey not in datasets:
                 datasets[dkey] = ray.put(_load(dkey))
-            gpu = 1 if has_gpu and getattr(cfg, "encoder", None) in GPU_ENCODERS else 0
+            gpu = gpus_for(cfg, cluster_gpus)
             ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(
                 cfg, [datasets[dkey]], collection)
             pending[ref] = key
