@@ -28,6 +28,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..determinism import rng
+from .blas import single_threaded_blas
 
 WINDOW = 5
 CONTEXT_SMOOTHING = 0.75
@@ -85,18 +86,21 @@ def train_embeddings(tokens: np.ndarray, offsets: np.ndarray, vocab_size: int, *
                      seed: int = 0, lang: str = "") -> np.ndarray:
     """``(vocab_size, dim)`` float32 vectors; words that never occur get zero rows.
 
-    ``lang`` names the rotation's random stream, so each language gets its own.
+    ``lang`` names the rotation's random stream, so each language gets its own. BLAS runs
+    on one thread (the randomized SVD's last bits follow the thread count), for every caller:
+    the generator and the Debian builder.
     """
     pmi = ppmi(cooccurrence(tokens, offsets, vocab_size))
     k = min(dim, vocab_size - 1)
-    u, s = randomized_svd(pmi, k, seed)
-    vec = u * np.sqrt(s)
-    # SVD signs are arbitrary: make each column's largest-magnitude entry positive.
-    big = np.argmax(np.abs(vec), axis=0)
-    vec *= np.sign(vec[big, np.arange(vec.shape[1])])
-    if k < dim:
-        vec = np.pad(vec, ((0, 0), (0, dim - k)))
-    vec = vec @ random_rotation(dim, rng(seed, "embedding-rotation", lang))
+    with single_threaded_blas():
+        u, s = randomized_svd(pmi, k, seed)
+        vec = u * np.sqrt(s)
+        # SVD signs are arbitrary: make each column's largest-magnitude entry positive.
+        big = np.argmax(np.abs(vec), axis=0)
+        vec *= np.sign(vec[big, np.arange(vec.shape[1])])
+        if k < dim:
+            vec = np.pad(vec, ((0, 0), (0, dim - k)))
+        vec = vec @ random_rotation(dim, rng(seed, "embedding-rotation", lang))
     seen = np.asarray(pmi.sum(axis=1)).ravel() > 0
     vec[~seen] = 0.0
     std = vec[seen].std() if seen.any() else 1.0
