@@ -78,6 +78,12 @@ def test_local_model_scores_cosines_and_encodes_each_text_once(tmp_path, monkeyp
     want = [float(one("query: " + q) @ one("passage: " + d)) for q, d in zip(q_text, d_text)]
     assert np.allclose(scores, want, atol=1e-5)
     assert e5.encoded == len(set(te.qidx)) + len(set(te.didx))  # each distinct text once
+    # a text's vector does not depend on the texts encoded with it (padded batches changed the last bits)
+    enc = e5._backend
+    texts = ["passage: tool", "files de fichiers outil widgets gizmos larry wall text"]
+    both = enc.encode(texts, "d")
+    assert all(np.array_equal(both[i], enc.encode([t], "d")[0]) for i, t in enumerate(texts))
+    assert np.array_equal(both[0], enc.encode(texts[::-1], "d")[1])
     again = E5(cfg).fit(ds, 0)
     assert np.allclose(again.score(ds, "test"), scores) and again.encoded == 0  # all from the cache
     coll = retrieval.evaluate_system(again, ds, "test")  # every document of the collection

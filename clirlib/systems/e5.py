@@ -110,14 +110,17 @@ class _Local:
         self.name = "local-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob).hexdigest()[:12]
 
     def encode(self, texts: list[str], side: str) -> np.ndarray:
+        """One text at a time, unpadded: a padded batch changes a vector's last bits with its
+        batch-mates (up to 3e-8 per component), and which texts share a batch follows the
+        cache's state, so batched vectors would follow the order runs happened in."""
         torch = self.torch
-        prefixed = [PREFIXES[side] + t for t in texts]
-        enc = self.tokenizer(prefixed, truncation=True, max_length=MAX_TOKENS, padding=True, return_tensors="pt")
-        with torch.no_grad():
-            h = self.model(**enc).last_hidden_state  # (B, L, H)
-        m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)  # (B, L, 1)
-        v = (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, H)
-        return torch.nn.functional.normalize(v, dim=-1).numpy().astype(np.float32)
+        out = np.zeros((len(texts), self.model.config.hidden_size), np.float32)
+        for i, t in enumerate(texts):
+            enc = self.tokenizer(PREFIXES[side] + t, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+            with torch.no_grad():
+                h = self.model(**enc).last_hidden_state[0]  # (L, H)
+            out[i] = torch.nn.functional.normalize(h.mean(0), dim=-1).numpy()
+        return out
 
     def token_count(self, text: str, side: str) -> int:
         return len(self.tokenizer(PREFIXES[side] + text, truncation=True, max_length=MAX_TOKENS)["input_ids"])
