@@ -397,7 +397,8 @@ def evaluate(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = ME
 
 def chance_p_mr1(labels: Any, query_ids: Any) -> float:
     """Expected ``P_mr@1`` of a uniformly random ranking: mean over queries of
-    #MR / #candidates (the bar that the convergence check of ``clirlib.studies.verdicts`` scales)."""
+    #MR / #candidates (printed beside P_mr@1 as its chance level; the learning gate,
+    ``clirlib.studies.gate``, tests NDCG@5)."""
     labels, qids = _as_numpy(labels), _as_numpy(query_ids)
     _, inverse = np.unique(qids, return_inverse=True)
     n = np.bincount(inverse)  # (Q,) candidates per query

@@ -124,6 +124,11 @@ def permutation_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000
     return (hits + 1) / (n_resamples + 1)
 
 
+def z_quantile(q: float) -> float:
+    """The standard normal's ``q`` quantile (``z(0.975)`` = 1.96)."""
+    return float(norm.ppf(q))
+
+
 def min_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest true effect a two-sided level-``alpha`` test detects with probability ``power``:
     (z_{1 - alpha/2} + z_{power}) * se (normal approximation)."""

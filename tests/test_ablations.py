@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from clirlib import losses
+from clirlib import losses, stats
 from clirlib.studies import ablations
 from clirlib.studies.reproduction import table2_configs
 from clirlib.train import TrainConfig, objective
@@ -99,6 +99,13 @@ def test_attribute_finds_the_cause_that_closes_the_gap():
         assert r["effect"] == pytest.approx(r["variant"] - r["baseline"])
         assert r["ci_lo"] < r["effect"] < r["ci_hi"]
         assert r["share"] == pytest.approx(r["effect"] / r["gap"])
+        # the share's interval resamples the baseline too (the gap is an estimate): it is the
+        # bootstrap of (variant - baseline) / (paper - baseline), not the effect's interval / gap
+        mean = pq[pq["loss"] == loss].groupby(["variant", "query_id"])["P_mr@1"].mean()
+        a, b = mean.loc["balanced"], mean.loc["baseline"].reindex(mean.loc["balanced"].index)
+        boot = stats.bootstrap_gap_share(a.to_numpy(), b.to_numpy(), np.full(len(a), r["paper"]), 2000, 0)
+        assert (r["share_lo"], r["share_hi"]) == tuple(np.nanquantile(boot, [0.025, 0.975]))
+        assert r["share_lo"] < r["share"] < r["share_hi"] and r["share_lo"] != r["ci_lo"] / r["gap"]
         assert r["verdict"] == "accounts for the gap"
         assert row.loc[(loss, "epochs30"), "verdict"] == "no significant effect"
     assert (t["p_holm"] >= t["p_value"]).all()

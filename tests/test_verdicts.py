@@ -255,3 +255,50 @@ def test_system_field_from_label_config_or_sosl():
     out = verdicts.evaluate_hypothesis(h, runs, pq)
     assert out.row["verdict"] == "holds" and out.row["effect"] == pytest.approx(0.2)  # 0.2 by construction
     assert out.comparisons["a"].iloc[0] == "HIKE"
+
+
+def test_mde_is_the_effect_decided_as_holds_with_80_percent_power():
+    # both conditions of "holds" must be met: the Holm test (worst case Bonferroni) and the 95 %
+    # interval beyond the margin; the stricter binds (it added the margin to the test's z before)
+    sup = superiority()
+    se, fam = 0.0065, 28
+    z_test, z_ci, z_pow = 3.1237, 1.95996, 0.841621  # z(1 - 0.05/56), z(0.975), z(0.8), from tables
+    want = max(z_test * se, 0.01 + z_ci * se) + z_pow * se  # = 0.01 + 0.01274 + 0.00547 = 0.02821
+    assert verdicts._mde(sup, se, fam) == pytest.approx(want, abs=1e-5) and want == pytest.approx(0.0282, abs=1e-4)
+    assert verdicts._mde(sup, 0.02, fam) == pytest.approx((z_test + z_pow) * 0.02, abs=1e-5)  # the test binds
+    eq = hypotheses.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
+                               kind="equivalence", margin=0.02)
+    z_one = 2.9137  # z(1 - 0.05/28): the equivalence / at-most tests are one-sided
+    assert verdicts._mde(eq, se, fam) == pytest.approx((z_one + z_pow) * se, abs=1e-5)
+    assert np.isnan(verdicts._mde(sup, float("nan"), fam))
+
+
+def test_equivalence_holds_only_with_its_interval_inside_the_band():
+    h = hypotheses.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
+                              kind="equivalence", margin=0.02)
+    inside = {"p_holm": 0.01, "p_against_holm": 1.0, "ci_low": -0.015, "ci_high": 0.019, "effect": 0.002}
+    assert verdicts._comparison_verdict(h, inside) == "holds"
+    crossing = {**inside, "ci_high": 0.021}  # the tests pass (a 90 % interval), the 95 % one leaves the band
+    assert verdicts._comparison_verdict(h, crossing) == "inconclusive"
+
+
+def test_deciding_comparison_breaks_p_value_ties_by_the_interval_not_the_row_order():
+    # bootstrap p-values bottom out at 1 / (N + 1), so many tie after Holm: the weakest holding
+    # comparison is the one whose interval lies least beyond the margin, the strongest contrary
+    # one that furthest short of it (before: the first row, or the smallest effect)
+    sup = superiority()
+    holds = pd.DataFrame({"verdict": ["holds"] * 3, "p_holm": [0.0028] * 3, "p_against_holm": [1.0] * 3,
+                          "effect": [0.5, 0.2, 0.7], "ci_low": [0.45, 0.15, 0.65], "ci_high": [0.55, 0.25, 0.75]})
+    assert verdicts._aggregate(sup, holds) == ("holds", 1)
+    against = holds.assign(verdict="does not hold", p_holm=1.0, p_against_holm=0.0003,
+                           effect=[-0.1, -0.4, -0.2], ci_low=[-0.12, -0.45, -0.25], ci_high=[-0.08, -0.35, -0.15])
+    assert verdicts._aggregate(sup, against) == ("does not hold", 1)
+    mixed = holds.assign(verdict=["holds", "inconclusive", "inconclusive"], p_holm=[0.0028, 0.5, 0.5],
+                         ci_low=[0.45, -0.02, -0.05])
+    assert verdicts._aggregate(sup, mixed) == ("inconclusive", 2)
+
+
+def test_a_claim_between_languages_counts_language_pairs():
+    row = {"hypothesis": "low_resource_higher", "n_languages": 4, "n_languages_tested": 4, "n_languages_holding": 1}
+    assert verdict_words._holds_in(row) == "holds in 1 of 4 language pairs"
+    assert verdict_words._holds_in({**row, "hypothesis": "sosl_vs_mse"}) == "holds in 1 of 4 languages"

@@ -175,6 +175,12 @@ def attribute(pq: pd.DataFrame, metric: str = METRIC, n_resamples: int = 10_000,
             lo, hi = stats.paired_bootstrap_ci(a, b, n_resamples, seed)
             p = stats.paired_randomization(a, b, n_resamples, seed)
             ok = gap > 0
+            # the share's interval resamples the baseline too: the gap (paper minus the
+            # baseline's mean) is an estimate, not a constant
+            bv = b.reindex(a.index).to_numpy(float)
+            shares = stats.bootstrap_gap_share(a.to_numpy(float), bv, np.full(len(bv), paper), n_resamples, seed)
+            share_lo, share_hi = (np.nanquantile(shares, [0.025, 0.975]) if ok and np.isfinite(shares).any()
+                                  else (np.nan, np.nan))
             rows.append({
                 "lang": lang, "loss": loss, "cause": cause, "hypothesis": VARIANTS[cause][0],
                 "variant_label": VARIANTS[cause][1],
@@ -183,7 +189,7 @@ def attribute(pq: pd.DataFrame, metric: str = METRIC, n_resamples: int = 10_000,
                 "baseline": float(b.mean()), "variant": float(a.mean()), "paper": paper, "gap": gap,
                 "effect": effect, "ci_lo": lo, "ci_hi": hi, "p_value": p,
                 "share": effect / gap if ok else np.nan,
-                "share_lo": lo / gap if ok else np.nan, "share_hi": hi / gap if ok else np.nan,
+                "share_lo": float(share_lo), "share_hi": float(share_hi),
                 "reference": ref, "reference_paper": paper_value(lang, REFERENCE, metric),
             })
     out = pd.DataFrame(rows)

@@ -23,8 +23,8 @@ candidate lists:
   of the **best of E draws**, where E is the number of epochs whose dev value the run chose
   from (its history's dev NDCG@5 entries; 1 for a system without early stopping). A
   selected dev value is the maximum over epochs, so a model that learned nothing would
-  still beat the random expectation by selection; independent epochs are the most generous
-  null for that maximum.
+  still beat the random expectation by selection; for independent or positively
+  correlated epochs, independent draws are the more generous null for that maximum.
 - **decision**: p = (1 + #{null >= observed}) / (N_RESAMPLES + 1), one-sided; the system
   passes when p < :data:`ALPHA` = 0.01 (the one definition of the gate's level).
 

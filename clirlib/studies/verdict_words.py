@@ -9,7 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .hypotheses import POWER
+from .hypotheses import HYPOTHESES, POWER
 from .verdicts import claim_rows
 
 
@@ -24,9 +24,14 @@ def _effect_words(r: Mapping[str, Any], prefix: str = "") -> str:
     return f"difference {e:+.3f} (95 % CI {lo:+.3f} to {hi:+.3f}, p_Holm = {p:.3g}; margin {r['margin']:g})"
 
 
+#: Claims that compare two languages (unpaired): their rows are language pairs ("sw vs fr").
+BETWEEN_LANGUAGES = frozenset(h.name for h in HYPOTHESES if not h.paired)
+
+
 def _holds_in(r: Mapping[str, Any]) -> str:
     n, untested = int(r["n_languages"]), int(r["n_languages"]) - int(r["n_languages_tested"])
-    return (f"holds in {int(r['n_languages_holding'])} of {n} language{'s' if n != 1 else ''}"
+    what = "language pair" if r["hypothesis"] in BETWEEN_LANGUAGES else "language"
+    return (f"holds in {int(r['n_languages_holding'])} of {n} {what}{'s' if n != 1 else ''}"
             + (f" ({untested} not tested)" if untested else ""))
 
 

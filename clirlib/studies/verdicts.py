@@ -88,7 +88,7 @@ def _comparison_verdict(h: Hypothesis, r: Mapping[str, Any]) -> str:
         if sig_against and r["effect"] < 0:
             return "does not hold"
     elif h.kind == "equivalence":
-        if sig:
+        if sig and max(abs(r["ci_low"]), abs(r["ci_high"])) < h.margin:  # and the 95 % interval inside the band
             return "holds"
         if sig_against:
             return "does not hold"
@@ -116,9 +116,18 @@ def _support(h: Hypothesis, comp: pd.DataFrame) -> pd.Series:
 
 
 def _mde(h: Hypothesis, se: float, family: int) -> float:
-    alpha = ALPHA / max(family, 1)  # Bonferroni: Holm's first step, the worst case
-    core = stats.min_detectable_effect(se, alpha, POWER) if np.isfinite(se) else float("nan")
-    return h.margin + core if h.kind == "superiority" else core
+    """The true effect (superiority) or distance from the margin (the other kinds) that a
+    comparison decides as *holds* with probability ``POWER`` (normal approximation). Both of
+    its conditions must be met: the Holm-adjusted test, at its worst case (Bonferroni at the
+    family's size; two-sided for superiority, one-sided for the others), and the 95 %
+    interval beyond the margin; the stricter of the two binds."""
+    if not np.isfinite(se):
+        return float("nan")
+    alpha = ALPHA / max(family, 1)
+    z_ci, z_power = stats.z_quantile(1 - ALPHA / 2), stats.z_quantile(POWER)
+    if h.kind == "superiority":  # two-sided test against 0, interval beyond the margin
+        return max(stats.z_quantile(1 - alpha / 2) * se, h.margin + z_ci * se) + z_power * se
+    return (max(stats.z_quantile(1 - alpha), z_ci) + z_power) * se
 
 
 # --------------------------------------------------------------------------- a claim
@@ -265,17 +274,19 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
 
 
 def _aggregate(h: Hypothesis, comp: pd.DataFrame) -> tuple[str, int]:
+    """The claim's verdict and its deciding comparison: the strongest contrary one (smallest
+    adjusted p against, then the interval furthest short of the margin), the weakest holding
+    one (largest adjusted p, then the interval least beyond the margin), or the one furthest
+    from holding. p-values tie often (a bootstrap p bottoms out at 1 / (N + 1)), so the
+    interval (``_support``) breaks the tie, never the row order."""
     v = comp["verdict"]
+    comp = comp.assign(_support=_support(h, comp))
     if (v == "does not hold").any():
         against = comp[v == "does not hold"]
-        return "does not hold", int(against.sort_values(["p_against_holm", "effect"], kind="stable").index[0])
-    if (v == "holds").all():
-        return "holds", int(comp.sort_values("p_holm", ascending=False, kind="stable").index[0])
-    # furthest from holding: largest adjusted p, then the effect furthest below the margin
-    rest = comp[v != "holds"]
-    gap = rest["effect"] - h.margin if h.kind in ("superiority", "closes_gap") else -rest["effect"].abs()
-    order = rest.assign(_gap=gap).sort_values(["p_holm", "_gap"], ascending=[False, True], kind="stable")
-    return "inconclusive", int(order.index[0])
+        return "does not hold", int(against.sort_values(["p_against_holm", "_support"], kind="stable").index[0])
+    order = comp if (v == "holds").all() else comp[v != "holds"]
+    order = order.sort_values(["p_holm", "_support"], ascending=[False, True], kind="stable")
+    return ("holds" if (v == "holds").all() else "inconclusive"), int(order.index[0])
 
 
 def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
