@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from clirlib import paths
+import torch
+
+from clirlib import determinism, paths, systems
 from clirlib.runs import executors, experiments, grid_runs
 from clirlib.studies import reproduction
 from clirlib.train import TrainConfig
@@ -236,6 +238,17 @@ def test_a_ray_task_asks_for_a_gpu_only_for_dssm_and_never_under_cpu(monkeypatch
     assert [executors.gpus_for(c, g) for c in (cnn, avg) for g in (0, 2)] == [0, 1, 0, 0]
     monkeypatch.setenv("CLIRLIB_DEVICE", "cpu")
     assert executors.gpus_for(cnn, 2) == 0
-    monkeypatch.setenv("CLIRLIB_DEVICE", "cuda")
-    assert executors.gpus_for(cnn, 2) == 1
+    monkeypatch.setenv("CLIRLIB_DEVICE", "cuda")  # every run of the paper's ranker, none of BM25
+    assert [executors.gpus_for(c, 2) for c in (cnn, avg, systems.config("bm25"))] == [1, 1, 0]
     assert "CLIRLIB_DEVICE" in executors.WORKER_ENV_KEYS  # the workers train where the driver says
+
+
+def test_a_ray_task_trains_where_its_gpus_say(monkeypatch):
+    # Ray does not hide a node's GPUs from a task that asked for none: the task pins its device
+    # (before, an average-pooling task on a GPU node trained on a GPU it never reserved)
+    monkeypatch.setattr(executors, "worker_dataset", lambda box: box[0])
+    monkeypatch.setattr(executors, "_compute", lambda cfg, ds, coll: ("ok", determinism.device().type))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("CLIRLIB_DEVICE", "auto")
+    assert executors._train_task(None, [None], True, "cpu") == ("ok", "cpu")
+    assert executors._train_task(None, [None], True, "cuda") == ("ok", "cuda")

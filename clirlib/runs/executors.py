@@ -7,8 +7,9 @@ returns one record per config, in order, with the cache of :mod:`clirlib.runs.ex
 front; every executor gives the same records:
 
 - runs already in the cache are read, never resubmitted;
-- only the driver (this process) writes cache entries, atomically, one as soon as its run
-  finishes: killed and restarted, the driver loses at most the runs in flight;
+- the driver (this process) writes cache entries, atomically, one as soon as its run
+  finishes (a pool worker writes those of a group of runs itself, :func:`_run_group`):
+  killed and restarted, the driver loses at most the runs in flight;
 - a run that fails for a real error (a bad config, a NaN loss) does not stop the grid: the
   failures are reported together with their config and traceback when the grid is done
   (:class:`GridError`), never retried, never dropped;
@@ -58,17 +59,21 @@ GPU_ENCODERS = ("cnn", "lstm")
 #: Environment every Ray worker of a grid gets: the serial run's thread count, hash seed
 #: (the Makefile's PYTHONHASHSEED=0) and device choice, and no per-run progress bars.
 WORKER_ENV_KEYS = ("CLIRLIB_THREADS", "PYTHONHASHSEED", "CLIRLIB_PROGRESS", "CUBLAS_WORKSPACE_CONFIG",
-                   "CLIRLIB_DEVICE")
+                   env_vars.DEVICE)
 #: How often (seconds) the driver checks the cluster's nodes while a grid runs.
 WATCH_SECONDS = 2.0
 
 
 def gpus_for(config: Any, cluster_gpus: float) -> int:
-    """GPUs a Ray task of ``config`` asks for: one for a DSSM run (``GPU_ENCODERS``) when the
-    cluster has GPUs, unless ``CLIRLIB_DEVICE=cpu`` keeps every run on CPUs (the bytes of a
-    serial CPU run; the workers get the variable, ``WORKER_ENV_KEYS``)."""
-    return int(cluster_gpus > 0 and env_vars.device_choice() != "cpu"
-               and getattr(config, "encoder", None) in GPU_ENCODERS)
+    """GPUs a Ray task of ``config`` asks for, and so where it trains (:func:`_train_task`
+    pins the device to match: Ray does not hide the GPUs from a task that asked for none).
+    Under ``CLIRLIB_DEVICE=auto``: one for a DSSM run of the paper's ranker (``GPU_ENCODERS``)
+    when the cluster has GPUs; ``cuda``: one for every run of a system that trains on a
+    device; ``cpu``: none, every run on CPUs (the bytes of a serial CPU run)."""
+    choice = env_vars.device_choice()
+    if cluster_gpus <= 0 or choice == "cpu" or not systems.get(config.system).uses_device:
+        return 0
+    return int(choice == "cuda" or getattr(config, "encoder", None) in GPU_ENCODERS)
 
 
 def events_log():
@@ -280,8 +285,11 @@ class PoolExecutor:
                     keys = pending.pop(fut)
                     try:
                         results = fut.result()
-                    except Exception:  # the worker process died
-                        results = [("error", traceback.format_exc())] * len(keys)
+                    except Exception:  # the worker process died; the runs of its group it stored are kept
+                        err = traceback.format_exc()
+                        kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection)
+                                if len(keys) > 1 else None for k in keys]
+                        results = [("error", err) if r is None else ("stored", r) for r in kept]
                     for key, (status, value) in zip(keys, results):
                         grid.finish(key, status, value)
             finished = True
@@ -364,9 +372,11 @@ def worker_dataset(box: list):
     return dataclasses.replace(ds, info=copy.deepcopy(ds.info))  # as load_dataset returns it
 
 
-def _train_task(config: Any, box: list, collection: bool = True) -> tuple[str, Any]:
-    """Body of a Ray task: :func:`_compute` on the dataset of the node's object store."""
-    return _compute(config, worker_dataset(box), collection)
+def _train_task(config: Any, box: list, collection: bool = True, device: str = "cpu") -> tuple[str, Any]:
+    """Body of a Ray task: :func:`_compute` on the dataset of the node's object store, on
+    ``device`` (``cuda`` when the task was given a GPU, :func:`gpus_for`)."""
+    with determinism.on_device(device):
+        return _compute(config, worker_dataset(box), collection)
 
 
 class RayExecutor:
@@ -425,7 +435,7 @@ class RayExecutor:
                 datasets[dkey] = ray.put(_load(dkey))
             gpu = gpus_for(cfg, cluster_gpus)
             ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(
-                cfg, [datasets[dkey]], collection)
+                cfg, [datasets[dkey]], collection, "cuda" if gpu else "cpu")
             pending[ref] = key
         watch, last = NodeWatch(ray.nodes(), desc, self.max_retries), time.monotonic()
         while pending:

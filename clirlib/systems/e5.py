@@ -23,11 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import atomic, determinism
+from .. import atomic, determinism, paths
 from ..data.digests import file_digest
 from ..data.errors import DataFormatError
 from ..data.wikiclir_format import read_lines, tsv_fields
-from ..paths import RESULTS_DIR
 from ..profiles import SIZES
 from ..validate import ConfigError
 from . import System, SystemConfig, register
@@ -107,7 +106,8 @@ class _Local:
         torch.set_num_threads(threads)
         self.torch = torch
         blob = (Path(path) / "config.json").read_bytes()
-        self.name = "local-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob).hexdigest()[:12]
+        # "unpadded": vectors of one text per call (:meth:`encode`); a cache of padded batches is not read
+        self.name = "local-unpadded-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob).hexdigest()[:12]
 
     def encode(self, texts: list[str], side: str) -> np.ndarray:
         """One text at a time, unpadded: a padded batch changes a vector's last bits with its
@@ -210,7 +210,7 @@ class E5(System):
             self._backend = backend(self.config.e5_path, determinism.DEFAULT_THREADS)
         # (dataset, text): the dataset is its documents file's content
         tag = file_digest(self._files(dataset)["documents"]).split(":", 1)[1][:16]
-        path = RESULTS_DIR / "e5" / self._backend.name / f"{tag}.npz"
+        path = paths.RESULTS_DIR / "e5" / self._backend.name / f"{tag}.npz"  # read when used (tests move it)
         if self._cache is None or self._cache.path != path:
             self._cache = VectorCache(path)
         return self._backend, self._cache
