@@ -6,4 +6,8 @@ checks the GPU path itself where there is one."""
 
 import os
 
-os.environ.setdefault("CLIRLIB_DEVICE", "cpu")
+from clirlib import env
+
+#: ``CLIRLIB_DEVICE`` as the user set it before this file ran (None: unset).
+USER_DEVICE = os.environ.get(env.DEVICE)
+env.set_default(env.DEVICE, "cpu")

@@ -13,8 +13,8 @@ For comparisons that cannot be paired (two languages have different queries),
 each group on its own. ``bootstrap_paired`` / ``bootstrap_unpaired`` return the whole
 bootstrap distribution of the mean difference, from which :mod:`clirlib.studies.verdicts` reads
 percentile intervals and the bootstrap p-values of shifted null hypotheses (equivalence
-and "at most" claims). ``min_detectable_effect`` is the normal-approximation power formula
-(z_{1-alpha/2} + z_{power}) * se.
+and "at most" claims). ``z_quantile`` gives the normal quantiles of the verdicts' power
+formula (``verdicts._mde``).
 """
 
 from __future__ import annotations
@@ -127,12 +127,6 @@ def permutation_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000
 def z_quantile(q: float) -> float:
     """The standard normal's ``q`` quantile (``z(0.975)`` = 1.96)."""
     return float(norm.ppf(q))
-
-
-def min_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest true effect a two-sided level-``alpha`` test detects with probability ``power``:
-    (z_{1 - alpha/2} + z_{power}) * se (normal approximation)."""
-    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
 
 
 def paired_bootstrap_ci(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, seed: int = 0,

@@ -290,9 +290,10 @@ def test_deciding_comparison_breaks_p_value_ties_by_the_interval_not_the_row_ord
     holds = pd.DataFrame({"verdict": ["holds"] * 3, "p_holm": [0.0028] * 3, "p_against_holm": [1.0] * 3,
                           "effect": [0.5, 0.2, 0.7], "ci_low": [0.45, 0.15, 0.65], "ci_high": [0.55, 0.25, 0.75]})
     assert verdicts._aggregate(sup, holds) == ("holds", 1)
+    # row 0 has the smallest effect but the interval furthest short of the margin (a wide one)
     against = holds.assign(verdict="does not hold", p_holm=1.0, p_against_holm=0.0003,
-                           effect=[-0.1, -0.4, -0.2], ci_low=[-0.12, -0.45, -0.25], ci_high=[-0.08, -0.35, -0.15])
-    assert verdicts._aggregate(sup, against) == ("does not hold", 1)
+                           effect=[-0.1, -0.4, -0.2], ci_low=[-0.5, -0.45, -0.25], ci_high=[-0.02, -0.35, -0.15])
+    assert verdicts._aggregate(sup, against) == ("does not hold", 0)
     mixed = holds.assign(verdict=["holds", "inconclusive", "inconclusive"], p_holm=[0.0028, 0.5, 0.5],
                          ci_low=[0.45, -0.02, -0.05])
     assert verdicts._aggregate(sup, mixed) == ("inconclusive", 2)

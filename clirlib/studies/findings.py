@@ -216,7 +216,8 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
         s = f"{head} of {_count(len(g), 'comparison')}, {_verdict_counts(g['verdict'])}, so {_claim_words(r['verdict'])}."
         if "lang" in h.match and g["lang"].nunique() > 1:
             s += f" Holding per language: {_per_lang(g)}."
-        against = g[g["verdict"] == "does not hold"].sort_values("p_against_holm", kind="stable")
+        against = g[g["verdict"] == "does not hold"]  # strongest first: the tie rule of verdicts._aggregate
+        against = against.assign(_s=verdicts._support(h, against)).sort_values(["p_against_holm", "_s"], kind="stable")
         if len(against):
             shown = against.head(3)
             s += (" Contrary: " + "; ".join(f"{x.a} vs {x.b}, {x.metric}: {x.effect:+.3f} "
@@ -227,10 +228,10 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
             mde = unsure["mde"].median()
             if h.kind == "superiority":
                 s += (f" For the inconclusive ones a true difference of at least {mde:.3f} (median over them; "
-                      f"margin {h.margin:g} included) would have been detected with {POWER:.0%} power.")
+                      f"margin {h.margin:g}) would have been decided as holding with {POWER:.0%} power.")
             else:
-                s += (f" For the inconclusive ones the test resolves a distance of {mde:.3f} (median over them) "
-                      f"from the margin {h.margin:g} with {POWER:.0%} power.")
+                s += (f" For the inconclusive ones a true distance of {mde:.3f} (median over them) from the margin "
+                      f"{h.margin:g} would have been decided as holding with {POWER:.0%} power.")
         lines.append(s)
     spread = seed_spread(mean_std, hyps)
     for table in dict.fromkeys(spread["table"]):

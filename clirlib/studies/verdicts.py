@@ -5,7 +5,7 @@ per-query test values are averaged over seeds, then tested by kind: ``superiorit
 sign-flip randomization test, ``stats.paired_randomization``, and a bootstrap interval),
 ``equivalence`` (two one-sided bootstrap tests), ``at_most`` (a relative drop) and
 ``closes_gap`` (share of the gap to a reference system), all Holm-adjusted at 0.05; anything
-else is *inconclusive*, with ``mde`` the effect 80 % power would detect. A system enters a
+else is *inconclusive*, with ``mde`` the effect decided as *holds* with 80 % power. A system enters a
 verdict only if it passes the learning gate (``clirlib.studies.gate``); otherwise, or with fewer
 than ``MIN_SEEDS`` seeds, its claims are *not tested*. A claim holds when every comparison
 holds, does not hold when any does not. Details: docs/conventions.md ("How a claim is decided").
