@@ -96,14 +96,16 @@ def device() -> torch.device:
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     elif choice == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{env.DEVICE}=cuda asks for a GPU, but torch sees none (torch {torch.__version__})")
+        who = "a pinned device (determinism.on_device)" if _pinned else f"{env.DEVICE}=cuda"
+        raise ValueError(f"{who} asks for a GPU, but torch sees none (torch {torch.__version__})")
     return torch.device(choice)
 
 
 @contextlib.contextmanager
 def on_device(name: str) -> Iterator[None]:
     """Train on ``name`` (``cpu``, ``cuda`` or ``auto``) inside the block, whatever
-    ``CLIRLIB_DEVICE`` says: ``records verify`` retrains a record where it was trained."""
+    ``CLIRLIB_DEVICE`` says, in this process only (worker processes read the variable):
+    ``records verify`` retrains a record where it was trained, a Ray task where it reserved."""
     if name not in env.DEVICE_NAMES:
         raise ValueError(f"unknown device {name!r}: use one of {', '.join(env.DEVICE_NAMES)}")
     _pinned.append(name)

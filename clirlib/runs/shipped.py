@@ -215,9 +215,11 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
     manifest, replacing what was there; returns the manifest.
 
     Records are sorted by key and cut into shards of at most ``SHARD_BYTES`` compressed.
-    ``provenance`` (``code``, ``cpu``; ``device`` for records trained since it was recorded) is what the manifest says of records that carry none
+    ``provenance`` (``code``, ``cpu``) is what the manifest says of records that carry none
     of their own (``record["provenance"]``) and that the folder's manifest did not list with
-    the same bytes: a record packed again keeps the commit and CPU it was shipped with."""
+    the same bytes: a record packed again keeps the commit and CPU it was shipped with. A
+    record's own provenance also gives its entry a ``device`` (records trained since it is
+    recorded)."""
     folder.mkdir(parents=True, exist_ok=True)
     known = manifest(folder)["records"]
     by_key = {}

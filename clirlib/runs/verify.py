@@ -101,6 +101,8 @@ def retrain(record: dict[str, Any]) -> dict[str, Any]:
     whole_system = {"collection": "collection" in record} if "system" in record["config"] else {}
     where = trained_on(record)
     if where == "cuda" and not torch.cuda.is_available():
+        print(f"[verify] {record.get('key', 'a record')} was trained on a GPU; this machine has none: retrained on the CPU",
+              flush=True)
         where = "cpu"
     with determinism.on_device(where):
         return experiments.compute_record(config_of(record), **whole_system)
