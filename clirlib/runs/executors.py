@@ -277,15 +277,15 @@ class PoolExecutor:
                                    mp_context=multiprocessing.get_context("spawn"))
         finished = False
         try:
-            pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR): [k for k, _ in g]
-                       for g in groups}
+            pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR):
+                       [k for k, _ in g] for g in groups}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in sorted(done, key=lambda f: grid.keys.index(pending[f][0])):  # same-time finishes in grid order
                     keys = pending.pop(fut)
                     try:
                         results = fut.result()
-                    except Exception:  # the worker process died; the runs of its group it stored are kept
+                    except Exception:  # the worker died; the runs of its group that it stored are kept
                         err = traceback.format_exc()
                         kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection)
                                 if len(keys) > 1 else None for k in keys]

@@ -14,9 +14,10 @@ and every per-query value.
 - ``FAIL``: a mean further away than that.
 
 Each run is retrained on the kind of device that trained it (``retrain``: a CPU record on
-the CPU even where a GPU is present). A pass shows that this code, on this machine, still trains the sampled runs to the numbers
-that were shipped; it does not check the runs that were not drawn. Records of real data this
-machine lacks (the Debian benchmark is not committed) are left out of the draw, and counted.
+the CPU even where a GPU is present). A pass shows that this code, on this machine, still
+trains the sampled runs to the numbers that were shipped; it does not check the runs that
+were not drawn. Records of real data this machine lacks (the Debian benchmark is not
+committed) are left out of the draw, and counted.
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def retrain(record: dict[str, Any]) -> dict[str, Any]:
     whole_system = {"collection": "collection" in record} if "system" in record["config"] else {}
     where = trained_on(record)
     if where == "cuda" and not torch.cuda.is_available():
-        print(f"[verify] {record.get('key', 'a record')} was trained on a GPU; this machine has none: retrained on the CPU",
-              flush=True)
+        print(f"[verify] {record.get('key', 'a record')} was trained on a GPU; this machine has none: "
+              "retrained on the CPU", flush=True)
         where = "cpu"
     with determinism.on_device(where):
         return experiments.compute_record(config_of(record), **whole_system)
