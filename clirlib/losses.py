@@ -15,12 +15,13 @@ from 1, so its segment [theta_{y-1}, theta_y] is the same thing).
 - ``three_part_l2`` (Nigam et al. 2019): squared hinges with their own three thresholds
   (0.2, 0.55, 0.9): NR is penalised above 0.2, SR above 0.55, MR below 0.9.
 
-Every loss takes scores ``(B,)``, integer labels ``(B,)`` (a tensor, array or list) and thresholds and returns the
-mean over the batch; with an optional per-pair ``weight`` ``(B,)`` (non-negative) it
-returns the weighted mean sum(w * l) / sum(w) instead (``class_weights`` gives the weights
-that make each class contribute equally; ``TrainConfig.class_weight = "balanced"``).
-``weight=None`` is the plain mean, bit for bit. ``LOSSES`` maps the names used in configs to these functions and
-``DEFAULT_THRESHOLDS`` gives the thresholds each uses unless told otherwise.
+Every loss takes scores ``(B,)``, integer labels ``(B,)`` (a tensor, array or list) and
+thresholds and returns the mean over the batch; with an optional per-pair ``weight``
+``(B,)`` (non-negative) it returns the weighted mean sum(w * l) / sum(w) instead
+(``class_weights`` gives the weights that make each class contribute equally;
+``TrainConfig.class_weight = "balanced"``). ``weight=None`` is the plain mean, bit for bit.
+``LOSSES`` maps the names used in configs to these functions and ``DEFAULT_THRESHOLDS``
+gives the thresholds each uses unless told otherwise.
 
 ``in_batch_info_nce`` is the contrastive baseline of issue 27 (not one of the paper's
 losses, and not in ``LOSSES``: it scores a batch of queries against every document of the

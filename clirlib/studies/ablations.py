@@ -177,10 +177,12 @@ def attribute(pq: pd.DataFrame, metric: str = METRIC, n_resamples: int = 10_000,
             ok = gap > 0
             # the share's interval resamples the baseline too: the gap (paper minus the
             # baseline's mean) is an estimate, not a constant
-            bv = b.reindex(a.index).to_numpy(float)
-            shares = stats.bootstrap_gap_share(a.to_numpy(float), bv, np.full(len(bv), paper), n_resamples, seed)
-            share_lo, share_hi = (np.nanquantile(shares, [0.025, 0.975]) if ok and np.isfinite(shares).any()
-                                  else (np.nan, np.nan))
+            share_lo = share_hi = np.nan
+            if ok:
+                bv = b.reindex(a.index).to_numpy(float)
+                shares = stats.bootstrap_gap_share(a.to_numpy(float), bv, np.full(len(bv), paper), n_resamples, seed)
+                if np.isfinite(shares).any():
+                    share_lo, share_hi = np.nanquantile(shares, [0.025, 0.975])
             rows.append({
                 "lang": lang, "loss": loss, "cause": cause, "hypothesis": VARIANTS[cause][0],
                 "variant_label": VARIANTS[cause][1],

@@ -216,8 +216,7 @@ def seeds_sentences(tests: pd.DataFrame, summary: pd.DataFrame, mean_std: Iterab
         s = f"{head} of {_count(len(g), 'comparison')}, {_verdict_counts(g['verdict'])}, so {_claim_words(r['verdict'])}."
         if "lang" in h.match and g["lang"].nunique() > 1:
             s += f" Holding per language: {_per_lang(g)}."
-        against = g[g["verdict"] == "does not hold"]  # strongest first: the tie rule of verdicts._aggregate
-        against = against.assign(_s=verdicts._support(h, against)).sort_values(["p_against_holm", "_s"], kind="stable")
+        against = verdicts.strongest_contrary_first(h, g[g["verdict"] == "does not hold"])
         if len(against):
             shown = against.head(3)
             s += (" Contrary: " + "; ".join(f"{x.a} vs {x.b}, {x.metric}: {x.effect:+.3f} "

@@ -280,13 +280,19 @@ def _aggregate(h: Hypothesis, comp: pd.DataFrame) -> tuple[str, int]:
     from holding. p-values tie often (a bootstrap p bottoms out at 1 / (N + 1)), so the
     interval (``_support``) breaks the tie, never the row order."""
     v = comp["verdict"]
-    comp = comp.assign(_support=_support(h, comp))
     if (v == "does not hold").any():
-        against = comp[v == "does not hold"]
-        return "does not hold", int(against.sort_values(["p_against_holm", "_support"], kind="stable").index[0])
-    order = comp if (v == "holds").all() else comp[v != "holds"]
+        return "does not hold", int(strongest_contrary_first(h, comp[v == "does not hold"]).index[0])
+    holds = bool((v == "holds").all())
+    order = (comp if holds else comp[v != "holds"]).assign(_support=_support(h, comp))
     order = order.sort_values(["p_holm", "_support"], ascending=[False, True], kind="stable")
-    return ("holds" if (v == "holds").all() else "inconclusive"), int(order.index[0])
+    return ("holds" if holds else "inconclusive"), int(order.index[0])
+
+
+def strongest_contrary_first(h: Hypothesis, against: pd.DataFrame) -> pd.DataFrame:
+    """Comparisons that do not hold, strongest first: smallest adjusted p against, then the
+    interval furthest short of the margin (``_support``), never the row order."""
+    return (against.assign(_support=_support(h, against))
+            .sort_values(["p_against_holm", "_support"], kind="stable").drop(columns="_support"))
 
 
 def evaluate(records_by_grid: Mapping[str, Iterable[Mapping[str, Any]]],
