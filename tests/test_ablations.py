@@ -131,3 +131,21 @@ def test_verdict_rule():
 def test_thresholds_sentence_reads_the_code():
     s = ablations.thresholds_sentence()
     assert str(losses.DEFAULT_THRESHOLDS["mse"]) in s and "SOSL's" in s and "(0.2, 0.9)" in s
+
+
+def test_imbalance_counts_the_baselines_training_pairs(monkeypatch):
+    from types import SimpleNamespace
+
+    from clirlib import data
+    from clirlib.data.dataset import Split
+
+    seen = []
+    labels = np.array([0, 0, 0, 0, 0, 1, 1, 2, 0, 2])  # 6 NR, 2 SR, 2 MR: (6 + 2) / 2 = 4.0 per MR pair
+
+    def fake_load_for(config):
+        seen.append(config)
+        return SimpleNamespace(splits={"train": Split(np.zeros(10), np.arange(10), labels)})
+
+    monkeypatch.setattr(data, "load_for", fake_load_for)
+    assert ablations.imbalance("ci") == "fr training split: 6 NR, 2 SR and 2 MR pairs, 4.0 NR and SR pairs per MR pair"
+    assert seen[0].lang == "fr" and seen[0].dataset == "ci"  # the study's language and data

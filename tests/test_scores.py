@@ -18,3 +18,10 @@ def test_class_separation_and_sentences():
     text = scores.separation_sentences(sep.reset_index(), {"a": "A"})
     assert "ordered NR < SR < MR: A; not ordered: b" in text
     assert "largest for b (0.500), smallest for A (0.350)" in text
+    assert "above 0.7 (SOSL's upper threshold)" in text  # losses.PAPER_THRESHOLDS[1]
+    # a gap that prints the same (0.3504 and 0.3496 both show 0.350) names both losses
+    tie = pd.DataFrame({"loss": ["a", "b", "c"], "MR_above_upper": [0.5, 0.5, 0.5], "ordered": [True] * 3,
+                        "MR_minus_SR": [0.3504, 0.3496, 0.9]})
+    assert "smallest for a and b (0.350)" in scores.separation_sentences(tie, {})
+    assert "largest for c (0.900)" in scores.separation_sentences(tie, {})
+

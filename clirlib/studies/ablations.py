@@ -25,6 +25,7 @@ import pandas as pd
 
 from . import hypotheses, verdicts
 from .. import losses, reported, stats
+from ..labels import MR, NR, SR
 from ..runs.experiments import run
 from ..runs.grid_runs import run_many
 from .hypotheses import ALPHA
@@ -46,7 +47,7 @@ METRIC = "P_mr@1"
 #: variant -> (cause it removes, short label)
 VARIANTS: dict[str, tuple[str, str]] = {
     "baseline": ("", "baseline (profile settings)"),
-    "balanced": ("H1, class imbalance (SR/NR errors never switch off, ~53:1)", "class-balanced weights"),
+    "balanced": ("H1, class imbalance (SR/NR errors never switch off)", "class-balanced weights"),
     "reachable": ("H2, targets unreachable under the eps = 1 cap", f"targets x {TARGET_SCALE:g} (reachable)"),
     "epochs30": ("H3, too little training", f"all {LONG_EPOCHS} epochs (no early stopping)"),
 }
@@ -81,6 +82,19 @@ def overrides(variant: str) -> dict[str, Any]:
 def study_lang(dataset: str | None) -> str:
     """French, or the first of the paper's languages present in ``dataset``."""
     return languages(dataset or None)[0]
+
+
+def imbalance(profile: str, dataset: str | None = None) -> str:
+    """H1's premise in numbers: the study's training pairs per class (NR, SR, MR) and how many
+    NR and SR pairs there are per MR pair, counted on the baseline's training split."""
+    from ..data import load_for  # the study's data, as its runs load it
+
+    lang = study_lang(dataset)
+    split = load_for(base(profile, dataset or None, lang, loss="mse", seed=SEEDS[0])).splits["train"]
+    counts = np.bincount(split.labels, minlength=3)
+    nr, sr, mr = (int(counts[c]) for c in (NR, SR, MR))
+    return (f"{lang} training split: {nr:,} NR, {sr:,} SR and {mr:,} MR pairs, "
+            f"{(nr + sr) / mr:.1f} NR and SR pairs per MR pair")
 
 
 def grid(profile: str, dataset: str | None = None, seeds: Iterable[int] = SEEDS) -> list[dict[str, Any]]:

@@ -93,8 +93,10 @@ def save(fig: plt.Figure, name: str, folder: Path) -> None:
 
 def fig1_gradient_grid(eps: float, lim: float = 2.0, n: int = 201) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """d r_eps((x1, x2), (1, 1)) / d x1 over a grid, by autograd; also the largest
-    deviation from the closed form of the proof of Lemma 2."""
-    xs = torch.linspace(-lim, lim, n, dtype=torch.float64)
+    deviation from the closed form of the proof of Lemma 2. The grid is
+    lim (2k - (n - 1)) / (n - 1), k = 0..n-1, so that the origin is exactly a grid point for
+    odd n (``torch.linspace`` puts its midpoint at -4e-17)."""
+    xs = lim * (2 * torch.arange(n, dtype=torch.float64) - (n - 1)) / (n - 1)
     x1, x2 = torch.meshgrid(xs, xs, indexing="xy")
     q = torch.stack([x1.reshape(-1), x2.reshape(-1)], dim=1).requires_grad_(True)  # (n*n, 2)
     d = torch.ones_like(q)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..labels import MR, NAMES
+from ..losses import PAPER_THRESHOLDS
 
 
 def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd.DataFrame:
@@ -33,17 +34,23 @@ def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd
     return out.reset_index()
 
 
-def separation_sentences(sep: pd.DataFrame, labels: dict[str, str], upper: float = 0.7) -> str:
-    """Markdown: the Figure 3 reading of this run, every number from ``sep``."""
+def separation_sentences(sep: pd.DataFrame, labels: dict[str, str], upper: float | None = None) -> str:
+    """Markdown: the Figure 3 reading of this run, every number from ``sep``. ``upper``: SOSL's
+    upper threshold (``losses.PAPER_THRESHOLDS``) unless given. Losses whose gap prints the
+    same as the largest (smallest) are all named: a tie is not a ranking."""
+    upper = PAPER_THRESHOLDS[1] if upper is None else upper
+    name = lambda loss: labels.get(loss, loss)  # noqa: E731
     lines = []
-    above = ", ".join(f"{labels.get(r.loss, r.loss)} {r.MR_above_upper:.1%}" for r in sep.itertuples())
+    above = ", ".join(f"{name(r.loss)} {r.MR_above_upper:.1%}" for r in sep.itertuples())
     lines.append(f"- Share of MR training scores above {upper:g} (SOSL's upper threshold): {above}.")
-    ordered = [labels.get(r.loss, r.loss) for r in sep.itertuples() if r.ordered]
-    unordered = [labels.get(r.loss, r.loss) for r in sep.itertuples() if not r.ordered]
+    ordered = [name(r.loss) for r in sep.itertuples() if r.ordered]
+    unordered = [name(r.loss) for r in sep.itertuples() if not r.ordered]
     lines.append("- Class means ordered NR < SR < MR: " + (", ".join(ordered) or "none")
                  + ("; not ordered: " + ", ".join(unordered) if unordered else "") + ".")
-    best = sep.loc[sep["MR_minus_SR"].idxmax()]
-    worst = sep.loc[sep["MR_minus_SR"].idxmin()]
-    lines.append(f"- Gap between the MR and SR means: largest for {labels.get(best.loss, best.loss)} "
-                 f"({best.MR_minus_SR:.3f}), smallest for {labels.get(worst.loss, worst.loss)} ({worst.MR_minus_SR:.3f}).")
+    shown = sep["MR_minus_SR"].map(lambda v: f"{v:.3f}")
+    gap = {}
+    for end, value in (("largest", sep["MR_minus_SR"].max()), ("smallest", sep["MR_minus_SR"].min())):
+        tied = sep.loc[shown == f"{value:.3f}", "loss"].map(name)
+        gap[end] = f"{' and '.join(tied)} ({value:.3f})"
+    lines.append(f"- Gap between the MR and SR means: largest for {gap['largest']}, smallest for {gap['smallest']}.")
     return "\n".join(lines)
