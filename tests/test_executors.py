@@ -69,17 +69,21 @@ def cluster():
     os.environ.update(LOOPBACK_ENV)  # before ray is imported: it reads them once
     import ray
 
-    with short, LocalCluster(Path(short.name), [1, 1]) as c:
-        ex = executors.RayExecutor(c.address, threads=1)
-        ex.connect()
-        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-        yield c, ex
-        ray.shutdown()
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    try:
+        with short, LocalCluster(Path(short.name), [1, 1]) as c:
+            try:
+                ex = executors.RayExecutor(c.address, threads=1)
+                ex.connect()
+                assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+                yield c, ex
+            finally:  # also when connecting failed: the driver leaves before the cluster stops
+                ray.shutdown()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def test_serial_grid_collects_failures_after_the_grid(results_dir, monkeypatch):
@@ -215,13 +219,13 @@ def test_killed_driver_resumes_from_the_cache(results_dir, serial_records, clust
     c, _ = cluster
     cmd = [sys.executable, "-c", _DRIVER, str(results_dir), c.address, os.path.dirname(__file__)]
     env = {**os.environ, **LOOPBACK_ENV}
-    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     runs = results_dir / "runs"
-    deadline = time.time() + 240
-    while time.time() < deadline and not (runs.is_dir() and list(runs.glob("*.json"))):
-        time.sleep(0.2)
-    first.kill()  # SIGKILL by PID: no clean-up in the driver
-    first.wait()
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True) as first:
+        deadline = time.time() + 240
+        while time.time() < deadline and not (runs.is_dir() and list(runs.glob("*.json"))):
+            time.sleep(0.2)
+        first.kill()  # SIGKILL by PID: no clean-up in the driver
+        first.wait()
     stored = len(list(runs.glob("*.json")))
     assert 1 <= stored < 4
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300).stdout

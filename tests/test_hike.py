@@ -93,9 +93,10 @@ def test_language_fusion_and_hinge_loss_hand_checked():
 def test_hike_model_shapes_and_no_entity():
     enc = SmallEncoder(10, 12, dim=16, heads=4, seed=0)
     m = HikeModel(enc, use_kg=True, k=3, heads=6, seed=0)
-    v = torch.randn(4, 16)
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(4, 16, generator=g)
     know = {"mask": torch.tensor([[True, False], [True, True], [False, False], [False, True]]),
-            "s": torch.randn(4, 2, 4, 16), "t": torch.randn(4, 2, 4, 16)}
+            "s": torch.randn(4, 2, 4, 16, generator=g), "t": torch.randn(4, 2, 4, 16, generator=g)}
     assert m.score(v, know).shape == (4,)
     # A query without entities ignores whatever sits in the masked rows.
     know2 = {**know, "s": know["s"].clone(), "t": know["t"].clone()}
@@ -329,7 +330,7 @@ def test_fast_scoring_equals_the_per_pair_reference(ci_fr):
     # and the per-pair reference agrees with KnowledgeFusion.forward (Eq. 4-6 on the stacked rows)
     know = h._know(sp.qidx[:4])
     with torch.no_grad():
-        v = torch.randn(4, h.model.encoder.dim)
+        v = torch.randn(4, h.model.encoder.dim, generator=torch.Generator().manual_seed(0))
         parts = h.model.knowledge_rows(know)
         first = h.model.fuse["s"].qkv(v)[:, None, None, :].expand(-1, parts["qkv_s"].shape[1], 1, -1)
         split = h.model.fuse["s"].attend(torch.cat([first, parts["qkv_s"]], dim=2))

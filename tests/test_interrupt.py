@@ -43,12 +43,35 @@ def _home(tmp: Path) -> Path:
     return home
 
 
-def _start(home: Path) -> subprocess.Popen:
+@pytest.fixture
+def started():
+    """Every reproduce this test starts; any still running at the end (a failed assert, a
+    timeout) is killed through its own PID's process group, so no kernel outlives the test."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def _start(home: Path, started: list, n: int) -> subprocess.Popen:
+    """Start run ``n`` in ``home``; its output goes to files (a pipe nobody reads could fill
+    and stall it), read back by :func:`_wait`."""
     env = {**os.environ, "CLIRLIB_HOME": str(home), "CLIRLIB_PROGRESS": "0",
            "PYTHONPATH": os.pathsep.join([str(paths.PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "clirlib", "reproduce", "--profile", "ci", "--notebooks", NOTEBOOK],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)  # its own process group: the kernel dies with it
+    with open(home / f"out{n}.log", "w") as out, open(home / f"err{n}.log", "w") as err:
+        p = subprocess.Popen([sys.executable, "-m", "clirlib", "reproduce", "--profile", "ci", "--notebooks", NOTEBOOK],
+                             stdout=out, stderr=err, text=True, env=env,
+                             start_new_session=True)  # its own process group: the kernel dies with it
+    started.append(p)
+    return p
+
+
+def _wait(p: subprocess.Popen, home: Path, n: int, timeout: float) -> str:
+    """Wait for run ``n`` (``TimeoutExpired`` after ``timeout`` s; the fixture then kills it); its stderr."""
+    p.wait(timeout=timeout)
+    return (home / f"err{n}.log").read_text()
 
 
 def _check_every_entry(runs: Path) -> int:
@@ -71,17 +94,17 @@ def _tables(home: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((home / "results" / "ci" / "tables").glob("*.csv"))}
 
 
-def test_killed_reproduce_leaves_valid_cache_and_same_tables(tmp_path):
+def test_killed_reproduce_leaves_valid_cache_and_same_tables(tmp_path, started):
     ref_home = _home(tmp_path / "reference")
     ref_runs = ref_home / "results" / "runs"
     t0 = time.monotonic()
-    ref = _start(ref_home)
+    ref = _start(ref_home, started, 0)
     first = None  # time until the first entry appears: start-up plus one run
-    while ref.poll() is None:
+    while ref.poll() is None and time.monotonic() - t0 < 1200:
         if first is None and ref_runs.is_dir() and any(ref_runs.glob("*.json")):
             first = time.monotonic() - t0
         time.sleep(0.2)
-    out, err = ref.communicate(timeout=60)
+    err = _wait(ref, ref_home, 0, timeout=60)
     full = time.monotonic() - t0
     assert ref.returncode == 0, err
     reference = _tables(ref_home)
@@ -98,12 +121,12 @@ def test_killed_reproduce_leaves_valid_cache_and_same_tables(tmp_path):
         attempts += 1
         cached = len(list(runs.glob("*.json"))) if runs.exists() else 0
         expected = first + (1 - cached / total) * (full - first)  # this run's remaining length
-        p = _start(home)
+        p = _start(home, started, attempts)
         time.sleep(float(rng.uniform(0.3, 0.95)) * expected)
         if p.poll() is None:
             os.killpg(p.pid, sig)  # by its PID: the group it leads (the kernel is in it)
             kills += 1
-        out, err = p.communicate(timeout=120)
+        err = _wait(p, home, attempts, timeout=120)
         if sig == signal.SIGINT and p.returncode == 130:
             lines = [line for line in err.splitlines() if line.strip() and not line.startswith("[IPKernelApp]")]
             assert lines == ["python -m clirlib reproduce: interrupted (finished runs stay in results/runs; "
@@ -111,8 +134,8 @@ def test_killed_reproduce_leaves_valid_cache_and_same_tables(tmp_path):
         if runs.exists():
             _check_every_entry(runs)
     assert kills == len(KILLS), f"only {kills} of {attempts} runs were still going at their kill time"
-    done = _start(home)
-    out, err = done.communicate(timeout=1200)
+    done = _start(home, started, attempts + 1)
+    err = _wait(done, home, attempts + 1, timeout=1200)
     assert done.returncode == 0, err
     assert _check_every_entry(runs) == total
     assert not [p for p in runs.glob("*.tmp") if cache.is_stale(p)]  # killed writers' files cleaned on start

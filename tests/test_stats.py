@@ -29,13 +29,65 @@ def test_exhaustive_small_case_matches_enumeration():
     assert p == pytest.approx(10 / 16, abs=0.01)
 
 
-def test_bootstrap_ci_contains_the_mean():
-    g = np.random.default_rng(0)
-    a, b = pd.Series(g.normal(0.5, 1, 200)), pd.Series(g.normal(0.0, 1, 200))
-    lo, hi = paired_bootstrap_ci(a, b, 2000)
-    assert lo < (a - b).mean() < hi
-
-
 def test_paired_sides_need_the_same_queries():
     with pytest.raises(ValueError, match="same queries"):
         paired_randomization(pd.Series([1.0], index=[0]), pd.Series([1.0], index=[1]))
+
+
+def _shares(values, support):
+    values = np.asarray(values)
+    return [float(np.mean(np.isclose(values, s))) for s in support]
+
+
+def test_holm_by_hand():
+    from clirlib.stats import holm
+
+    # sorted p 0.01, 0.03, 0.04 times m - rank 3, 2, 1: 0.03, 0.06, 0.04; made monotone: 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.6]).tolist() == [1.0, 1.0]  # 2 x 0.5 = 1.0 and 1 x 0.6 raised to it, capped at 1
+    assert holm([0.02]).tolist() == [0.02]  # one test: nothing to adjust
+
+
+def test_bootstrap_distributions_match_enumeration():
+    from clirlib.stats import bootstrap_paired, bootstrap_paired_ratio, bootstrap_unpaired
+
+    # resampling two values (0, 1) with replacement: mean 0, 0.5, 1 with probability 1/4, 1/2, 1/4
+    expected = [0.25, 0.5, 0.25]
+    assert _shares(bootstrap_paired([0.0, 1.0], 40_000), [0, 0.5, 1]) == pytest.approx(expected, abs=0.01)
+    # unpaired: b = (0) never varies, so mean(a*) - 0 has the same law
+    assert _shares(bootstrap_unpaired([0.0, 1.0], [0.0], 40_000), [0, 0.5, 1]) == pytest.approx(expected, abs=0.01)
+    # ratio: a = (1, 1) keeps mean 1; b = (0, 1) resampled jointly: (1 - mean(b*)) / 1 is 1, 0.5, 0
+    ratio = bootstrap_paired_ratio([1.0, 1.0], [0.0, 1.0], 40_000)
+    assert _shares(ratio, [1, 0.5, 0]) == pytest.approx(expected, abs=0.01)
+
+
+def test_bootstrap_ci_width_matches_the_normal_approximation():
+    g = np.random.default_rng(0)
+    a, b = pd.Series(g.normal(0.5, 1, 200)), pd.Series(g.normal(0.0, 1, 200))
+    lo, hi = paired_bootstrap_ci(a, b, 4000)
+    d = (a - b).to_numpy()
+    se = d.std(ddof=0) / np.sqrt(len(d))  # the bootstrap's standard error of a mean
+    # percentile interval of a mean of 200 near-normal values: mean +- 1.96 se, within a few per cent
+    assert lo == pytest.approx(d.mean() - 1.96 * se, abs=0.1 * se)
+    assert hi == pytest.approx(d.mean() + 1.96 * se, abs=0.1 * se)
+
+
+def test_permutation_unpaired_matches_enumeration():
+    from clirlib.stats import permutation_unpaired
+
+    # pooled (1, 1, 0, 0) split into two groups of 2: 6 splits, equally likely; |mean difference|
+    # reaches the observed 1 only when one group gets both ones: 2 of 6
+    assert permutation_unpaired([1.0, 1.0], [0.0, 0.0], 40_000) == pytest.approx(1 / 3, abs=0.01)
+
+
+def test_z_quantile_and_mean_std_by_hand():
+    from clirlib.stats import mean_std, z_quantile
+
+    assert z_quantile(0.975) == pytest.approx(1.959964, abs=1e-6)  # the normal table's 1.96
+    assert z_quantile(0.5) == 0.0
+    runs = pd.DataFrame({"loss": ["a", "a", "b"], "P": [0.2, 0.4, 0.5]})
+    out = mean_std(runs, ["loss"], ["P"]).set_index("loss")
+    # a: mean 0.3, sample std sqrt(((0.1)^2 + (0.1)^2) / 1) = 0.1414; b: one seed, std undefined
+    assert out.loc["a", "mean"] == pytest.approx(0.3) and out.loc["a", "std"] == pytest.approx(2 ** 0.5 / 10)
+    assert out.loc["a", "n_seeds"] == 2 and out.loc["a", "metric"] == "P"
+    assert np.isnan(out.loc["b", "std"]) and out.loc["b", "n_seeds"] == 1
