@@ -11,9 +11,14 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 KERNEL     := clirlib
 
+# Where the CPU build of torch comes from (PyPI's own torch wheel for Linux is a CUDA build;
+# 2.13.0+cpu from this index sorts above it). Unreachable offline: pip then retries for a few
+# seconds and takes a local wheel (find-links) if it has one.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # Profile of the embedded benchmark for `make reproduce`: ci | default | paper.
 PROFILE    ?= default
-# A WikiCLIR root (the folder holding wiki-clir/) to run on the real data instead.
+# Real data instead of the embedded benchmark: a WikiCLIR root (the folder holding wiki-clir/) or
+# an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...).
 DATA       ?=
 # FORCE=1 retrains every experiment instead of reading the shipped records (records/) and
 # the results/ cache; an interrupted FORCE=1 run started again resumes.
@@ -48,14 +53,14 @@ help: ## List the targets (default goal)
 	@echo "clirlib make targets:"
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>  FORCE=1 (retrain)  EXECUTOR=serial|ray  ADDRESS=<ray head>"
+	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>|irds:<id>  FORCE=1 (retrain)  EXECUTOR=serial|ray  ADDRESS=<ray head>"
 
 venv: $(STAMP) ## Create .venv with the pinned dependencies and the clirlib kernel
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet --extra-index-url $(TORCH_INDEX) torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "clirlib (.venv)" >/dev/null

@@ -21,6 +21,8 @@ import dataclasses
 import os
 import sys
 import time
+import warnings
+from pathlib import Path
 
 from . import cli_reproduce, cli_train, env, paths, profiles, systems
 from .atomic import WriteError, describe
@@ -112,11 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train and test one configuration")
     t.add_argument("--system", default="sosl", choices=systems.names(),
                    help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE; "
-                        "e5: multilingual-e5-small zero-shot (clirlib.systems)")
+                        "e5: multilingual-e5-small zero-shot; e5head: the paper's projection trained on frozen e5 "
+                        "vectors (clirlib.systems)")
     t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a WikiCLIR directory, "
                         "irds:wikiclir/<lang> or irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>] "
-                        "(ir_datasets' local cache; nothing is downloaded)")
-    t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...)")
+                        "(ir_datasets' local cache; nothing is downloaded); default: ci")
+    t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...); default: fr")
     t.add_argument("--loss", default="sosl", choices=[*LOSSES, "infonce"],
                    help="infonce: in-batch InfoNCE, for --system e5head only")
     t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES))
@@ -158,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("reproduce", help="run every notebook headless (make reproduce)")
     r.add_argument("--profile", default="default", choices=list(profiles.NAMES))
-    r.add_argument("--data", help="a WikiCLIR root to use instead of the embedded benchmark")
+    r.add_argument("--data", help="real data instead of the embedded benchmark: a WikiCLIR root (the folder holding "
+                                  "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
     r.add_argument("--force", action="store_true", help="retrain instead of reading results/")
     r.add_argument("--kernel", default="clirlib")
     r.add_argument("--executor", default="serial", choices=["serial", "ray"],
@@ -248,6 +252,26 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError, FloatingPointError, KeyError) as e:
         print(f"python -m clirlib {args.command}: error: {error_line(e)}", file=sys.stderr)
         return 2
+
+
+def run() -> int:
+    """The command line as a program (``python -m clirlib``, the ``clirlib`` script): :func:`main`
+    with clirlib's own warnings (skipped input lines, embedding coverage, a damaged record)
+    printed as one line each, ``python -m clirlib <command>: warning: <message>``, instead of
+    Python's ``file:line: Category: message`` and a line of clirlib's source. Other warnings
+    keep Python's format; ``main`` called in-process (tests) leaves warnings alone."""
+    default = warnings.showwarning
+    argv = sys.argv[1:]
+    command = next((a for a in argv if not a.startswith("-")), "")
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("clirlib.") or Path(filename).resolve().is_relative_to(paths.PACKAGE_DIR):
+            print(f"python -m clirlib {command}: warning: {message}", file=file or sys.stderr, flush=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    return main()
 
 
 def error_line(e: BaseException) -> str:

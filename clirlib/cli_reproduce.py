@@ -82,7 +82,7 @@ def reproduce(args: argparse.Namespace) -> int:
     # (a kernel killed by Ctrl-C, for example) would add more.
     logging.getLogger("papermill").setLevel(logging.CRITICAL)
     params = {"profile": args.profile, "dataset": args.data or "", "force": bool(args.force)}
-    out_dir = paths.RESULTS_DIR / "executed" / (args.profile if not args.data else f"wikiclir-{args.profile}")
+    out_dir = paths.RESULTS_DIR / "executed" / paths.run_tag(args.profile, args.data)
     out_dir.mkdir(parents=True, exist_ok=True)
     # The committed notebooks carry the default profile's outputs: a default run on the
     # embedded benchmark copies each executed notebook back over its source once it succeeds.

@@ -57,6 +57,9 @@ def check_options_apply(args: argparse.Namespace) -> frozenset[str]:
     if args.system == "hike" and "no_collection" in given and "first_stage" not in given:
         raise ConfigError("--no-collection", "applies to --system hike only with --first-stage (without one, "
                                              "HIKE scores candidate lists only)")
+    if getattr(args, "loss", None) == "infonce" and args.system != "e5head":
+        raise ConfigError("--loss", f"infonce (in-batch InfoNCE) is the e5 head's loss: use it with --system "
+                                    f"e5head, not --system {args.system}")
     if "lstm_readout" in given and args.encoder != "lstm":
         raise ConfigError("--lstm-readout", f"applies to --encoder lstm only, not {args.encoder}")
     return own

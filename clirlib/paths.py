@@ -7,6 +7,8 @@ to keep results of an installed copy elsewhere).
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 from .profiles import STUDY_BENCHMARKS
@@ -41,18 +43,33 @@ STUDY_RECORDS = STUDY_BENCHMARKS
 REPORTED_DIR = PACKAGE_DIR / "reported"
 
 
+def run_tag(profile: str, dataset: str | None = None) -> str:
+    """The folder name of a run's outputs below ``results/``: the profile on the embedded
+    benchmark; on real data the data's name and the profile, so two data sets never share a
+    folder: ``irds-wikiclir-fr-default`` for ``irds:wikiclir/fr``, ``<folder name>-<8 hex of its
+    absolute path's SHA-256>-<profile>`` for a folder (two folders of one name apart)."""
+    if not dataset:
+        return profile
+    if ":" in str(dataset) and not Path(str(dataset)).expanduser().exists():  # an irds: id
+        name = str(dataset)
+    else:
+        where = str(Path(dataset).expanduser().resolve())
+        name = f"{Path(where).name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+    return f"{re.sub(r'[^A-Za-z0-9._]+', '-', name).strip('-')}-{profile}"
+
+
 def output_dirs(profile: str, dataset: str | None = None) -> tuple[Path, Path]:
     """(figures, tables) folders for a run.
 
     Only the ``default`` profile on the embedded benchmark writes to the committed
     ``figures/`` and ``tables/``; every other run (the fast ``ci`` profile that nbval
-    executes, the ``paper`` profile, real data) writes below ``results/`` so it never
-    overwrites the published outputs.
+    executes, the ``paper`` profile, real data) writes below ``results/<run_tag>/`` so it
+    never overwrites the published outputs.
     """
     if profile == "default" and not dataset:
         figs, tabs = FIGURES_DIR, TABLES_DIR
     else:
-        tag = profile if not dataset else f"wikiclir-{profile}"
+        tag = run_tag(profile, dataset)
         figs, tabs = RESULTS_DIR / tag / "figures", RESULTS_DIR / tag / "tables"
     figs.mkdir(parents=True, exist_ok=True)
     tabs.mkdir(parents=True, exist_ok=True)

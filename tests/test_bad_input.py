@@ -78,6 +78,12 @@ def test_bad_setting_is_refused_in_one_line_before_training(capsys, no_training,
     assert "Traceback" not in err[0]
 
 
+def test_infonce_without_the_e5_head_names_the_system_it_needs(capsys, no_training):
+    rc, err = run_cli(capsys, "train", "--quiet", "--loss", "infonce")
+    assert (rc, err) == (2, ["python -m clirlib train: error: --loss: infonce (in-batch InfoNCE) is the e5 head's "
+                             "loss: use it with --system e5head, not --system sosl"])
+
+
 @pytest.mark.parametrize("make_out, problem", [
     (lambda tmp: tmp, "is a directory"),
     (lambda tmp: (tmp / "afile").write_text("x") and tmp / "afile" / "run.json", "is a file"),
@@ -93,7 +99,7 @@ def test_bad_out_path_is_refused_before_training(capsys, no_training, tmp_path, 
 
 
 @pytest.mark.parametrize("data, needle", [
-    ("ci2", "ci2: WikiCLIR root does not exist (nor is it a benchmark profile: ci, default, paper"),  # a typo
+    ("ci2", "ci2: WikiCLIR root does not exist (nor is it an embedded benchmark: ci, default, paper"),  # a typo
     ("", "an empty name: give a benchmark profile"),  # was read as the working folder
 ])
 def test_data_that_is_neither_a_profile_nor_a_folder(capsys, no_training, data, needle):

@@ -16,10 +16,24 @@ def cli(*args, cwd=None, home=None, timeout=300):
                           env=env, timeout=timeout)
 
 
+def ci_home(tmp_path):
+    """A ``CLIRLIB_HOME`` for runs on the ``ci`` profile: the checkout's generated benchmark
+    (``data/``, shared) but its own empty ``results/`` and ``records/``, so the run trains
+    here instead of reading a cached or shipped record, and writes nothing into the checkout."""
+    from clirlib import paths
+
+    home = tmp_path / "home"
+    home.mkdir()
+    paths.DATA_DIR.mkdir(parents=True, exist_ok=True)
+    (home / "data").symlink_to(paths.DATA_DIR, target_is_directory=True)
+    return home
+
+
 def test_train_on_ci_profile_prints_metrics_and_writes_json(tmp_path):
     out = tmp_path / "run.json"
     p = cli("train", "--data", "ci", "--lang", "fr", "--loss", "sosl", "--encoder", "avgpool", "--epsilon", "1.0",
-            "--thresholds", "0.2", "0.7", "--epochs", "2", "--seed", "0", "--out", str(out), "--quiet")
+            "--thresholds", "0.2", "0.7", "--epochs", "2", "--seed", "0", "--out", str(out), "--quiet",
+            home=ci_home(tmp_path))
     assert p.returncode == 0, p.stderr
     for m in ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r"):
         assert m in p.stdout
@@ -38,7 +52,8 @@ def test_train_options_reach_the_trainer(tmp_path):
 
     out = tmp_path / "run.json"
     p = cli("train", "--data", "ci", "--lang", "sw", "--epsilon", "0.5", "--thresholds", "0.1", "0.5", "--epochs", "2",
-            "--seed", "1", "--n-nr", "20", "--clip", "0", "--lr", "0.02", "--out", str(out), "--quiet")
+            "--seed", "1", "--n-nr", "20", "--clip", "0", "--lr", "0.02", "--out", str(out), "--quiet",
+            home=ci_home(tmp_path))
     assert p.returncode == 0, p.stderr
     rec = json.loads(out.read_text())
     cfg = rec["config"]
@@ -103,6 +118,19 @@ def test_train_on_hand_written_wikiclir_directory(tmp_path):
     assert rec["data_info"]["split_sizes"] == {"train": 18, "dev": 6, "test": 6}  # 3:1:1
 
 
+def test_clirlibs_warnings_print_as_one_line_each(tmp_path):
+    write_fixture(tmp_path / "wikiclir")  # no Polyglot files: two coverage warnings
+    rel = tmp_path / "wikiclir" / "wiki-clir" / "french" / "en2fr.rel"
+    rel.write_text("\n" + rel.read_text(encoding="utf-8"), encoding="utf-8")  # and a blank first line
+    p = cli("train", "--system", "bm25", "--data", str(tmp_path / "wikiclir"), "--lang", "fr", "--n-nr", "5",
+            "--quiet", "--no-collection", home=tmp_path / "home")
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 3 and all(line.startswith("python -m clirlib train: warning: ") for line in lines), lines
+    assert lines[0].endswith("skipped 1 blank lines in en2fr.rel (first: en2fr.rel line 1)")
+    assert "every en word starts from a random vector" in lines[1] and "every fr word" in lines[2]
+
+
 @pytest.mark.parametrize("system", ["bm25", "mdl"])
 def test_train_other_systems_on_a_wikiclir_directory(tmp_path, system):
     write_fixture(tmp_path / "wikiclir")
@@ -117,7 +145,7 @@ def test_train_other_systems_on_a_wikiclir_directory(tmp_path, system):
 
 def test_train_mdl_on_the_embedded_benchmark(tmp_path):
     p = cli("train", "--system", "mdl", "--data", "ci", "--lang", "tl", "--m", "1", "--epochs", "2", "--quiet",
-            "--no-collection", "--out", str(tmp_path / "r.json"))
+            "--no-collection", "--out", str(tmp_path / "r.json"), home=ci_home(tmp_path))
     assert p.returncode == 0, p.stderr
     rec = json.loads((tmp_path / "r.json").read_text())
     assert rec["config"]["m"] == 1 and rec["epochs_run"] == 2 and "collection" not in rec

@@ -341,6 +341,11 @@ def test_missing_root_and_unknown_language(tmp_path):
     with pytest.raises(MissingDataError, match=r"language 'it' \(languages present: fr\)"):
         load_wikiclir(root, "it")
     assert load_wikiclir(root, "french", n_nr=5).lang == "fr"  # folder names work as codes
+    # One file of a present language missing: the path names it, with no list of languages
+    (root / "wiki-clir" / "french" / "en2fr.rel").unlink()
+    with pytest.raises(MissingDataError) as e:
+        load_wikiclir(root, "fr")
+    assert "languages present" not in str(e.value) and "en2fr.rel" in str(e.value)
 
 
 def test_empty_texts_are_counted_skips(tmp_path):

@@ -80,3 +80,20 @@ def test_from_root(monkeypatch, tmp_path):
     assert env.from_root("~/read.txt", Path("/repo")) == tmp_path / "read.txt"
     monkeypatch.setenv("CLIRLIB_HOME", str(tmp_path))
     assert env.from_root("read.txt") == tmp_path.resolve() / "read.txt"  # root defaults to CLIRLIB_HOME
+
+
+def test_run_tag_names_the_data_so_two_data_sets_never_share_outputs(tmp_path, monkeypatch):
+    import hashlib
+
+    from clirlib import paths
+
+    assert paths.run_tag("ci") == "ci" and paths.run_tag("default", "") == "default"  # the embedded benchmark
+    assert paths.run_tag("default", "irds:wikiclir/fr") == "irds-wikiclir-fr-default"
+    a, b = tmp_path / "x" / "wiki", tmp_path / "y" / "wiki"  # one name, two places
+    a.mkdir(parents=True), b.mkdir(parents=True)
+    digest = hashlib.sha256(str(a.resolve()).encode()).hexdigest()[:8]
+    assert paths.run_tag("ci", str(a)) == f"wiki-{digest}-ci"
+    assert paths.run_tag("ci", str(b)) != paths.run_tag("ci", str(a))
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # output_dirs creates the folders
+    figs, tables = paths.output_dirs("ci", str(a))
+    assert (figs.parent, tables.parent) == (paths.RESULTS_DIR / f"wiki-{digest}-ci",) * 2

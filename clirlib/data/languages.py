@@ -94,7 +94,7 @@ def resolve_root(root: str | Path | None) -> Path:
         raise MissingDataError("an empty name: give a benchmark profile (" + ", ".join(SIZES) + ") or a WikiCLIR folder")
     root = Path(root).expanduser()
     if not root.exists():
-        raise MissingDataError(f"WikiCLIR root does not exist (nor is it a benchmark profile: {', '.join(SIZES)})", root)
+        raise MissingDataError(f"WikiCLIR root does not exist (nor is it an embedded benchmark: {', '.join(SIZES)})", root)
     if (root / "wiki-clir").is_dir():
         return root / "wiki-clir"
     if (root / QUERIES_FILE).is_file() or root.name == "wiki-clir":
@@ -118,7 +118,9 @@ def wikiclir_files(root: str | Path | None, lang: str, *, check: bool = True) ->
         for p in (files.queries, files.documents, files.qrels):
             if not p.is_file():
                 have = available_languages(base)
-                hint = f" (languages present: {', '.join(have) or 'none'})" if p != files.queries else ""
+                # the language's folder missing: say which languages are there; one file missing: the path says it
+                hint = (f" (languages present: {', '.join(have) or 'none'})"
+                        if p != files.queries and not p.parent.is_dir() else "")
                 raise MissingDataError(f"missing WikiCLIR file for language {code!r}{hint}", p)
     return files
 
