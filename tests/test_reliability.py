@@ -587,6 +587,46 @@ def test_reproduce_relays_the_kernels_ray_events(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out.splitlines() == ["[reproduce] [ray] node 127.0.0.2 (bbbb) left the cluster"]
 
 
+_LOCAL_RAY = """
+import json, os, subprocess
+from clirlib.runs import executors, raycluster
+ray = executors.RayExecutor(None, threads=1).connect()  # no address: a local instance
+try:
+    rows = [tuple(map(int, line.split())) for line in
+            subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout.splitlines() if line.strip()]
+    mine, grew = {os.getpid()}, True
+    while grew:  # this driver's descendants: Ray's head processes and their workers
+        grew = False
+        for pid, ppid in rows:
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    print(json.dumps({"pids": sorted(mine - {os.getpid()}), "listening": raycluster.listening(sorted(mine))}))
+finally:
+    ray.shutdown()
+"""
+
+
+def test_a_local_ray_instance_listens_on_loopback_only_and_stops_with_its_driver():
+    """``reproduce --executor ray`` without ``--address`` starts Ray itself (``RayExecutor(None)``):
+    every socket it listens on is on 127.0.0.1, and none of its processes outlives the driver.
+    In a child process, so that this process's ray import and environment stay untouched
+    (about 15 s)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}  # the executor sets it
+    env.update(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    p = subprocess.run([sys.executable, "-c", _LOCAL_RAY], capture_output=True, text=True, env=env, timeout=300,
+                       cwd=str(paths.PACKAGE_DIR.parent))
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    loopback = ("127.0.0.1:", "[::ffff:127.0.0.1]:", "[::1]:")
+    # by hand: 11 processes, 2 sockets on 127.0.0.1 and 6 on [::ffff:127.0.0.1]
+    assert got["pids"] and got["listening"] and all(a.startswith(loopback) for a in got["listening"]), got
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and [pid for pid in got["pids"] if Path(f"/proc/{pid}").exists()]:
+        time.sleep(0.5)  # ray.shutdown stops them; reaping takes a moment
+    assert not [pid for pid in got["pids"] if Path(f"/proc/{pid}").exists()]
+
+
 @pytest.fixture()
 def loopback_env(monkeypatch):
     for k, v in raycluster.LOOPBACK_ENV.items():
