@@ -12,8 +12,9 @@ STAMP      := $(VENV)/.installed
 KERNEL     := clirlib
 
 # Where the CPU build of torch comes from (PyPI's own torch wheel for Linux is a CUDA build;
-# 2.13.0+cpu from this index sorts above it). Unreachable offline: pip then retries for a few
-# seconds and takes a local wheel (find-links) if it has one.
+# 2.13.0+cpu from this index sorts above it). Only torch itself is looked up there (--no-deps;
+# its dependencies come from the usual indexes next). Unreachable offline: pip retries for a
+# few seconds and takes a local wheel (find-links) if it has one.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # Profile of the embedded benchmark for `make reproduce`: ci | default | paper.
 PROFILE    ?= default
@@ -60,7 +61,8 @@ venv: $(STAMP) ## Create .venv with the pinned dependencies and the clirlib kern
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --extra-index-url $(TORCH_INDEX) torch==2.13.0
+	$(PY) -m pip install --quiet --no-deps --extra-index-url $(TORCH_INDEX) torch==2.13.0
+	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "clirlib (.venv)" >/dev/null
