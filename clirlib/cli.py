@@ -258,16 +258,20 @@ def run() -> int:
     """The command line as a program (``python -m clirlib``, the ``clirlib`` script): :func:`main`
     with clirlib's own warnings (skipped input lines, embedding coverage, a damaged record)
     printed as one line each, ``python -m clirlib <command>: warning: <message>``, instead of
-    Python's ``file:line: Category: message`` and a line of clirlib's source. Other warnings
-    keep Python's format; ``main`` called in-process (tests) leaves warnings alone."""
+    Python's ``file:line: Category: message`` and a line of clirlib's source: a warning of a
+    category clirlib defines, or a plain ``UserWarning`` raised in clirlib's code. Other
+    warnings keep Python's format; ``main`` called in-process (tests) leaves warnings alone."""
     default = warnings.showwarning
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), "")
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if category.__module__.startswith("clirlib.") or Path(filename).resolve().is_relative_to(paths.PACKAGE_DIR):
-            print(f"python -m clirlib {command}: warning: {message}", file=file or sys.stderr, flush=True)
-        else:
+        ours = category.__module__.split(".")[0] == "clirlib" or (
+            category is UserWarning and Path(filename).resolve().is_relative_to(paths.PACKAGE_DIR))
+        if ours:  # a category of clirlib's, or a plain UserWarning that clirlib's code raised
+            text = " ".join(str(message).split("\n"))
+            print(f"python -m clirlib {command}: warning: {text}", file=file or sys.stderr, flush=True)
+        else:  # numpy's, torch's, ... (a RuntimeWarning raised inside clirlib's code too)
             default(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show

@@ -64,6 +64,9 @@ def _notebooks() -> list[Path]:
 
 
 def reproduce(args: argparse.Namespace) -> int:
+    if args.data and not args.data.startswith(paths.IRDS_PREFIX):
+        # a folder: absolute, since the kernels run in notebooks/ (a relative path would name another folder there)
+        args.data = str(Path(args.data).expanduser().resolve())
     # Every input checked before the first notebook starts (one line on failure, exit 2).
     notebooks = precheck(_notebooks(), dataset=args.data, kernel=args.kernel, only=args.notebooks)
     _check_address(args)

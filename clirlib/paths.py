@@ -43,14 +43,18 @@ STUDY_RECORDS = STUDY_BENCHMARKS
 REPORTED_DIR = PACKAGE_DIR / "reported"
 
 
+#: How a data argument names ir_datasets' local cache instead of a folder (``clirlib.data.irds``).
+IRDS_PREFIX = "irds:"
+
+
 def run_tag(profile: str, dataset: str | None = None) -> str:
     """The folder name of a run's outputs below ``results/``: the profile on the embedded
-    benchmark; on real data the data's name and the profile, so two data sets never share a
-    folder: ``irds-wikiclir-fr-default`` for ``irds:wikiclir/fr``, ``<folder name>-<8 hex of its
+    benchmark; on real data the data's name and the profile, so that two data sets do not share
+    a folder by name: ``irds-wikiclir-fr-default`` for ``irds:wikiclir/fr``, ``<folder name>-<8 hex of its
     absolute path's SHA-256>-<profile>`` for a folder (two folders of one name apart)."""
     if not dataset:
         return profile
-    if ":" in str(dataset) and not Path(str(dataset)).expanduser().exists():  # an irds: id
+    if str(dataset).startswith(IRDS_PREFIX):
         name = str(dataset)
     else:
         where = str(Path(dataset).expanduser().resolve())

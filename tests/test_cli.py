@@ -16,13 +16,13 @@ def cli(*args, cwd=None, home=None, timeout=300):
                           env=env, timeout=timeout)
 
 
-def ci_home(tmp_path):
+def ci_home(tmp_path, name="ci-home"):
     """A ``CLIRLIB_HOME`` for runs on the ``ci`` profile: the checkout's generated benchmark
     (``data/``, shared) but its own empty ``results/`` and ``records/``, so the run trains
     here instead of reading a cached or shipped record, and writes nothing into the checkout."""
     from clirlib import paths
 
-    home = tmp_path / "home"
+    home = tmp_path / name
     home.mkdir()
     paths.DATA_DIR.mkdir(parents=True, exist_ok=True)
     (home / "data").symlink_to(paths.DATA_DIR, target_is_directory=True)

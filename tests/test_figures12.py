@@ -3,6 +3,7 @@ from the numbers, on hand-made tables."""
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from clirlib.studies import figures12, plots
 from clirlib.studies.figures12 import FIG1_AGREE, FIG1_BOUND, FIG1_MAX
@@ -22,7 +23,7 @@ def test_fig1_bound_holds_and_cosine_peaks_at_the_origin():
     # 13.7 < 40, 3.1 < 10, 1.04 < 4 (bounds 2/eps): the bound holds
     assert "eps 0.05: 13.7 against 40, 0.2: 3.1 against 10, 0.5: 1.04 against 4): *holds* at every eps > 0" in text
     assert "the smaller eps, the larger the largest |dr/dx1|" in text  # 13.7 > 3.1 > 1.04
-    assert "is 7e+07, at the origin" in text
+    assert "is 7e+07, at the origin: the paper's infinity" in text
     assert "agree within 1e-9 at every grid point for every eps" in text
 
 
@@ -34,8 +35,12 @@ def test_fig1_violation_and_disagreement_are_named():
                                     {0.0: cosine}, xs)
     assert "*does not hold* at eps = 0.2" in text  # 12.0 > 2 / 0.2 = 10
     assert "does not shrink steadily" not in text  # 13.7 > 12.0 > 1.04 still falls
-    assert "at (x1, x2) = (-1, 1)" in text
+    assert "at (x1, x2) = (-1, 1)." in text and "infinity" not in text  # the peak is not at the origin
     assert "differ by more than 1e-9 at eps = 0.2" in text
+    nan_check = fig1_summary([5.0, 13.7, 3.1, 1.04], agree=(True, float("nan"), True, True))
+    assert "differ by more than 1e-9 at eps = 0.05" in figures12.fig1_sentences(nan_check, {}, xs)  # unchecked
+    with pytest.raises(ValueError, match="no row with eps > 0"):
+        figures12.fig1_sentences(fig1_summary([1.0, 1.0, 1.0, 1.0]).iloc[:1], {}, xs)
     text = figures12.fig1_sentences(fig1_summary([5.0, 3.0, 3.5, 1.0]), {}, xs)
     assert "does not shrink steadily" in text and "plain cosine" not in text  # 3.0 < 3.5; no eps = 0 grid
 
@@ -57,3 +62,5 @@ def test_fig2_a_loss_with_another_zero_set_does_not_hold():
     text = figures12.fig2_sentences(curves, (0.0, 0.5))
     assert "*does not hold* for SR" in text and "except for SR" in text  # 0.1 inside SR's segment
     assert "NR: nowhere" in text
+    with pytest.raises(ValueError, match="label NR needs scores inside and outside"):
+        figures12.fig2_sentences(curves[curves["r"] <= 0], (0.0, 0.5))  # NR's curve lies inside its segment only

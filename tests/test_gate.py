@@ -4,7 +4,6 @@ checked by hand and by enumerating every permutation of tiny lists."""
 import itertools
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from clirlib.metrics import RankedLists, ndcg, random_ndcg
@@ -89,19 +88,3 @@ def test_lists_and_epochs_from_a_record(monkeypatch):
 def test_a_config_without_data_fields_is_refused():
     with pytest.raises(ValueError, match="names no dataset"):
         gate.dev_lists((None, "fr", None, 40, 0))
-
-
-def test_failures_read_from_a_verdict_tables_gate_columns():
-    # rows as in claims_summary.csv: the "all" row repeats a language's gate and is skipped;
-    # "sw vs fr" compares two languages; p 0.5 >= 0.01 fails, 0.0001 passes, a missing side is NaN
-    table = pd.DataFrame({
-        "language": ["all", "fr", "it", "sw vs fr", "tl"],
-        "gate_a": ["X fr", "avg fr", "avg it", "SOSL sw", "avg tl"],
-        "gate_a_p": [0.5, 0.0001, 0.0001, 0.02, 0.0001],
-        "gate_b": ["X fr", "DSSM-CNN fr", "DSSM-CNN it", "SOSL fr", None],
-        "gate_b_p": [0.5, 0.999, 0.0001, 0.0001, float("nan")],
-    })
-    assert gate.failures([table]) == [("SOSL", ["sw"]), ("DSSM-CNN", ["fr"])]  # side a first, then side b
-    bad = table.assign(gate_b=["X fr", "DSSM-CNN it", "a it", "b fr", None])
-    with pytest.raises(ValueError, match="names 'DSSM-CNN it', not a system of 'fr'"):
-        gate.failures([bad])

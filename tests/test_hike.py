@@ -209,7 +209,9 @@ def test_cli_on_a_wikiclir_directory_with_and_without_kg(tmp_path):
     assert rec["config"]["kg"] == "full" and rec["data_info"]["kg"]["queries_with_links"] == 18
     # 18 by hand: query i names words i % 10 and (3 i + 1) % 10 of the fixture's list; 15 queries have
     # i % 10 < 5 (a KG word), and i % 10 == 7 names "river" (listed twice) for i = 7, 17, 27.
-    p = _cli("--data", "ci", "--epochs", "1", "--quiet", "--kg-mode", "gold")
+    from test_cli import ci_home
+
+    p = _cli("--data", "ci", "--epochs", "1", "--quiet", "--kg-mode", "gold", home=ci_home(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "linking on test queries: precision" in p.stdout
     p = _cli("--data", str(tmp_path / "wikiclir"), "--kg-mode", "gold", "--kg", str(tmp_path / "kg"), "--quiet")

@@ -50,8 +50,10 @@ def started():
     procs: list[subprocess.Popen] = []
     yield procs
     for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # the group its PID leads: a kernel may outlive the leader
+        except ProcessLookupError:
+            pass  # the whole group is gone
         p.wait()
 
 

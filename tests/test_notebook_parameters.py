@@ -18,8 +18,18 @@ def test_parameters_cell_names_dataset(nb):
     assert params["dataset"]["default"] == '""'  # the embedded benchmark of the parameters cell
 
 
-def test_reproduce_passes_dataset(monkeypatch):
-    import inspect
-    from clirlib import cli_reproduce
-    src = inspect.getsource(cli_reproduce)
-    assert '"dataset": args.data or ""' in src  # --data maps onto the notebooks' `dataset`
+def test_reproduce_passes_dataset_as_an_absolute_folder(monkeypatch, tmp_path):
+    # --data maps onto the notebooks' `dataset`, made absolute: the kernels run in notebooks/,
+    # where the relative path typed in the working folder would name another folder
+    from clirlib import cli, paths
+    from test_data import write_wikiclir
+
+    write_wikiclir(tmp_path / "mywiki")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    seen = []
+    monkeypatch.setattr(pm, "execute_notebook", lambda nb, out, parameters, **kw: seen.append((Path(nb).name, parameters)))
+    assert cli.main(["reproduce", "--profile", "ci", "--data", "mywiki", "--notebooks", "01"]) == 0
+    (name, params), = seen
+    assert name.startswith("01_") and params == {"profile": "ci", "dataset": str(tmp_path / "mywiki"), "force": False}
+    assert (tmp_path / "results" / "executed" / paths.run_tag("ci", str(tmp_path / "mywiki"))).is_dir()

@@ -609,7 +609,8 @@ finally:
 
 def test_a_local_ray_instance_listens_on_loopback_only_and_stops_with_its_driver():
     """``reproduce --executor ray`` without ``--address`` starts Ray itself (``RayExecutor(None)``):
-    every socket it listens on is on 127.0.0.1, and none of its processes outlives the driver.
+    every socket it listens on is on 127.0.0.1, and none of its processes outlives the driver
+    that shut it down (``ray.shutdown``, as the executor's caller does).
     In a child process, so that this process's ray import and environment stay untouched
     (about 15 s)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}  # the executor sets it

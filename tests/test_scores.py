@@ -24,4 +24,10 @@ def test_class_separation_and_sentences():
                         "MR_minus_SR": [0.3504, 0.3496, 0.9]})
     assert "smallest for a and b (0.350)" in scores.separation_sentences(tie, {})
     assert "largest for c (0.900)" in scores.separation_sentences(tie, {})
+    # every gap printing the same is no ranking; a NaN gap is named, not dropped
+    same = tie.assign(MR_minus_SR=[0.3504, 0.3496, float("nan")])
+    assert "- Gap between the MR and SR means: 0.350 for every loss shown (a, b). No gap for c" in \
+        scores.separation_sentences(same, {})
+    # -0.0001 prints as -0.000 unless signed zeros are folded: "0.000" for both ends
+    assert "0.000 for every loss shown" in scores.separation_sentences(tie.assign(MR_minus_SR=[-0.0001, 0.0, 0.0001]), {})
 

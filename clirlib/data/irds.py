@@ -17,13 +17,13 @@ import gzip
 import json
 from pathlib import Path
 
-from .. import env
+from .. import env, paths
 from .clirmatrix import load_clirmatrix
 from .errors import DataFormatError, MissingDataError
 from .languages import WikiClirFiles, ir_datasets_source, language_code
 from .wikiclir import load_wikiclir
 
-PREFIX = "irds:"
+PREFIX = paths.IRDS_PREFIX
 COLLECTION = "wikiclir"
 CLIRMATRIX = "clirmatrix"
 #: the official split files of ``irds:clirmatrix/<doc>/<variant>/<query>`` (HIKE tests on test1)

@@ -93,6 +93,8 @@ def imbalance(profile: str, dataset: str | None = None) -> str:
     split = load_for(base(profile, dataset or None, lang, loss="mse", seed=SEEDS[0])).splits["train"]
     counts = np.bincount(split.labels, minlength=3)
     nr, sr, mr = (int(counts[c]) for c in (NR, SR, MR))
+    if not mr:
+        return f"{lang} training split: {nr:,} NR, {sr:,} SR and no MR pairs"
     return (f"{lang} training split: {nr:,} NR, {sr:,} SR and {mr:,} MR pairs, "
             f"{(nr + sr) / mr:.1f} NR and SR pairs per MR pair")
 

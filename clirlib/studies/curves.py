@@ -25,7 +25,6 @@ DSSM-LSTM" are decided there on the benchmark's 1,000 test queries (:data:`TABLE
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -227,26 +226,6 @@ def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
             lines.append(f"- **{r['system']}** first passes the gate at **{r['learns_from']}** training queries "
                          f"({numbers}); it passes at {passed} of the sizes tried ({tried}).")
     return "\n".join(lines)
-
-
-#: The verdict tables (notebooks 08, 13 and 15) whose gate columns say who fails the gate on the profile itself.
-CLAIM_TABLES = ("claims_summary.csv", "families_claims.csv", "hike_verdicts.csv")
-
-
-def failing_on_profile(tables_dir) -> str:
-    """Why the curves exist, in words: which systems fail the learning gate in the profile's
-    own verdict tables (:data:`CLAIM_TABLES` in ``tables_dir``, read by ``gate.failures``)."""
-    names = [n for n in CLAIM_TABLES if (Path(tables_dir) / n).is_file()]
-    if not names:
-        return (f"none of {', '.join(CLAIM_TABLES)} is in {tables_dir}: run notebooks 08, 13 and 15 first "
-                "to see which systems fail the learning gate on this profile")
-    failing = gate.failures(pd.read_csv(Path(tables_dir) / n) for n in names)
-    source = f"the gate columns of {', '.join(names)}"
-    if not failing:
-        return f"On this profile every system passes the learning gate in every language ({source})."
-    listed = "; ".join(f"{system} in {', '.join(langs)}" for system, langs in failing)
-    return (f"On this profile these systems fail the learning gate ({source}): {listed}. "
-            "Every claim that needs one of them in that language is `not tested` there.")
 
 
 # --------------------------------------------------------------------------- Table 3 where DSSM learns

@@ -31,6 +31,8 @@ def fig1_sentences(summary: pd.DataFrame, grids: Mapping[float, np.ndarray], xs:
     """Markdown bullets from notebook 02's summary (one row per eps) and its gradient grids
     (``grids[eps]`` indexed ``[x2, x1]`` over ``xs``, as ``plots.fig1_gradient_grid`` returns)."""
     smooth = summary[summary["eps"] > 0].sort_values("eps")
+    if smooth.empty:
+        raise ValueError("no row with eps > 0: nothing to hold Lemma 2's bound against")
     over = smooth[~(smooth[FIG1_MAX] <= smooth[FIG1_BOUND])]
     pairs = ", ".join(f"{_g(r['eps'])}: {_g(r[FIG1_MAX])} against {_g(r[FIG1_BOUND])}" for _, r in smooth.iterrows())
     verdict = ("*holds* at every eps > 0 on the grid" if over.empty else
@@ -38,17 +40,18 @@ def fig1_sentences(summary: pd.DataFrame, grids: Mapping[float, np.ndarray], xs:
     lines = [f"- **Lemma 2's bound 2/eps** (largest |dr/dx1| on the grid against the bound; eps {pairs}): {verdict}."]
     peaks = smooth[FIG1_MAX].to_numpy()
     if len(peaks) > 1:
-        order = ("the smaller eps, the larger the largest |dr/dx1|: the sharper the change of sign near the origin"
-                 if np.all(np.diff(peaks) < 0) else "the largest |dr/dx1| does not shrink steadily as eps grows")
+        order = ("the smaller eps, the larger the largest |dr/dx1|" if np.all(np.diff(peaks) < 0)
+                 else "the largest |dr/dx1| does not shrink steadily as eps grows")
         lines.append(f"- Across eps = {', '.join(_g(e) for e in smooth['eps'])}: {order}.")
     if 0.0 in grids:
         g = np.abs(grids[0.0])
         i2, i1 = np.unravel_index(int(np.argmax(g)), g.shape)
-        at = "the origin" if xs[i1] == 0 and xs[i2] == 0 else f"(x1, x2) = ({_g(xs[i1])}, {_g(xs[i2])})"
-        lines.append(f"- With eps = 0 (plain cosine) the largest |dr/dx1| on the grid is {_g(g.max())}, at {at}: "
-                     "the paper's infinity, made finite by clirlib's convention (norms clamped at 1e-8, as in "
-                     "`torch.nn.functional.cosine_similarity`).")
-    disagree = summary[~summary[FIG1_AGREE].astype(bool)]
+        origin = xs[i1] == 0 and xs[i2] == 0
+        at = "the origin" if origin else f"(x1, x2) = ({_g(xs[i1])}, {_g(xs[i2])})"
+        lines.append(f"- With eps = 0 (plain cosine) the largest |dr/dx1| on the grid is {_g(g.max())}, at {at}"
+                     + (": the paper's infinity, made finite by clirlib's convention (norms clamped at 1e-8, as in "
+                        "`torch.nn.functional.cosine_similarity`)." if origin else "."))
+    disagree = summary[~summary[FIG1_AGREE].eq(True)]  # a missing check is no agreement
     lines.append("- Autograd and the closed form agree within 1e-9 at every grid point for every eps." if disagree.empty
                  else "- Autograd and the closed form differ by more than 1e-9 at eps = "
                  + ", ".join(_g(e) for e in disagree["eps"]) + ".")
@@ -69,6 +72,8 @@ def fig2_sentences(curves: pd.DataFrame, thresholds: Sequence[float], tol: float
     for y, (lo, hi) in segs.items():
         c = curves[(curves["name"] == "SOSL") & (curves["label"] == y)]
         inside = (c["r"] >= lo) & (c["r"] <= hi)
+        if not inside.any() or inside.all():
+            raise ValueError(f"SOSL's curve of label {LABEL_NAMES[y]} needs scores inside and outside [{lo:g}, {hi:g}]")
         sosl_ok.append(bool((c.loc[inside, "loss"] == 0).all() and (c.loc[~inside, "loss"] > 0).all()))
         dist = np.maximum(lo - c["r"], c["r"] - hi).clip(lower=0)
         square_ok.append(bool(np.abs(c["loss"] - dist ** 2).max() <= tol))

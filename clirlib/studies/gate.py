@@ -179,23 +179,3 @@ def words(label: str, r: Mapping[str, Any]) -> str:
     return (f"{label}: dev {METRIC} {r['dev']:.3f} vs {r['random']:.3f} for a random order, "
             f"p = {r['p']:.3g} {'<' if r['passes'] else '>='} {ALPHA:g}")
 
-
-def failures(summaries: Iterable[Any]) -> list[tuple[str, list[str]]]:
-    """``[(system, [languages])]`` that fail the gate in verdict tables' per-language rows
-    (``claims_summary.csv``-shaped frames: ``language`` and the ``gate_a`` / ``gate_b`` columns,
-    each naming its side's system nearest to failing with its language, e.g. ``"DSSM-CNN fr"``),
-    in order of first appearance. A side whose nearest system passes has no failing system;
-    where both of a side's systems fail, the table names one of them."""
-    found: dict[str, list[str]] = {}
-    for table in summaries:
-        rows = table[table["language"] != "all"]
-        for side in ("gate_a", "gate_b"):
-            for name, langs, p in zip(rows[side], rows["language"], rows[f"{side}_p"]):
-                if not isinstance(name, str) or not p >= ALPHA:
-                    continue
-                system, lang = name.rsplit(" ", 1)
-                if lang not in str(langs).split(" vs "):  # "sw vs fr": a row between two languages
-                    raise ValueError(f"gate column {side} names {name!r}, not a system of {langs!r}")
-                if lang not in found.setdefault(system, []):
-                    found[system].append(lang)
-    return list(found.items())

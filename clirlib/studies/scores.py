@@ -15,9 +15,10 @@ from ..labels import MR, NAMES
 from ..losses import PAPER_THRESHOLDS
 
 
-def class_separation(scores: pd.DataFrame, upper: float = 0.7, order=None) -> pd.DataFrame:
+def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], order=None) -> pd.DataFrame:
     """One row per loss: mean and std of the scores per class, the share of MR scores above
-    ``upper`` and whether the class means are ordered NR < SR < MR.
+    ``upper`` (SOSL's upper threshold unless given) and whether the class means are ordered
+    NR < SR < MR.
 
     ``scores``: tidy rows (loss, label, score) as written to ``fig3_train_scores.csv``.
     """
@@ -47,10 +48,21 @@ def separation_sentences(sep: pd.DataFrame, labels: dict[str, str], upper: float
     unordered = [name(r.loss) for r in sep.itertuples() if not r.ordered]
     lines.append("- Class means ordered NR < SR < MR: " + (", ".join(ordered) or "none")
                  + ("; not ordered: " + ", ".join(unordered) if unordered else "") + ".")
-    shown = sep["MR_minus_SR"].map(lambda v: f"{v:.3f}")
-    gap = {}
-    for end, value in (("largest", sep["MR_minus_SR"].max()), ("smallest", sep["MR_minus_SR"].min())):
-        tied = sep.loc[shown == f"{value:.3f}", "loss"].map(name)
-        gap[end] = f"{' and '.join(tied)} ({value:.3f})"
-    lines.append(f"- Gap between the MR and SR means: largest for {gap['largest']}, smallest for {gap['smallest']}.")
+    gaps = sep.dropna(subset=["MR_minus_SR"])
+    three = lambda v: f"{round(v, 3) + 0.0:.3f}"  # noqa: E731 (+ 0.0: a rounded -0.0 prints as 0.000)
+    shown = gaps["MR_minus_SR"].map(three)
+    missing = [name(x) for x in sep.loc[sep["MR_minus_SR"].isna(), "loss"]]
+    unmeasured = f" No gap for {', '.join(missing)} (a class without scores)." if missing else ""
+    if gaps.empty:
+        lines.append(f"- Gap between the MR and SR means:{unmeasured}")
+    elif shown.nunique() == 1:
+        lines.append(f"- Gap between the MR and SR means: {shown.iloc[0]} for every loss shown "
+                     f"({', '.join(map(name, gaps['loss']))}).{unmeasured}")
+    else:
+        gap = {}
+        for end, value in (("largest", gaps["MR_minus_SR"].max()), ("smallest", gaps["MR_minus_SR"].min())):
+            tied = gaps.loc[shown == three(value), "loss"].map(name)
+            gap[end] = f"{' and '.join(tied)} ({three(value)})"
+        lines.append(f"- Gap between the MR and SR means: largest for {gap['largest']}, "
+                     f"smallest for {gap['smallest']}.{unmeasured}")
     return "\n".join(lines)
