@@ -91,10 +91,20 @@ def test_non_finite_loss_stops_with_epoch_step_and_setting(monkeypatch):
 def test_plain_cosine_at_zero_embeddings_never_gives_nan():
     # eps = 0 and all-zero embeddings: every vector is the zero vector. The documented
     # convention (norms clamped) keeps the loss and gradients finite; clipping bounds steps.
-    res = train(TrainConfig(epsilon=0.0, init_scale=0.0, epochs=2, batch_size=32, pretrained=False),
-                toy_dataset(), progress=False)
-    assert all(math.isfinite(h["train_loss"]) for h in res.history)
-    assert all(math.isfinite(v) for v in res.test_metrics.values())
+    ds = toy_dataset()
+    res = train(TrainConfig(epsilon=0.0, init_scale=0.0, epochs=2, batch_size=32, pretrained=False), ds, progress=False)
+    # Every score is 0 and stays 0 (d r / d q = 0 when d = 0: nothing moves). SOSL at r = 0 with
+    # thresholds (0.2, 0.7): NR 0 (inside [-1, 0.2]), SR (0.2 - 0)^2 = 0.04, MR (0.7 - 0)^2 = 0.49;
+    # the epoch's loss is their mean over the training pairs, in both epochs.
+    labels = ds.splits["train"].labels
+    by_hand = (0.04 * (labels == 1).sum() + 0.49 * (labels == 2).sum()) / len(labels)
+    assert [h["train_loss"] for h in res.history] == pytest.approx([by_hand] * 2, rel=1e-6)
+    # all scores tie: the pessimistic tie rule (metrics) ranks the less relevant first, so the MR document of each test
+    # query sits at the bottom of its list: P_mr@1 = 0 and MRR_mr = 1 / (candidates per query)
+    test = ds.splits["test"]
+    sizes = set(np.bincount(test.qidx)[np.unique(test.qidx)])
+    assert len(sizes) == 1 and res.test_metrics["P_mr@1"] == 0.0
+    assert res.test_metrics["MRR_mr"] == pytest.approx(1 / sizes.pop())
 
 
 def test_clipping_counts_and_small_norm_cosine_explodes():
