@@ -28,7 +28,8 @@ def test_reproduce_passes_dataset_as_an_absolute_folder(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     seen = []
-    monkeypatch.setattr(pm, "execute_notebook", lambda nb, out, parameters, **kw: seen.append((Path(nb).name, parameters)))
+    monkeypatch.setattr(pm, "execute_notebook",
+                        lambda nb, out, parameters, **kw: seen.append((Path(nb).name, parameters)))
     assert cli.main(["reproduce", "--profile", "ci", "--data", "mywiki", "--notebooks", "01"]) == 0
     (name, params), = seen
     assert name.startswith("01_") and params == {"profile": "ci", "dataset": str(tmp_path / "mywiki"), "force": False}

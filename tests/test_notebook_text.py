@@ -47,7 +47,8 @@ def test_markdown_states_no_results(path):
     for i, (src, _) in enumerate(cells(path, "markdown")):
         # a list item opening on a bold verdict ("- **Holds.** ...") states one; a bold word
         # followed by a colon ("- **holds**: ...") or inside a sentence defines it
-        assert not re.search(r"^\s*[-*]\s+\*\*[^*]*" + VERDICT_WORDS.pattern + r"[^*]*\*\*(?!\s*:)", src, re.I | re.M), \
+        opening = r"^\s*[-*]\s+\*\*[^*]*" + VERDICT_WORDS.pattern + r"[^*]*\*\*(?!\s*:)"
+        assert not re.search(opening, src, re.I | re.M), \
             f"{path.name}: hand-written verdict in markdown: {src[:120]!r}"
         text = re.sub(r"\*\*[^*]+\*\*|\*[^*]+\*", "", src)  # bold / italic terms name words ("**holds**: ..."), they state nothing
         text = re.sub(r"`[^`]*`", "", text)

@@ -592,8 +592,8 @@ import json, os, subprocess
 from clirlib.runs import executors, raycluster
 ray = executors.RayExecutor(None, threads=1).connect()  # no address: a local instance
 try:
-    rows = [tuple(map(int, line.split())) for line in
-            subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout.splitlines() if line.strip()]
+    ps = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    rows = [tuple(map(int, line.split())) for line in ps.splitlines() if line.strip()]
     mine, grew = {os.getpid()}, True
     while grew:  # this driver's descendants: Ray's head processes and their workers
         grew = False

@@ -29,5 +29,6 @@ def test_class_separation_and_sentences():
     assert "- Gap between the MR and SR means: 0.350 for every loss shown (a, b). No gap for c" in \
         scores.separation_sentences(same, {})
     # -0.0001 prints as -0.000 unless signed zeros are folded: "0.000" for both ends
-    assert "0.000 for every loss shown" in scores.separation_sentences(tie.assign(MR_minus_SR=[-0.0001, 0.0, 0.0001]), {})
+    near_zero = tie.assign(MR_minus_SR=[-0.0001, 0.0, 0.0001])
+    assert "0.000 for every loss shown" in scores.separation_sentences(near_zero, {})
 

@@ -94,7 +94,8 @@ def resolve_root(root: str | Path | None) -> Path:
         raise MissingDataError("an empty name: give a benchmark profile (" + ", ".join(SIZES) + ") or a WikiCLIR folder")
     root = Path(root).expanduser()
     if not root.exists():
-        raise MissingDataError(f"WikiCLIR root does not exist (nor is it an embedded benchmark: {', '.join(SIZES)})", root)
+        raise MissingDataError(f"WikiCLIR root does not exist (nor is it an embedded benchmark: {', '.join(SIZES)})",
+                               root)
     if (root / "wiki-clir").is_dir():
         return root / "wiki-clir"
     if (root / QUERIES_FILE).is_file() or root.name == "wiki-clir":
