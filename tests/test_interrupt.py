@@ -27,6 +27,7 @@ from clirlib import cache, paths
 from clirlib.metrics import METRIC_NAMES
 from clirlib.runs import experiments
 from clirlib.train import KEY_DEFAULTS, TrainConfig
+from test_cli import ci_home
 
 NOTEBOOK = "07"
 KILLS = (signal.SIGKILL, signal.SIGKILL, signal.SIGINT, signal.SIGKILL, signal.SIGKILL)
@@ -34,12 +35,10 @@ SEED = 17
 
 
 def _home(tmp: Path) -> Path:
-    home = tmp
-    (home / "notebooks").mkdir(parents=True)
+    home = ci_home(tmp.parent, tmp.name)  # the shared generated benchmark, an empty results/
+    (home / "notebooks").mkdir()
     for nb in paths.NOTEBOOKS_DIR.glob(f"{NOTEBOOK}_*.ipynb"):
         shutil.copy(nb, home / "notebooks" / nb.name)
-    paths.DATA_DIR.mkdir(parents=True, exist_ok=True)
-    (home / "data").symlink_to(paths.DATA_DIR, target_is_directory=True)
     return home
 
 

@@ -16,8 +16,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
 from ..labels import NAMES as LABEL_NAMES
+from ..losses import segment_bounds
 
 #: The columns of notebook 02's summary table (``fig1_gradient_summary.csv``).
 FIG1_MAX, FIG1_BOUND, FIG1_AGREE = "max |dr/dx1| on grid", "bound 2/eps", "autograd = closed form (1e-9)"
@@ -59,8 +61,10 @@ def fig1_sentences(summary: pd.DataFrame, grids: Mapping[float, np.ndarray], xs:
 
 
 def _segments(thresholds: Sequence[float]) -> dict[int, tuple[float, float]]:
-    cuts = [-1.0, *map(float, thresholds), 1.0]
-    return {y: (cuts[y], cuts[y + 1]) for y in range(len(cuts) - 1)}
+    """Each label's segment of [-1, 1], as the losses define it (``losses.segment_bounds``)."""
+    labels = torch.arange(len(thresholds) + 1)
+    lo, hi = segment_bounds(labels, thresholds, torch.zeros(1, dtype=torch.float64))
+    return {int(y): (float(a), float(b)) for y, a, b in zip(labels, lo, hi)}
 
 
 def fig2_sentences(curves: pd.DataFrame, thresholds: Sequence[float], tol: float = 1e-12) -> str:
