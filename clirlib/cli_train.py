@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from . import atomic, env
-from .metrics import METRIC_NAMES
+from .metrics import METRIC_NAMES, chance_p_mr1
 from .validate import ConfigError, check_output
 
 #: Config fields whose command-line option has another name (``ConfigError`` names the field).
@@ -71,6 +71,7 @@ def train_command(args: argparse.Namespace) -> int:
     own = check_options_apply(args)
     from . import systems  # torch-heavy, as above
     from .runs.experiments import jsonable, run  # torch-heavy, as above
+    from .data import load_for
 
     cls = systems.get(args.system)
     values = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
@@ -84,14 +85,17 @@ def train_command(args: argparse.Namespace) -> int:
     if args.quiet:
         env.set_for_children(**{env.PROGRESS: "0"})
     rec = run(cfg, collection=not getattr(args, "no_collection", False))
-    print_record(args.system, cfg, rec)
+    test = load_for(cfg).splits["test"]  # in-process cache: free after a fit, one load after a cache hit
+    print_record(args.system, cfg, rec, chance_p_mr1(test.labels, test.qidx))
     if args.out:
         write_out(args.out, jsonable(rec))
     return 0
 
 
-def print_record(system: str, cfg, rec: dict) -> None:
-    """The run's settings, chance, KG facts (HIKE), test metrics and whole-collection ones."""
+def print_record(system: str, cfg, rec: dict, test_chance: float | None = None) -> None:
+    """The run's settings, the test split's chance P_mr@1 (``metrics.chance_p_mr1``: the mean
+    over queries of #MR / #candidates, not 1 / the mean list length, which is lower), KG facts
+    (HIKE), test metrics and whole-collection ones."""
     metrics = METRIC_NAMES + tuple(m for m in rec["test"] if m not in METRIC_NAMES)  # HIKE adds NDCG@1, NDCG@10
     width = max(len(m) for m in metrics)
     c = rec["config"]
@@ -104,8 +108,8 @@ def print_record(system: str, cfg, rec: dict) -> None:
     if cfg.n_queries is not None and info.get("n_queries", cfg.n_queries) < cfg.n_queries:
         print(f"note: --n-queries {cfg.n_queries} asked for more queries than the data has with a usable MR "
               f"document ({info['n_queries']}); all of them were used")
-    if "candidates_per_query" in info:
-        print(f"chance P_mr@1 = 1/{info['candidates_per_query']:.1f} = {1 / info['candidates_per_query']:.3f}")
+    if test_chance is not None:
+        print(f"chance P_mr@1 on test = {test_chance:.4f} (a random order: mean over queries of #MR / #candidates)")
     kg = info.get("kg")
     if kg:
         lk = kg.get("linking_test")
