@@ -11,6 +11,8 @@ Modules, one per concept of the paper:
 - ``train``       the training loop of Section 5 (Adam, batch 128, clipping)
 - ``runs``, ``studies``: the run machinery (cached runner, executors); the notebooks' studies
 - ``paths``, ``determinism``, ``reported``: where things live, seeds, the paper's numbers
+
+docs/equations.md maps every equation of the paper, MDL and HIKE to its function.
 """
 
 __version__ = "0.1.0"

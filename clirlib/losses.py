@@ -109,6 +109,9 @@ def proportional_odds(
 
     P(y | r) = sigmoid((hi - r) / s) - sigmoid((lo - r) / s), computed stably as
     log sigmoid(a) + log sigmoid(-b) + log(1 - exp(b - a)) with a = (hi - r)/s, b = (lo - r)/s.
+    With ``bounded=True`` (the released code's choice) the outer classes end at -1 and 1, not at
+    -inf and inf: the mass outside [-1, 1] is dropped, so the three P(y | r) do not sum to 1
+    (0.454 at r = 0.3 with the paper's thresholds and s = 1).
     """
     labels = _labels(labels, scores)
     lo, hi = segment_bounds(labels, thresholds, scores)

@@ -23,7 +23,8 @@ from .reproduction import base
 
 def generalization_gap(record: dict) -> float:
     """Theorem 3's gap L_E - L_S (Eq. 3 minus Eq. 4) for a cached run: mean loss on the test
-    pairs minus on the training pairs."""
+    pairs minus on the training pairs, as the run's training objective computed them (a run
+    with class weights or a target scale would weight them too; notebook 12's runs have neither)."""
     return float(record["split_losses"]["test"] - record["split_losses"]["train"])
 
 

@@ -2,8 +2,9 @@
 
 Both encoders read "[CLS] a [SEP] b [SEP]" (token + segment + position embeddings) and
 return the [CLS] vector: v_qd = Encoder({q, d}) for a query and a document (Eq. 1) and
-v_e = Encoder({l_e, p_e}) for an entity's label and description (Eq. 2-3; the paper uses
-one mBERT for both, so do we: the weights are shared).
+v_e for an entity (Eq. 2-3), whose label and description clirlib reads as one segment,
+"[CLS] label description [SEP]" (the paper packs them as two); the paper uses one mBERT for
+both, so do we: the weights are shared.
 
 - :class:`SmallEncoder` (default): a 2-layer transformer, d = 64, 4 heads, feed-forward
   128 (2 d; BERT uses 4 d, halved for CPU speed), GELU, dropout 0.1, whose word embeddings start from the dataset's
@@ -17,7 +18,8 @@ one mBERT for both, so do we: the weights are shared).
 Truncation, as BERT-style rankers do: the query keeps its first ``MAX_QUERY`` = 32
 tokens, and the document is cut so that the whole input is at most ``MAX_LEN`` = 128
 tokens (128 - 3 - query length document tokens; the embedded benchmark's documents have
-at most 120 tokens, mean 55, so they are rarely cut). Entity texts are packed the same way.
+at most 120 tokens, mean 55, so they are rarely cut). An entity text, packed alone, keeps its
+first ``MAX_QUERY`` tokens.
 """
 
 from __future__ import annotations

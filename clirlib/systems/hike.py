@@ -3,15 +3,18 @@ its config, the knowledge per query, training and scoring; the network is :mod:`
 
 For a query q and a document d, the cross-encoder gives v_qd (Eq. 1). Every entity e
 linked from the query has, in the source language s (English) and the target language t
-(the documents'), a vector v^r_e of its label and description (Eq. 2) and k = 3
-neighbours v^r_ne1..nek, chosen by TransE cosine (Eq. 3, ``clirlib.systems.transe``). Then
+(the documents'), a vector v^r_e of its label and description (Eq. 2; read as one segment,
+"[CLS] label description [SEP]", cut to its first 32 tokens) and the vectors v^r_ne1..nek of
+k = 3 neighbours (Eq. 3, the same encoder), the neighbours chosen by TransE cosine (the
+paper's prose; ``clirlib.systems.transe.top_neighbours``). Then
 
 - knowledge-level fusion, once per language r (:class:`~.hike_model.KnowledgeFusion`, Eq. 4-6):
   multi-head self-attention over the rows E^r = [v_qd; v^r_e; v^r_ne1; ..; v^r_nek] and
   a linear aggregator, giving e^r_kg;
 - language-level fusion (Eq. 7): e_kglang = tanh(W_L [v_qd; e^s_kg; e^t_kg] + b_L);
 - the score (Eq. 8): f(q, d) = W_S [v_qd; e_kglang] + b_S;
-- the pairwise hinge loss (Eq. 9, :func:`~.hike_model.hinge_loss`).
+- the pairwise hinge loss (Eq. 9, :func:`~.hike_model.hinge_loss`; the mean over sampled triples, not the paper's sum
+  over every (d+, d-) pair).
 
 Choices where the paper is silent (fixed entity vectors, several entities averaged, no
 softmax in Eq. 8, the training schedule) and the speed-ups that keep the model
@@ -135,7 +138,7 @@ class QueryKnowledge:
 
     links: np.ndarray  # (n_queries, M) int64 entity index or -1
     neighbours: np.ndarray  # (n_entities, k) int64
-    text_s: list[np.ndarray]  # entity -> English label [SEP] description, query-vocab ids
+    text_s: list[np.ndarray]  # entity -> English "label description" (one segment), query-vocab ids
     text_t: list[np.ndarray]  # entity -> document-language ..., document-vocab ids
     info: dict[str, Any]
 

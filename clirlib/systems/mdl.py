@@ -17,8 +17,8 @@ module is our reading of it, on clirlib's splits:
    on the criterion language's texts of the training pairs (an English query and its MR
    document); each pair gets the multi-hot vector of its top-m topics (:func:`top_m`).
    The paper's criterion is English (Table 2) and C = 1000 for 18,903 training concepts
-   (1,000 of its 19,903 were the test set): one topic per 18.9 training pairs. C is
-   scaled the same way, ``C = max(10, round(n_train_pairs / 18.9))`` (:func:`scaled_topics`;
+   (1,000 of its 19,903 were the test set): one topic per 18.903 training pairs. C is
+   scaled the same way, ``C = max(10, round(n_train_pairs / 18.903))`` (:func:`scaled_topics`;
    10 so that m = 9 of the sweep still leaves unlabelled topics): 10 on ``ci``, 19 on
    ``default``, 794 on ``paper``. Controls: ``labels="random"`` (m distinct topics drawn
    uniformly per pair: the paper's Table 6) and ``labels="true"`` (one-hot of the
@@ -165,7 +165,8 @@ def true_domains(dataset) -> dict[str, int]:
 
 # --------------------------------------------------------------------------- the model
 def orthogonal_h(n_topics: int, code: int, seed: int) -> torch.Tensor:
-    """A fixed random orthogonal H (C, code): orthonormal rows when C <= code (H H^T = I),
+    """MDL Eq. 3's H (Sec. 3.2; a label is H times the code): a fixed random orthogonal
+    (C, code) matrix: orthonormal rows when C <= code (H H^T = I),
     orthonormal columns otherwise (H^T H = I); QR of a seeded Gaussian matrix."""
     g = determinism.torch_generator(seed, "mdl-H")
     a = torch.randn(max(n_topics, code), min(n_topics, code), generator=g, dtype=torch.float64)
@@ -199,7 +200,7 @@ class AutoEncoder(nn.Module):
 
 def mdl_loss(z: torch.Tensor, x_hat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, H: torch.Tensor,
              lam: float) -> torch.Tensor:
-    """MDL Eq. 5 (Sec. 3.3; Eq. 4 is lambda = 1), the supervised autoencoder's objective:
+    """MDL Eq. 5 (Sec. 3.3; Eq. 4, Sec. 3.2, is its lambda = 1 case), the supervised autoencoder's objective:
     J = (1/n) sum_j lambda ||H z_j - y_j||^2 + (1 - lambda) ||x_hat_j - x_j||^2,
     with z = f(x): (n, code), x_hat = g(z): (n, p), y: (n, C), H: (C, code)."""
     sup = ((z @ H.T - y) ** 2).sum(1)  # (n,)
@@ -331,6 +332,7 @@ class MDL(System):
 
     @torch.no_grad()
     def _encode(self, dataset, side: str, rows: np.ndarray) -> np.ndarray:  # (n, code) or (n, C)
+        """The code f(x) of each row, or with ``space="label"`` MDL Eq. 3's H f(x)."""
         x = torch.from_numpy(self._vectors(dataset, side, np.asarray(rows, dtype=np.int64)))
         z = self.enc[side].f(x)  # (n, code)
         return (z @ self.H.T).numpy() if self.config.space == "label" else z.numpy()  # label space: MDL Eq. 3
