@@ -2,16 +2,21 @@
 
 ``records/`` (committed) holds run records exactly as the cache of
 :mod:`clirlib.runs.experiments` wrote them, one JSON line each, in gzip shards of at most
-``SHARD_BYTES``, and ``records/MANIFEST.json``: for every record its key, shard, the
-SHA-256 of its line, when it was trained, on which CPU and at which commit. The cache
-reads a shipped record when ``results/runs/`` has none for the key (:func:`read`), and
-checks it as it checks a local entry (schema, config, checksum, ``clirlib.cache``) plus
-the manifest's SHA-256: a damaged record is refused, by key and shard, with a warning,
-and the run is retrained. ``FORCE=1`` never reads them.
+``SHARD_BYTES`` named by their content (``shard-<SHA-256 prefix>.jsonl.gz``), and
+``records/MANIFEST.json``: for every record its key, shard, the SHA-256 of its line, when it
+was trained, on which CPU and at which commit. The cache reads a shipped record when
+``results/runs/`` has none for the key (:func:`read`): the line of its shard whose SHA-256 is
+the manifest's, checked as a local entry is (schema, config, checksum, ``clirlib.cache``). A
+damaged record is refused, by key and shard, with a warning, and the run is retrained; the
+shard's other records are still read. ``FORCE=1`` never reads them. :func:`load_all` (pack,
+prune, verify) checks everything and raises naming the file and line.
 
 :func:`pack` refreshes ``records/`` from the local cache (``python -m clirlib records
 pack``); shards are written with a fixed gzip timestamp, so the same records give the
-same bytes. The records are outputs of this code; nothing edits them by hand.
+same bytes. New shards are written first, the manifest next, and only then are the shards
+it no longer names removed: a pack stopped at any point leaves the old manifest with its
+shards (and at most unnamed new shards, which the next pack removes). The records are
+outputs of this code; nothing edits them by hand.
 A record that nothing reads any more (its configuration changed, so its key did) stays
 until :func:`prune` drops it: run ``make reproduce`` with ``CLIRLIB_RECORDS_READ=FILE``
 (every key the cache looks up is appended to FILE, :func:`note_lookup`, and a last line
@@ -29,6 +34,7 @@ import platform
 import re
 import subprocess
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -51,7 +57,7 @@ def line_digest(line: str) -> str:
 
 
 _manifests: dict[Path, dict[str, Any]] = {}
-_shards: dict[Path, dict[str, str]] = {}
+_shards: dict[Path, tuple[dict[str, tuple[int, str]], list[str]]] = {}
 
 
 def manifest(folder: Path | None = None) -> dict[str, Any]:
@@ -62,10 +68,19 @@ def manifest(folder: Path | None = None) -> dict[str, Any]:
         if not path.is_file():
             _manifests[folder] = {"format": FORMAT, "records": {}, "shards": {}}
         else:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+            restore = f"(git checkout {path} restores the committed one)"
+            try:
+                with open(path, encoding="utf-8") as f:
+                    data = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg}) {restore}") from None
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}: not a UTF-8 text file {restore}") from None
             if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), dict):
-                raise ValueError(f"{path}: not a shipped-records manifest of format {FORMAT}")
+                raise ValueError(f"{path}: not a shipped-records manifest of format {FORMAT} {restore}")
+            for key, entry in data["records"].items():
+                if not isinstance(entry, dict) or not {"shard", "sha256"} <= entry.keys():
+                    raise ValueError(f"{path}: the entry of record {key} lacks its shard or SHA-256 {restore}")
             _manifests[folder] = data
     return _manifests[folder]
 
@@ -76,17 +91,46 @@ def forget() -> None:
     _shards.clear()
 
 
-def _shard_lines(path: Path) -> dict[str, str]:
-    """``{key: line}`` of one shard (read once per process)."""
+def _shard(path: Path) -> tuple[dict[str, tuple[int, str]], list[str]]:
+    """One shard, read once per process: ``{SHA-256 of a line: (line number, line)}`` and the
+    problems met, each naming its line (a line that is not UTF-8, a stream cut short, a file
+    that is not gzip or is missing). A record is found by its line's SHA-256 (the manifest's),
+    so a damaged line costs that record alone."""
     if path not in _shards:
-        lines = {}
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                line = line.rstrip("\n")
-                if line:
-                    lines[json.loads(line)["key"]] = line
-        _shards[path] = lines
+        lines: dict[str, tuple[int, str]] = {}
+        problems: list[str] = []
+        i = 0
+        try:
+            with gzip.open(path, "rb") as f:
+                for i, raw in enumerate(f, start=1):
+                    try:
+                        line = raw.decode("utf-8").rstrip("\n")
+                    except UnicodeDecodeError:
+                        problems.append(f"line {i}: not UTF-8")
+                        continue
+                    if line:
+                        digest = line_digest(line)
+                        if digest in lines:
+                            problems.append(f"line {i}: the same record as line {lines[digest][0]}")
+                        lines.setdefault(digest, (i, line))
+        except FileNotFoundError:
+            problems.append("the file is missing")
+        except EOFError:
+            problems.append(f"cut short after line {i}")
+        except (OSError, zlib.error) as e:
+            problems.append(f"after line {i}: not a readable gzip stream ({e})")
+        _shards[path] = (lines, problems)
     return _shards[path]
+
+
+def _parse(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg}, column {e.colno})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+        raise ValueError(f"{path}, line {number}: not a run record (no key)")
+    return record
 
 
 def study_folder(study: str) -> Path:
@@ -159,22 +203,34 @@ def prune(log: Path, apply: bool = False) -> dict[Path, list[str]]:
     """The records of ``records/`` and the study folders (:func:`folders`) whose key the
     lookup log ``log`` does not hold, per folder; ``apply``: drop them (the kept records keep
     their bytes and provenance) and their local cache entries (``results/runs``, which
-    ``records pack`` would ship again). A folder none of whose records was looked up is left
-    alone (its benchmark was not reproduced)."""
+    ``records pack`` would ship again). The records of a data set (a folder's records with one
+    ``config["dataset"]``) none of which was looked up are left alone: that benchmark was not
+    reproduced, or its files here differ from those the records were trained on (real data:
+    other input digests, other keys)."""
     looked_up = read_lookups(log)
     dropped: dict[Path, list[str]] = {}
     for folder in folders():
         records = load_all(folder)
-        if not looked_up & records.keys():
-            print(f"[records] {folder}: none of its {len(records)} records was looked up; left alone")
+        by_data: dict[str, set[str]] = {}
+        for key, rec in records.items():
+            by_data.setdefault(str(rec["config"].get("dataset")), set()).add(key)
+        candidates = set()
+        for data, keys in sorted(by_data.items()):
+            if looked_up & keys:
+                candidates |= keys
+            else:
+                print(f"[records] {folder}: none of its {len(keys)} records of {data} was looked up; left alone")
+        if not candidates:  # nothing of this folder was looked up
             continue
-        dropped[folder] = sorted(records.keys() - looked_up)
+        dropped[folder] = sorted(candidates - looked_up)
+        if not dropped[folder]:
+            continue
         for key in dropped[folder]:
             print(f"[records] {folder}: {'drop' if apply else 'would drop'} {key} "
                   f"({record_kind(records[key])}, {records[key]['config'].get('dataset')}, "
                   f"trained {records[key].get('created')})")
-        if dropped[folder] and apply:
-            pack([r for k, r in records.items() if k in looked_up], folder, provenance())
+        if apply:
+            pack([r for k, r in records.items() if k not in dropped[folder]], folder, provenance())
             for key in dropped[folder]:
                 (paths.RESULTS_DIR / "runs" / f"{key}.json").unlink(missing_ok=True)
     return dropped
@@ -191,12 +247,14 @@ def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_
         return None
     shard = folder / entry["shard"]
     try:
-        line = _shard_lines(shard).get(key)
-        if line is None:
-            raise cache.CacheEntryError("not in its shard")
-        if line_digest(line) != entry["sha256"]:
-            raise cache.CacheEntryError("its SHA-256 is not the manifest's")
-        record = json.loads(line)
+        lines, problems = _shard(shard)
+        hit = lines.get(entry["sha256"])
+        if hit is None:
+            raise cache.CacheEntryError("no line of its shard has its SHA-256 in the manifest"
+                                        + (f"; {'; '.join(problems[:2])}" if problems else ""))
+        record = _parse(shard, *hit)
+        if record["key"] != key:
+            raise cache.CacheEntryError(f"line {hit[0]} holds record {record['key']}")
         cache.check_entry(record, key, config, key_defaults, metric_names, trained)
     except (OSError, EOFError, ValueError, cache.CacheEntryError) as e:
         problem = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -210,18 +268,54 @@ def _canonical(record: dict[str, Any]) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, str]) -> dict[str, Any]:
+def shard_name(data: bytes) -> str:
+    """A shard's file name, from its compressed bytes: a pack never overwrites a shard that
+    the manifest in place still names."""
+    return f"shard-{hashlib.sha256(data).hexdigest()[:16]}.jsonl.gz"
+
+
+def shipped_before(folder: Path) -> dict[str, dict[str, Any]]:
+    """``{SHA-256 of a record's line: its entry}`` in the first committed manifest of ``folder``
+    that listed those bytes (git history of ``folder/MANIFEST.json``, oldest first; empty
+    outside a git checkout): what the record was trained on, as said when it was first shipped."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        rel = (folder / MANIFEST).resolve().relative_to(paths.ROOT.resolve())
+    except ValueError:
+        return out
+    run = dict(cwd=paths.ROOT, capture_output=True, timeout=60)
+    try:
+        log = subprocess.run(["git", "log", "--reverse", "--format=%H", "--", str(rel)], text=True, **run)
+        for commit in log.stdout.split() if log.returncode == 0 else []:
+            shown = subprocess.run(["git", "show", f"{commit}:{rel}"], **run)
+            if shown.returncode != 0:
+                continue
+            try:
+                entries = json.loads(shown.stdout).get("records", {})
+            except (ValueError, AttributeError):
+                continue
+            for entry in entries.values():
+                if isinstance(entry, dict) and "sha256" in entry:
+                    out.setdefault(entry["sha256"], entry)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, str],
+         history: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write ``records`` (cache entries with their checksum) into ``folder`` as shards and a
     manifest, replacing what was there; returns the manifest.
 
     Records are sorted by key and cut into shards of at most ``SHARD_BYTES`` compressed.
-    ``provenance`` (``code``, ``cpu``) is what the manifest says of records that carry none
-    of their own (``record["provenance"]``) and that the folder's manifest did not list with
-    the same bytes: a record packed again keeps the commit and CPU it was shipped with. A
-    record's own provenance also gives its entry a ``device`` (records trained since it is
-    recorded)."""
+    What the manifest says a record was trained on (``code``, ``cpu``, ``created``) is, in
+    order: the record's own ``record["provenance"]`` (records trained since it is recorded;
+    it also gives a ``device``); the entry of the first manifest that shipped the same bytes
+    (``history``, :func:`shipped_before`) or the folder's manifest's when it lists the same
+    bytes; else ``provenance`` (the packer's)."""
     folder.mkdir(parents=True, exist_ok=True)
     known = manifest(folder)["records"]
+    history = history or {}
     by_key = {}
     for rec in records:
         if rec.get("checksum") != cache.checksum(rec):
@@ -238,16 +332,18 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
         shards[-1].append((k, line))
         size += est
     out: dict[str, Any] = {"format": FORMAT, "records": {}, "shards": {}}
-    data_of = {f"shard-{i:03d}.jsonl.gz": gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0)
-               for i, shard in enumerate(shards)}  # all compressed first: the files change in one short burst
+    blobs = [gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0) for shard in shards]
+    data_of = {shard_name(data): data for data in blobs}
     for (name, data), shard in zip(data_of.items(), shards):
-        atomic.write_bytes(folder / name, data)
+        atomic.write_bytes(folder / name, data)  # a new name: the manifest in place names none of these
         out["shards"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "records": len(shard)}
         for k, line in shard:
             rec = by_key[k]
+            digest = line_digest(line)
             before = known.get(k) or {}
-            prov = rec.get("provenance") or (before if before.get("sha256") == line_digest(line) else provenance)
-            out["records"][k] = {"shard": name, "sha256": line_digest(line), "created": rec.get("created"),
+            prov = (rec.get("provenance") or history.get(digest)
+                    or (before if before.get("sha256") == digest else provenance))
+            out["records"][k] = {"shard": name, "sha256": digest, "created": rec.get("created"),
                                  "code": prov.get("code"), "cpu": prov.get("cpu"),
                                  **({"device": prov["device"]} if prov.get("device") else {}),
                                  "kind": record_kind(rec)}
@@ -260,14 +356,43 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
 
 
 def load_all(folder: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Every shipped record, checked against the manifest (a damaged one raises)."""
+    """Every shipped record of ``folder``, everything checked: each line of each shard the
+    manifest names is a record the manifest lists there, once, with that line's SHA-256, and
+    the shard has the manifest's SHA-256. The first problem raises, naming the file (and line)."""
     folder = paths.RECORDS_DIR if folder is None else folder
-    out = {}
-    for key, entry in manifest(folder)["records"].items():
-        line = _shard_lines(folder / entry["shard"]).get(key)
-        if line is None or line_digest(line) != entry["sha256"]:
-            raise ValueError(f"shipped record {key} in {folder / entry['shard']} is damaged")
-        out[key] = json.loads(line)
+    man = manifest(folder)
+    listed: dict[str, list[str]] = {}
+    for key, entry in man["records"].items():
+        listed.setdefault(entry["shard"], []).append(key)
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(man.get("shards", {})) | set(listed)):
+        path = folder / name
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read this shard of {folder / MANIFEST} ({atomic.describe(e)})") from None
+        lines, problems = _shard(path)
+        if problems:
+            raise ValueError(f"{path}: {problems[0]}")
+        for digest, (number, line) in sorted(lines.items(), key=lambda x: x[1][0]):
+            record = _parse(path, number, line)
+            key = record["key"]
+            entry = man["records"].get(key)
+            if entry is None:
+                raise ValueError(f"{path}, line {number}: record {key} is not in {folder / MANIFEST}")
+            if key in out:
+                raise ValueError(f"{path}, line {number}: record {key} a second time")
+            if entry["shard"] != name or entry["sha256"] != digest:
+                raise ValueError(f"{path}, line {number}: record {key} is not what {folder / MANIFEST} lists "
+                                 f"({'another shard' if entry['shard'] != name else 'another SHA-256'})")
+            out[key] = record
+        for key in listed.get(name, []):
+            if key not in out:
+                raise ValueError(f"{path}: record {key}, listed there by {folder / MANIFEST}, is not in it")
+        want = man.get("shards", {}).get(name, {}).get("sha256")  # every line right, the file other bytes
+        if want is not None and hashlib.sha256(data).hexdigest() != want:
+            raise ValueError(f"{path}: its SHA-256 is not the one {folder / MANIFEST} gives it (its records are "
+                             f"intact: recompressed? records pack writes it again)")
     return out
 
 
@@ -334,7 +459,8 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
             raise ValueError(f"{path}: checksum does not match its content; not packing it")
         records[rec["key"]] = rec
         local += 1
-    out = pack(records.values(), folder, {**provenance(), **({"code": code} if code else {})})
+    out = pack(records.values(), folder, {**provenance(), **({"code": code} if code else {})},
+               history=shipped_before(folder))
     print(f"[records] {len(out['records'])} records ({local} from {paths.RESULTS_DIR / 'runs'}, "
           f"{kept_shipped} shipped before) in {len(out['shards'])} shards, "
           f"{sum(s['bytes'] for s in out['shards'].values()) / 1e6:.1f} MB, in {folder}")
