@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clirlib import profiles, systems
+from clirlib import paths, profiles, systems
 from clirlib.data import load_dataset
 from clirlib.runs import experiments
 from clirlib.studies import curves
@@ -127,8 +127,10 @@ def test_the_table_gives_the_smallest_passing_size_or_none():
     assert list(t.index) == ["MDL.6", "HIKE-small"]  # the systems' order, ORDER
 
 
-def test_ci_curves_run_and_are_gated_per_size():
+def test_ci_curves_run_and_are_gated_per_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # its runs in a throw-away cache, not the checkout's
     labelled = curves.run("ci", ["SOSL, average pooling", "MDL.6"], workers=1)
+    assert len(list((tmp_path / "results" / "runs").glob("*.json"))) == 6
     f = curves.frame(labelled)
     # ci: (24, 72) queries, seeds (0, 1) at 72 -> 1 + 2 runs per system
     assert sorted(f.groupby("system").size().tolist()) == [3, 3]
