@@ -226,3 +226,35 @@ def test_the_qnorm_grid_is_rounded_so_that_every_cpu_writes_the_same_table():
     # 10 ** -5.75 = 1.77827941003892e-06; np.logspace gave ...389227e-06 on one CPU and ...38923e-06 on another
     assert g[0] == 1e-06 and g[1] == 1.77827941004e-06 and g[4] == 1e-05 and g[-1] == 10.0
     assert np.allclose(g, np.logspace(-6, 1, 29), rtol=1e-11, atol=0)
+
+
+def _gates(passes, optimizer="sgd"):
+    return pd.DataFrame([{"optimizer": optimizer, "design": "fixed steps", "epsilon": 1.0, "n_train_queries": n,
+                          "dev_NDCG@5": 0.20 + 0.01 * i, "random_NDCG@5": 0.194, "p": 0.001 if ok else 0.3,
+                          "passes": ok, "runs": 3, "dev_queries": 120}
+                         for i, (n, ok) in enumerate(zip((10, 20, 40, 80), passes))])
+
+
+def test_theorem3_verdict_needs_every_size_to_pass_the_learning_gate():
+    shrink = theorem3.theorem3_slopes(_runs(lambda n: n ** -0.5, noise=0.05), n_boot=300)
+    failed = theorem3.theorem3_sentence(shrink, gates=_gates([False, True, True, False]))
+    # a shrinking gap of models that rank like a random order decides nothing
+    assert "Theorem 3 is **not tested** here" in failed and "consistent" not in failed
+    assert "fails at n = 10, 80" in failed
+    assert "dev NDCG@5 0.200-0.230 against 0.194 for a random order, p 0.001-0.3; alpha 0.01" in failed
+    passed = theorem3.theorem3_sentence(shrink, gates=_gates([True] * 4))
+    assert "**consistent with** Theorem 3" in passed and "Learning gate: passes at every n" in passed
+
+
+def test_theorem3_gates_group_a_sizes_seeds():
+    # two seeds at one size; dev lists of one query with 1 MR and 1 NR (a random order's NDCG@5:
+    # (1/1 + 1/log2 3) / 2 / 1 = 0.8155, by hand), one epoch each
+    rec = {"config": {"epsilon": 1.0, "train_fraction": 1.0, "seed": 0}, "dev": {"NDCG@5": 1.0},
+           "dev_counts": [[1, 0, 1]], "history": [{"dev_NDCG@5": 1.0}],
+           "data_info": {"split_sizes": {"train": 4}}}
+    recs = {("sgd", "fixed steps", 1.0, 0): rec, ("sgd", "fixed steps", 1.0, 1): {**rec, "dev": {"NDCG@5": 0.5}}}
+    g = theorem3.theorem3_gates(recs)
+    assert len(g) == 1 and g["runs"].item() == 2 and g["n_train_queries"].item() == 4
+    assert g["dev_NDCG@5"].item() == pytest.approx(0.75)
+    assert g["random_NDCG@5"].item() == pytest.approx((1 + 1 / math.log2(3)) / 2, abs=1e-12)
+    assert not g["passes"].item()  # 0.75 is below a random order's 0.8155

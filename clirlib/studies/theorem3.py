@@ -18,6 +18,7 @@ import pandas as pd
 from .. import profiles
 from ..data.dataset import Split
 from ..train import subsample_train
+from . import gate
 from .reproduction import base
 
 
@@ -150,11 +151,50 @@ def theorem3_slopes(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd
     return pd.DataFrame(rows)
 
 
-def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95) -> str:
+def theorem3_gates(records: dict) -> pd.DataFrame:
+    """The learning gate (``gate.test``: dev NDCG@5 against a random order of the same lists,
+    over a size's seeds) of every optimizer, design and training-set size of
+    :func:`theorem3_configs` (``records``: key -> cached record): a gap measured on models that
+    rank like a random order says nothing about learning, so a verdict needs every size to pass."""
+    groups: dict[tuple, list[dict]] = {}
+    for (opt, design, f, _seed), r in records.items():
+        groups.setdefault((opt, design, float(r["config"]["epsilon"]), n_train_queries(r)), []).append(r)
+    rows = []
+    for (opt, design, eps, n), rs in groups.items():
+        g = gate.test([r["dev"][gate.METRIC] for r in rs], [gate.lists_of(r) for r in rs])
+        rows.append({"optimizer": opt, "design": design, "epsilon": eps, "n_train_queries": n,
+                     f"dev_{gate.METRIC}": g["dev"], f"random_{gate.METRIC}": g["random"], "p": g["p"],
+                     "passes": bool(g["passes"]), "runs": g["n_runs"], "dev_queries": g["n_queries"]})
+    return pd.DataFrame(rows)
+
+
+def _gate_clause(gates: pd.DataFrame | None, r) -> tuple[str, bool]:
+    """(words, every size passes) for one row of :func:`theorem3_slopes` from :func:`theorem3_gates`."""
+    if gates is None:
+        return "", True
+    g = gates[(gates["optimizer"] == r.optimizer) & (gates["design"] == r.design) & (gates["epsilon"] == r.epsilon)]
+    dev, rnd = g[f"dev_{gate.METRIC}"], g[f"random_{gate.METRIC}"]
+    failing = g.loc[~g["passes"].astype(bool), "n_train_queries"].tolist()
+    def spread(values, fmt):  # "a-b", or "a" when every size gives the same
+        lo, hi = format(values.min(), fmt), format(values.max(), fmt)
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    span = (f"dev {gate.METRIC} {spread(dev, '.3f')} against {spread(rnd, '.3f')} for a random order, "
+            f"p {spread(g['p'], '.2g')}")
+    if failing:
+        return (f"Learning gate: fails at n = {', '.join(str(n) for n in failing)} ({span}; alpha {gate.ALPHA:g})",
+                False)
+    return f"Learning gate: passes at every n ({span}; alpha {gate.ALPHA:g})", True
+
+
+def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95, gates: pd.DataFrame | None = None) -> str:
     """Markdown bullets from :func:`theorem3_slopes`: the verdict on Theorem 3 (SGD with
-    c / t at a fixed number of steps) and the same trend test for the other runs."""
+    c / t at a fixed number of steps) and the same trend test for the other runs. With
+    ``gates`` (:func:`theorem3_gates`) each bullet gives the learning gate, and the verdict is
+    ``not tested`` where a size of SGD's runs fails it (their gap says nothing about learning)."""
     lines = []
     for r in slopes.itertuples():
+        gate_words, learned = _gate_clause(gates, r)
         steps = f"T = {r.steps_min} steps" if r.steps_min == r.steps_max else f"T = {r.steps_min}-{r.steps_max} steps"
         who = (f"SGD with step size c/t (c = {r.lr:g})" if r.optimizer == "sgd"
                else f"{'Adam' if r.optimizer == 'adam' else r.optimizer} (lr {r.lr:g})")
@@ -168,7 +208,10 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95) -> str:
                   f"[{r.ci_low:.2f}, {r.ci_high:.2f}] ({r.n_seeds} seeds per n)")
         trend = {"shrinks": "the gap shrinks with n", "grows": "the gap grows with n",
                  "unclear": "no clear trend (the interval contains 0)", "not measured": "no trend measured"}[r.trend]
-        if r.optimizer == "sgd" and r.design == "fixed steps":
+        if r.optimizer == "sgd" and r.design == "fixed steps" and not learned:
+            verdict = ("Theorem 3 is **not tested** here: a model that ranks like a random order has a small gap "
+                       "without having learned anything")
+        elif r.optimizer == "sgd" and r.design == "fixed steps":
             verdict = {"shrinks": "This is **consistent with** Theorem 3 (at a fixed T its bound falls like n^-1/2)",
                        "grows": "This is **not consistent with** Theorem 3, whose bound falls like n^-1/2 at a fixed T",
                        "unclear": "This is **neither consistent nor inconsistent** with Theorem 3 at this resolution",
@@ -179,5 +222,6 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95) -> str:
                        "parameters is unknown): no verdict")
         else:
             verdict = "Adam is outside Theorem 3 (which is about SGD with c/t): no verdict"
-        lines.append(f"- **{who}, {r.design} ({steps}), eps = {r.epsilon:g}:** {fit}; {ci}: {trend}. {verdict}.")
+        lines.append(f"- **{who}, {r.design} ({steps}), eps = {r.epsilon:g}:** {fit}; {ci}: {trend}. "
+                     + (f"{gate_words}. " if gate_words else "") + f"{verdict}.")
     return "\n".join(lines)
