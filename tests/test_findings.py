@@ -245,3 +245,13 @@ def test_seeds_sentences_count_only_the_tested_claims():
     assert text.splitlines()[0] == ("- **All claims of Tables 2 and 3:** none of the 1 claim was tested on these "
                                     "runs (the reasons follow).")
     assert "*not tested*: DSSM-CNN fr did not pass the learning gate" in text
+
+
+def test_mean_std_table_puts_the_papers_value_beside_each_cell_it_has():
+    runs = pd.DataFrame({"lang": ["fr", "fr", "sw"], "encoder": ["cnn", "cnn", "cnn"],
+                         **{m: [0.25, 0.35, 0.5] for m in METRIC_NAMES}})
+    paper = pd.DataFrame({"lang": ["fr"], "encoder": ["cnn"], **{m: [0.262] for m in METRIC_NAMES}})
+    _, display = findings.mean_std_table(runs, "encoder", ("cnn",), paper=paper)
+    # fr: mean 0.30, sample std of (0.25, 0.35) = 0.0707; the paper has no sw row: the cell stays ours alone
+    assert display.loc[("fr", "cnn"), "MAP"] == "0.300 ± 0.071 (paper 0.262)"
+    assert display.loc[("sw", "cnn"), "MAP"] == "0.500"

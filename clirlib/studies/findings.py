@@ -46,13 +46,21 @@ _TIDY = ("lang", "metric", "mean", "std", "n_seeds")
 
 
 def mean_std_table(runs: pd.DataFrame, key: str, order: Iterable[str],
-                   langs: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   langs: Iterable[str] | None = None,
+                   paper: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(tidy, display) mean and sample std over seeds per (lang, ``key``): ``tidy`` is
     :func:`clirlib.stats.mean_std` (one row per lang, system, metric); ``display`` has one
     row per (lang, system), a "mean +- std" cell per metric (the mean alone for one seed)
-    and ``n``, the number of seeds."""
+    and ``n``, the number of seeds. ``paper`` (``reported.table2()`` / ``table3()``: columns
+    lang, ``key`` and the metrics) adds the paper's value to each cell it has: "0.469 ± 0.008
+    (paper 0.438)"."""
     ms = mean_std(runs, ["lang", key], METRIC_NAMES)
     cell = [f"{m:.3f} ± {s:.3f}" if n > 1 else f"{m:.3f}" for m, s, n in zip(ms["mean"], ms["std"], ms["n_seeds"])]
+    if paper is not None:
+        ref = paper.set_index(["lang", key])
+        cell = [c if (lang, k) not in ref.index or pd.isna(ref.at[(lang, k), metric]) else
+                f"{c} (paper {ref.at[(lang, k), metric]:.3f})"
+                for c, lang, k, metric in zip(cell, ms["lang"], ms[key], ms["metric"])]
     out = ms.assign(cell=cell).pivot_table(index=["lang", key], columns="metric", values="cell", aggfunc="first",
                                            sort=False)[list(METRIC_NAMES)]
     out["n"] = ms.groupby(["lang", key], sort=False)["n_seeds"].first()
