@@ -131,6 +131,8 @@ def test_verdict_rule():
 def test_thresholds_sentence_reads_the_code():
     s = ablations.thresholds_sentence()
     assert str(losses.DEFAULT_THRESHOLDS["mse"]) in s and "SOSL's" in s and "(0.2, 0.9)" in s
+    # both baselines share SOSL's (0.2, 0.7) (losses.DEFAULT_THRESHOLDS): named once, not "(0.2, 0.7) and (0.2, 0.7)"
+    assert s.startswith("MSE and PO both use the thresholds (0.2, 0.7) ")
 
 
 def test_imbalance_counts_the_baselines_training_pairs(monkeypatch):

@@ -278,7 +278,9 @@ def thresholds_sentence() -> str:
     """Where MSE's and PO's thresholds come from, read from ``losses``."""
     t = losses.DEFAULT_THRESHOLDS
     same = t["mse"] == t["po"] == losses.PAPER_THRESHOLDS
-    return (f"MSE and PO use thresholds {t['mse']} and {t['po']} (`losses.DEFAULT_THRESHOLDS`): "
+    use = (f"MSE and PO both use the thresholds {t['mse']}" if t["mse"] == t["po"]
+           else f"MSE and PO use thresholds {t['mse']} and {t['po']}")
+    return (f"{use} (`losses.DEFAULT_THRESHOLDS`): "
             + ("SOSL's " if same else "not SOSL's ")
             + f"{losses.PAPER_THRESHOLDS}, which the paper chose by grid search for SOSL only; the paper gives no "
             "thresholds for MSE and PO, and the released code's default is (0.2, 0.9).")
