@@ -78,6 +78,8 @@ def manifest(folder: Path | None = None) -> dict[str, Any]:
                 raise ValueError(f"{path}: not a UTF-8 text file {restore}") from None
             if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), dict):
                 raise ValueError(f"{path}: not a shipped-records manifest of format {FORMAT} {restore}")
+            if not isinstance(data.get("shards", {}), dict):
+                raise ValueError(f"{path}: its 'shards' is not a table of shard files {restore}")
             for key, entry in data["records"].items():
                 if not isinstance(entry, dict) or not {"shard", "sha256"} <= entry.keys():
                     raise ValueError(f"{path}: the entry of record {key} lacks its shard or SHA-256 {restore}")
@@ -121,6 +123,20 @@ def _shard(path: Path) -> tuple[dict[str, tuple[int, str]], list[str]]:
             problems.append(f"after line {i}: not a readable gzip stream ({e})")
         _shards[path] = (lines, problems)
     return _shards[path]
+
+
+def _record_at(shard: Path, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The record ``key`` of ``shard``: its line whose SHA-256 is the manifest ``entry``'s.
+    Raises ``cache.CacheEntryError`` (a ``ValueError``) saying what is wrong."""
+    lines, problems = _shard(shard)
+    hit = lines.get(entry["sha256"])
+    if hit is None:
+        raise cache.CacheEntryError("no line of its shard has its SHA-256 in the manifest"
+                                    + (f"; {'; '.join(problems[:2])}" if problems else ""))
+    record = _parse(shard, *hit)
+    if record["key"] != key:
+        raise cache.CacheEntryError(f"line {hit[0]} holds record {record['key']}")
+    return record
 
 
 def _parse(path: Path, number: int, line: str) -> dict[str, Any]:
@@ -247,14 +263,7 @@ def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_
         return None
     shard = folder / entry["shard"]
     try:
-        lines, problems = _shard(shard)
-        hit = lines.get(entry["sha256"])
-        if hit is None:
-            raise cache.CacheEntryError("no line of its shard has its SHA-256 in the manifest"
-                                        + (f"; {'; '.join(problems[:2])}" if problems else ""))
-        record = _parse(shard, *hit)
-        if record["key"] != key:
-            raise cache.CacheEntryError(f"line {hit[0]} holds record {record['key']}")
+        record = _record_at(shard, key, entry)
         cache.check_entry(record, key, config, key_defaults, metric_names, trained)
     except (OSError, EOFError, ValueError, cache.CacheEntryError) as e:
         problem = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -268,16 +277,18 @@ def _canonical(record: dict[str, Any]) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def shard_name(data: bytes) -> str:
-    """A shard's file name, from its compressed bytes: a pack never overwrites a shard that
-    the manifest in place still names."""
-    return f"shard-{hashlib.sha256(data).hexdigest()[:16]}.jsonl.gz"
+def shard_name(text: bytes) -> str:
+    """A shard's file name, from its uncompressed lines (so another zlib build, which may
+    compress the same lines to other bytes, keeps the name): a pack never overwrites a shard
+    that the manifest in place still names."""
+    return f"shard-{hashlib.sha256(text).hexdigest()[:16]}.jsonl.gz"
 
 
 def shipped_before(folder: Path) -> dict[str, dict[str, Any]]:
     """``{SHA-256 of a record's line: its entry}`` in the first committed manifest of ``folder``
     that listed those bytes (git history of ``folder/MANIFEST.json``, oldest first; empty
-    outside a git checkout): what the record was trained on, as said when it was first shipped."""
+    outside a git checkout and in a shallow clone, whose oldest commit is not the first): what
+    the record was trained on, as said when it was first shipped."""
     out: dict[str, dict[str, Any]] = {}
     try:
         rel = (folder / MANIFEST).resolve().relative_to(paths.ROOT.resolve())
@@ -285,9 +296,12 @@ def shipped_before(folder: Path) -> dict[str, dict[str, Any]]:
         return out
     run = dict(cwd=paths.ROOT, capture_output=True, timeout=60)
     try:
+        shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], text=True, **run)
+        if shallow.returncode != 0 or shallow.stdout.strip() != "false":  # no history, or only its end
+            return out
         log = subprocess.run(["git", "log", "--reverse", "--format=%H", "--", str(rel)], text=True, **run)
         for commit in log.stdout.split() if log.returncode == 0 else []:
-            shown = subprocess.run(["git", "show", f"{commit}:{rel}"], **run)
+            shown = subprocess.run(["git", "show", f"{commit}:./{rel}"], **run)  # ./: relative to ROOT
             if shown.returncode != 0:
                 continue
             try:
@@ -332,8 +346,8 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
         shards[-1].append((k, line))
         size += est
     out: dict[str, Any] = {"format": FORMAT, "records": {}, "shards": {}}
-    blobs = [gzip.compress("".join(line + "\n" for _, line in shard).encode(), mtime=0) for shard in shards]
-    data_of = {shard_name(data): data for data in blobs}
+    texts = ["".join(line + "\n" for _, line in shard).encode() for shard in shards]
+    data_of = {shard_name(text): gzip.compress(text, mtime=0) for text in texts}
     for (name, data), shard in zip(data_of.items(), shards):
         atomic.write_bytes(folder / name, data)  # a new name: the manifest in place names none of these
         out["shards"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "records": len(shard)}
@@ -390,9 +404,30 @@ def load_all(folder: Path | None = None) -> dict[str, dict[str, Any]]:
             if key not in out:
                 raise ValueError(f"{path}: record {key}, listed there by {folder / MANIFEST}, is not in it")
         want = man.get("shards", {}).get(name, {}).get("sha256")  # every line right, the file other bytes
-        if want is not None and hashlib.sha256(data).hexdigest() != want:
+        if want is None:
+            raise ValueError(f"{path}: {folder / MANIFEST} gives this shard no SHA-256")
+        if hashlib.sha256(data).hexdigest() != want:
             raise ValueError(f"{path}: its SHA-256 is not the one {folder / MANIFEST} gives it (its records are "
-                             f"intact: recompressed? records pack writes it again)")
+                             f"intact: recompressed? git checkout {path} restores the committed file)")
+    return out
+
+
+def readable(folder: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The shipped records of ``folder`` that can be read, as the cache reads them (each by its
+    line's SHA-256): a damaged one is left out with a warning naming it and its shard, the
+    others are kept (for readers during ``make reproduce``; pack, prune and verify use the
+    strict :func:`load_all`)."""
+    folder = paths.RECORDS_DIR if folder is None else folder
+    out = {}
+    for key, entry in manifest(folder)["records"].items():
+        shard = folder / entry["shard"]
+        try:
+            record = _record_at(shard, key, entry)
+        except ValueError as e:
+            warnings.warn(f"shipped record {key} in {shard} is damaged ({e}); left out", ShippedRecordWarning,
+                          stacklevel=2)
+            continue
+        out[key] = record
     return out
 
 

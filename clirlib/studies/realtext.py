@@ -184,7 +184,7 @@ def has_files(lang: str) -> bool:
 @functools.lru_cache(maxsize=None)
 def _shipped_inputs(lang: str) -> tuple[tuple[str, str], ...]:
     """The input digests of the shipped records of ``DEBIAN`` / ``lang`` (one set, or an error)."""
-    found = {tuple(sorted(r["data_info"]["inputs"].items())) for r in shipped.load_all().values()
+    found = {tuple(sorted(r["data_info"]["inputs"].items())) for r in shipped.readable().values()
              if r["config"].get("dataset") == DEBIAN and r["config"].get("lang") == lang}
     if len(found) != 1:
         raise FileNotFoundError(
