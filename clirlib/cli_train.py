@@ -85,10 +85,10 @@ def train_command(args: argparse.Namespace) -> int:
     if args.quiet:
         env.set_for_children(**{env.PROGRESS: "0"})
     rec = run(cfg, collection=not getattr(args, "no_collection", False))
+    if args.out:  # first: a fitted result is never lost to what follows
+        write_out(args.out, jsonable(rec))
     test = load_for(cfg).splits["test"]  # in-process cache: free after a fit, one load after a cache hit
     print_record(args.system, cfg, rec, chance_p_mr1(test.labels, test.qidx))
-    if args.out:
-        write_out(args.out, jsonable(rec))
     return 0
 
 

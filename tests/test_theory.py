@@ -241,9 +241,16 @@ def test_theorem3_verdict_needs_every_size_to_pass_the_learning_gate():
     # a shrinking gap of models that rank like a random order decides nothing
     assert "Theorem 3 is **not tested** here" in failed and "consistent" not in failed
     assert "fails at n = 10, 80" in failed
-    assert "dev NDCG@5 0.200-0.230 against 0.194 for a random order, p 0.001-0.3; alpha 0.01" in failed
+    # the numbers of the failing sizes only (n = 10: dev 0.200, n = 80: 0.230; p 0.3 each), not the passing ones'
+    assert "dev NDCG@5 0.200-0.230 against 0.194 for a random order, p 0.3; alpha 0.01" in failed
     passed = theorem3.theorem3_sentence(shrink, gates=_gates([True] * 4))
     assert "**consistent with** Theorem 3" in passed and "Learning gate: passes at every n" in passed
+    assert "dev NDCG@5 0.200-0.230 against 0.194 for a random order, p 0.001; alpha 0.01" in passed
+    # a size without its gate row, or no rows for SGD at all, is no pass
+    for partial in (_gates([True] * 4).iloc[:2], _gates([True] * 4, optimizer="adam")):
+        text = theorem3.theorem3_sentence(shrink, gates=partial)
+        assert "Theorem 3 is **not tested** here" in text and "consistent" not in text
+        assert f"measured at {partial[partial['optimizer'] == 'sgd']['n_train_queries'].nunique()} of the 4" in text
 
 
 def test_theorem3_gates_group_a_sizes_seeds():
@@ -252,9 +259,12 @@ def test_theorem3_gates_group_a_sizes_seeds():
     rec = {"config": {"epsilon": 1.0, "train_fraction": 1.0, "seed": 0}, "dev": {"NDCG@5": 1.0},
            "dev_counts": [[1, 0, 1]], "history": [{"dev_NDCG@5": 1.0}],
            "data_info": {"split_sizes": {"train": 4}}}
-    recs = {("sgd", "fixed steps", 1.0, 0): rec, ("sgd", "fixed steps", 1.0, 1): {**rec, "dev": {"NDCG@5": 0.5}}}
-    g = theorem3.theorem3_gates(recs)
-    assert len(g) == 1 and g["runs"].item() == 2 and g["n_train_queries"].item() == 4
+    half = {**rec, "config": {**rec["config"], "train_fraction": 0.5}}  # 2 of the 4 training queries
+    recs = {("sgd", "fixed steps", 1.0, 0): rec, ("sgd", "fixed steps", 1.0, 1): {**rec, "dev": {"NDCG@5": 0.5}},
+            ("sgd", "fixed steps", 0.5, 0): half}
+    g = theorem3.theorem3_gates(recs).sort_values("n_train_queries")
+    assert g["n_train_queries"].tolist() == [2, 4] and g["runs"].tolist() == [1, 2]  # one row per size, seeds pooled
+    g = g[g["n_train_queries"] == 4]
     assert g["dev_NDCG@5"].item() == pytest.approx(0.75)
     assert g["random_NDCG@5"].item() == pytest.approx((1 + 1 / math.log2(3)) / 2, abs=1e-12)
     assert not g["passes"].item()  # 0.75 is below a random order's 0.8155

@@ -173,8 +173,13 @@ def _gate_clause(gates: pd.DataFrame | None, r) -> tuple[str, bool]:
     if gates is None:
         return "", True
     g = gates[(gates["optimizer"] == r.optimizer) & (gates["design"] == r.design) & (gates["epsilon"] == r.epsilon)]
+    if g["n_train_queries"].nunique() != r.n_sizes:  # a size without its gate is no pass
+        return (f"Learning gate: measured at {g['n_train_queries'].nunique()} of the {r.n_sizes} training-set sizes",
+                False)
+    fails = ~g["passes"].astype(bool)
+    failing = g.loc[fails, "n_train_queries"].tolist()
+    g = g[fails] if failing else g  # the numbers of the sizes the words are about
     dev, rnd = g[f"dev_{gate.METRIC}"], g[f"random_{gate.METRIC}"]
-    failing = g.loc[~g["passes"].astype(bool), "n_train_queries"].tolist()
     def spread(values, fmt):  # "a-b", or "a" when every size gives the same
         lo, hi = format(values.min(), fmt), format(values.max(), fmt)
         return lo if lo == hi else f"{lo}-{hi}"
