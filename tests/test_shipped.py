@@ -370,3 +370,21 @@ def test_make_reproduce_marks_a_traced_log_complete_only_when_every_notebook_ran
         assert not log.exists()  # a partial run: prune would refuse its log
     else:
         assert log.read_text() == shipped.COMPLETE + "\n"
+
+
+def test_the_cheapest_ci_record_of_every_kind_retrains_to_its_numbers():
+    # records/ci holds the ci profile's claim runs of the paper's ranker (trained on a CPU). make test's
+    # make verify draws three records of records/; this retrains one record of every kind here, so a code
+    # change that moves the numbers of any loss or encoder fails make test, not only in the kinds drawn.
+    # The rule is make verify's: OK (every number equal) or OKISH (means within 0.01: another CPU).
+    recs = shipped.load_all(paths.CI_RECORDS_DIR)
+    cheapest = {}
+    for r in recs.values():
+        kind = shipped.record_kind(r)
+        if kind not in cheapest or r["seconds"] < cheapest[kind]["seconds"]:
+            cheapest[kind] = r
+    assert sorted(cheapest) == ["avgpool/3part_l2", "avgpool/mse", "avgpool/po", "avgpool/sosl", "cnn/sosl",
+                                "lstm/sosl"]
+    for kind, r in sorted(cheapest.items()):
+        check = verify.compare(r, verify.retrain(r))
+        assert check.verdict in ("OK", "OKISH"), (kind, r["key"], check.worst)
