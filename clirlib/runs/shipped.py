@@ -322,8 +322,8 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
     manifest, replacing what was there; returns the manifest.
 
     Records are sorted by key and cut into shards of at most ``SHARD_BYTES`` compressed.
-    What the manifest says a record was trained on (``code``, ``cpu``, ``created``) is, in
-    order: the record's own ``record["provenance"]`` (records trained since it is recorded;
+    What the manifest says a record was trained on (``code``, ``cpu``; ``created`` is always
+    the record's own) is, in order: the record's own ``record["provenance"]`` (records trained since it is recorded;
     it also gives a ``device``); the entry of the first manifest that shipped the same bytes
     (``history``, :func:`shipped_before`) or the folder's manifest's when it lists the same
     bytes; else ``provenance`` (the packer's)."""

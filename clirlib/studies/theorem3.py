@@ -180,6 +180,7 @@ def _gate_clause(gates: pd.DataFrame | None, r) -> tuple[str, bool]:
     failing = g.loc[fails, "n_train_queries"].tolist()
     g = g[fails] if failing else g  # the numbers of the sizes the words are about
     dev, rnd = g[f"dev_{gate.METRIC}"], g[f"random_{gate.METRIC}"]
+
     def spread(values, fmt):  # "a-b", or "a" when every size gives the same
         lo, hi = format(values.min(), fmt), format(values.max(), fmt)
         return lo if lo == hi else f"{lo}-{hi}"
@@ -214,8 +215,9 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95, gates: pd.DataF
         trend = {"shrinks": "the gap shrinks with n", "grows": "the gap grows with n",
                  "unclear": "no clear trend (the interval contains 0)", "not measured": "no trend measured"}[r.trend]
         if r.optimizer == "sgd" and r.design == "fixed steps" and not learned:
-            verdict = ("Theorem 3 is **not tested** here: a model that ranks like a random order has a small gap "
-                       "without having learned anything")
+            verdict = "Theorem 3 is **not tested** here: " + (
+                "a model that ranks like a random order has a small gap without having learned anything"
+                if "fails at" in gate_words else "its runs' learning gate is not known at every size")
         elif r.optimizer == "sgd" and r.design == "fixed steps":
             verdict = {"shrinks": "This is **consistent with** Theorem 3 (at a fixed T its bound falls like n^-1/2)",
                        "grows": "This is **not consistent with** Theorem 3, whose bound falls like n^-1/2 at a fixed T",
