@@ -296,8 +296,10 @@ def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame, title: str | None =
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
     systems = list(dict.fromkeys(gates["system"]))
     colors = {s: f"C{i}" for i, s in enumerate(s for s in systems if "grown" not in s)}
+    # one legend for both panels: the dashed line is each panel's own metric under a random order
+    random_label = "random order (left: chance P_mr@1, right: expected NDCG@5)"
     for ax, metric, floor, floor_label in ((axes[0], "dev_P_mr@1", "chance_P_mr@1", CHANCE_LABEL),
-                                           (axes[1], "dev_NDCG@5", "random_NDCG@5", "random order (expected NDCG@5)")):
+                                           (axes[1], "dev_NDCG@5", "random_NDCG@5", random_label)):
         for s in systems:
             g = gates[gates["system"] == s].sort_values("n_train")
             r = runs[runs["system"] == s]
