@@ -128,7 +128,7 @@ def test_the_table_gives_the_smallest_passing_size_or_none():
 
 
 def test_ci_curves_run_and_are_gated_per_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # its runs in a throw-away cache, not the checkout's
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # a throw-away cache, not the checkout's
     labelled = curves.run("ci", ["SOSL, average pooling", "MDL.6"], workers=1)
     assert len(list((tmp_path / "results" / "runs").glob("*.json"))) == 6
     f = curves.frame(labelled)

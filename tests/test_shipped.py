@@ -100,7 +100,8 @@ def test_a_damaged_shipped_record_is_refused_by_name_and_retrained(dirs, monkeyp
     shard.write_bytes(gzip.compress(line.replace(value, "0.5", 1).encode(), mtime=0))  # one number changed
     shipped.forget()
     calls = _no_training(monkeypatch)
-    with pytest.warns(shipped.ShippedRecordWarning, match=rf"{rec['key']} in .*{shard.name} is damaged \(no line of its shard has its SHA-256"):
+    damaged = rf"{rec['key']} in .*{shard.name} is damaged \(no line of its shard has its SHA-256"
+    with pytest.warns(shipped.ShippedRecordWarning, match=damaged):
         with pytest.raises(RuntimeError, match="trained"):
             experiments.run(cfg, dataset=ds)
     assert calls == [1]

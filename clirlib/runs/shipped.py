@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import platform
@@ -36,7 +37,7 @@ import subprocess
 import warnings
 import zlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from .. import atomic, cache, env, paths
 from ..cache import CACHE_VERSION
@@ -57,7 +58,7 @@ def line_digest(line: str) -> str:
 
 
 _manifests: dict[Path, dict[str, Any]] = {}
-_shards: dict[Path, tuple[dict[str, tuple[int, str]], list[str]]] = {}
+_shards: dict[Path, "Shard"] = {}
 
 
 def manifest(folder: Path | None = None) -> dict[str, Any]:
@@ -93,42 +94,58 @@ def forget() -> None:
     _shards.clear()
 
 
-def _shard(path: Path) -> tuple[dict[str, tuple[int, str]], list[str]]:
-    """One shard, read once per process: ``{SHA-256 of a line: (line number, line)}`` and the
-    problems met, each naming its line (a line that is not UTF-8, a stream cut short, a file
-    that is not gzip or is missing). A record is found by its line's SHA-256 (the manifest's),
-    so a damaged line costs that record alone."""
+class Shard(NamedTuple):
+    """One shard file as read: ``lines`` ``{SHA-256 of a line: (line number, line)}``, the
+    ``problems`` met, each naming its line, and the file's ``sha256`` (None when unreadable)."""
+
+    lines: dict[str, tuple[int, str]]
+    problems: list[str]
+    sha256: str | None
+
+
+def _shard(path: Path) -> Shard:
+    """One shard, read once per process (:class:`Shard`); problems are a line that is not
+    UTF-8, a stream cut short, a file that is not gzip or is missing. A record is found by its
+    line's SHA-256 (the manifest's), so a damaged line costs that record alone."""
     if path not in _shards:
         lines: dict[str, tuple[int, str]] = {}
         problems: list[str] = []
+        digest = None
         i = 0
+        data = None
         try:
-            with gzip.open(path, "rb") as f:
-                for i, raw in enumerate(f, start=1):
-                    try:
-                        line = raw.decode("utf-8").rstrip("\n")
-                    except UnicodeDecodeError:
-                        problems.append(f"line {i}: not UTF-8")
-                        continue
-                    if line:
-                        digest = line_digest(line)
-                        if digest in lines:
-                            problems.append(f"line {i}: the same record as line {lines[digest][0]}")
-                        lines.setdefault(digest, (i, line))
+            data = path.read_bytes()
         except FileNotFoundError:
             problems.append("the file is missing")
-        except EOFError:
-            problems.append(f"cut short after line {i}")
-        except (OSError, zlib.error) as e:
-            problems.append(f"after line {i}: not a readable gzip stream ({e})")
-        _shards[path] = (lines, problems)
+        except OSError as e:
+            problems.append(f"cannot be read ({atomic.describe(e)})")
+        if data is not None:
+            digest = hashlib.sha256(data).hexdigest()
+            try:
+                with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+                    for i, raw in enumerate(f, start=1):
+                        try:
+                            line = raw.decode("utf-8").rstrip("\n")
+                        except UnicodeDecodeError:
+                            problems.append(f"line {i}: not UTF-8")
+                            continue
+                        if line:
+                            key = line_digest(line)
+                            if key in lines:
+                                problems.append(f"line {i}: the same record as line {lines[key][0]}")
+                            lines.setdefault(key, (i, line))
+            except EOFError:
+                problems.append(f"cut short after line {i}")
+            except (OSError, zlib.error) as e:
+                problems.append(f"after line {i}: not a readable gzip stream ({e})")
+        _shards[path] = Shard(lines, problems, digest)
     return _shards[path]
 
 
 def _record_at(shard: Path, key: str, entry: dict[str, Any]) -> dict[str, Any]:
     """The record ``key`` of ``shard``: its line whose SHA-256 is the manifest ``entry``'s.
     Raises ``cache.CacheEntryError`` (a ``ValueError``) saying what is wrong."""
-    lines, problems = _shard(shard)
+    lines, problems, _ = _shard(shard)
     hit = lines.get(entry["sha256"])
     if hit is None:
         raise cache.CacheEntryError("no line of its shard has its SHA-256 in the manifest"
@@ -381,11 +398,7 @@ def load_all(folder: Path | None = None) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(set(man.get("shards", {})) | set(listed)):
         path = folder / name
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ValueError(f"{path}: cannot read this shard of {folder / MANIFEST} ({atomic.describe(e)})") from None
-        lines, problems = _shard(path)
+        lines, problems, file_digest = _shard(path)
         if problems:
             raise ValueError(f"{path}: {problems[0]}")
         for digest, (number, line) in sorted(lines.items(), key=lambda x: x[1][0]):
@@ -406,7 +419,7 @@ def load_all(folder: Path | None = None) -> dict[str, dict[str, Any]]:
         want = man.get("shards", {}).get(name, {}).get("sha256")  # every line right, the file other bytes
         if want is None:
             raise ValueError(f"{path}: {folder / MANIFEST} gives this shard no SHA-256")
-        if hashlib.sha256(data).hexdigest() != want:
+        if file_digest != want:
             raise ValueError(f"{path}: its SHA-256 is not the one {folder / MANIFEST} gives it (its records are "
                              f"intact: recompressed? git checkout {path} restores the committed file)")
     return out

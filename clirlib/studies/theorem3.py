@@ -168,14 +168,19 @@ def theorem3_gates(records: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _gate_clause(gates: pd.DataFrame | None, r) -> tuple[str, bool]:
-    """(words, every size passes) for one row of :func:`theorem3_slopes` from :func:`theorem3_gates`."""
+_NOT_LEARNED = "a model that ranks like a random order has a small gap without having learned anything"
+_NOT_GATED = "its runs' learning gate is not known at every size"
+
+
+def _gate_clause(gates: pd.DataFrame | None, r) -> tuple[str, str | None]:
+    """(words, why the runs cannot decide, or None when every size passes) for one row of
+    :func:`theorem3_slopes` from :func:`theorem3_gates`."""
     if gates is None:
-        return "", True
+        return "", None
     g = gates[(gates["optimizer"] == r.optimizer) & (gates["design"] == r.design) & (gates["epsilon"] == r.epsilon)]
     if g["n_train_queries"].nunique() != r.n_sizes:  # a size without its gate is no pass
         return (f"Learning gate: measured at {g['n_train_queries'].nunique()} of the {r.n_sizes} training-set sizes",
-                False)
+                _NOT_GATED)
     fails = ~g["passes"].astype(bool)
     failing = g.loc[fails, "n_train_queries"].tolist()
     g = g[fails] if failing else g  # the numbers of the sizes the words are about
@@ -189,8 +194,8 @@ def _gate_clause(gates: pd.DataFrame | None, r) -> tuple[str, bool]:
             f"p {spread(g['p'], '.2g')}")
     if failing:
         return (f"Learning gate: fails at n = {', '.join(str(n) for n in failing)} ({span}; alpha {gate.ALPHA:g})",
-                False)
-    return f"Learning gate: passes at every n ({span}; alpha {gate.ALPHA:g})", True
+                _NOT_LEARNED)
+    return f"Learning gate: passes at every n ({span}; alpha {gate.ALPHA:g})", None
 
 
 def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95, gates: pd.DataFrame | None = None) -> str:
@@ -200,7 +205,7 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95, gates: pd.DataF
     ``not tested`` where a size of SGD's runs fails it (their gap says nothing about learning)."""
     lines = []
     for r in slopes.itertuples():
-        gate_words, learned = _gate_clause(gates, r)
+        gate_words, undecided = _gate_clause(gates, r)
         steps = f"T = {r.steps_min} steps" if r.steps_min == r.steps_max else f"T = {r.steps_min}-{r.steps_max} steps"
         who = (f"SGD with step size c/t (c = {r.lr:g})" if r.optimizer == "sgd"
                else f"{'Adam' if r.optimizer == 'adam' else r.optimizer} (lr {r.lr:g})")
@@ -214,10 +219,8 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95, gates: pd.DataF
                   f"[{r.ci_low:.2f}, {r.ci_high:.2f}] ({r.n_seeds} seeds per n)")
         trend = {"shrinks": "the gap shrinks with n", "grows": "the gap grows with n",
                  "unclear": "no clear trend (the interval contains 0)", "not measured": "no trend measured"}[r.trend]
-        if r.optimizer == "sgd" and r.design == "fixed steps" and not learned:
-            verdict = "Theorem 3 is **not tested** here: " + (
-                "a model that ranks like a random order has a small gap without having learned anything"
-                if "fails at" in gate_words else "its runs' learning gate is not known at every size")
+        if r.optimizer == "sgd" and r.design == "fixed steps" and undecided:
+            verdict = f"Theorem 3 is **not tested** here: {undecided}"
         elif r.optimizer == "sgd" and r.design == "fixed steps":
             verdict = {"shrinks": "This is **consistent with** Theorem 3 (at a fixed T its bound falls like n^-1/2)",
                        "grows": "This is **not consistent with** Theorem 3, whose bound falls like n^-1/2 at a fixed T",

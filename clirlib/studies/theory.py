@@ -122,8 +122,8 @@ def lemma2_constants(eps: float, label: int, thresholds=(0.2, 0.7)) -> dict[str,
 
 def sosl_r_extremes(label: int, thresholds=(0.2, 0.7), n: int = 20_001) -> dict[str, float]:
     """Largest |d SOSL / d r| (Definition A.1's Lipschitz constant) and largest difference
-    quotient |l'(a) - l'(b)| / |a - b| (Definition A.2's smoothness) over ``n`` evenly spaced r in [-1, 1] (ends included),
-    derivatives by autograd in float64."""
+    quotient |l'(a) - l'(b)| / |a - b| (Definition A.2's smoothness) over ``n`` evenly spaced r
+    in [-1, 1] (ends included), derivatives by autograd in float64."""
     r = torch.linspace(-1, 1, n, dtype=torch.float64, requires_grad=True)
     y = torch.full((n,), label, dtype=torch.long)
     (g,) = torch.autograd.grad(sosl(r, y, thresholds) * n, r)  # per-point derivative l'(r)
