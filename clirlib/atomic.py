@@ -126,13 +126,18 @@ def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8", newl
 
 @contextlib.contextmanager
 def temp_folder(dest: str | os.PathLike) -> Iterator[Path]:
-    """A folder path ``.tmp-<name>-<PID>-<random>`` beside ``dest`` (``cache.clean_stale`` reads the PID),
-    removed with what is left in it when the block ends; fill it, then :func:`replace_folder`."""
+    """An empty folder ``.tmp-<name>-<PID>-<random>`` beside ``dest``, locked with ``flock`` while
+    the block runs (``cache.clean_stale`` reads the PID and the lock) and removed with what is
+    left in it when the block ends; fill it, then :func:`replace_folder`."""
     dest = Path(dest)
     tmp = dest.parent / f".tmp-{dest.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    fd = os.open(tmp, os.O_RDONLY)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while it is filled (clean_stale)
         yield tmp
     finally:
+        os.close(fd)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -217,12 +217,14 @@ def _lock_free(path: Path) -> bool:
 
 
 def is_stale(path: Path) -> bool:
-    """A temporary file or folder whose writer is gone: the PID in its name is not alive
-    (and is not this process), or, without a PID in the name, nobody holds its lock.
-    Never by age: a live writer may take hours (a large benchmark, a long run)."""
+    """A temporary file or folder whose writer is gone: nobody holds its lock and the PID in
+    its name (when it has one) is neither this process nor alive here. Both, because a PID
+    names a process of one machine: a writer on another machine of a cluster sharing the
+    folder is known by its lock alone. Never by age: a live writer may take hours (a large
+    benchmark, a long run)."""
     pid = _writer_pid(path.name)
-    if pid is not None:
-        return pid != os.getpid() and not _pid_alive(pid)
+    if pid is not None and (pid == os.getpid() or _pid_alive(pid)):
+        return False
     return os.path.lexists(path) and _lock_free(path)
 
 

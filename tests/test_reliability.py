@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import socket
 import subprocess
 import sys
@@ -231,6 +232,53 @@ def test_stale_generator_folders_of_a_live_writer_are_kept(tmp_path):
         os.utime(d, (time.time() - 7200, time.time() - 7200))
     assert cache.clean_stale(parent, patterns=(".stale-ci-seed0-*",)) == [dead]
     assert live.exists()
+
+
+def test_a_locked_temporary_is_kept_whatever_its_pid(tmp_path):
+    # A PID names a process of one machine: a writer on another machine sharing the folder
+    # is known by its lock alone (cache.is_stale), so a locked file or folder named after a
+    # PID that is dead here is kept until its lock is released.
+    f = tmp_path / f"a.json.pid{_dead_pid()}.x1.tmp"
+    f.write_text("{")
+    d = tmp_path / f".tmp-ci-seed0-{_dead_pid()}-abcd"
+    d.mkdir()
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        with open(f) as holder:
+            fcntl.flock(holder, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            assert cache.clean_stale(tmp_path, patterns=("*.tmp", ".tmp-*")) == []
+    finally:
+        os.close(fd)
+    assert sorted(cache.clean_stale(tmp_path, patterns=("*.tmp", ".tmp-*"))) == sorted([f, d])
+
+
+def test_a_temporary_folder_is_locked_while_it_is_filled(tmp_path):
+    with atomic.temp_folder(tmp_path / "dest") as tmp:
+        assert tmp.is_dir() and tmp.name.startswith(f".tmp-dest-{os.getpid()}-")
+        assert not cache._lock_free(tmp)  # a probe cannot take the lock the writer holds
+    assert not tmp.exists()
+
+
+def test_a_benchmark_installed_meanwhile_by_another_process_is_kept(tmp_path, monkeypatch):
+    # Two processes generating one profile at once: the one that finishes second keeps the
+    # first one's folder (its readers may be reading it) instead of swapping its own in.
+    # The other process installs its copy at the last moment: just before this one's rename.
+    from clirlib.data.synthetic import writing
+
+    root = tmp_path / "ci-seed0"
+    real_rename = os.rename
+
+    def racing_rename(src, dst):
+        if Path(dst) == root and not root.exists():
+            shutil.copytree(src, root)  # "another process" installs the same collection first
+            (root / "theirs").write_text("")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", racing_rename)
+    assert writing.generate_benchmark("ci", seed=0, out_dir=root) == root
+    assert (root / "theirs").exists()  # theirs was kept, not renamed aside and replaced
+    assert [p.name for p in tmp_path.iterdir()] == ["ci-seed0"]  # no temporary or stale folder left
 
 
 def test_tables_are_written_atomically_with_the_same_bytes(tmp_path):

@@ -17,6 +17,7 @@ files, so it stays as it is.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import warnings
@@ -77,7 +78,9 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     :func:`default_dir`. A finished collection with the same generator version, profile and
     seed is reused (completed first if it lacks a part of ``ADDED_PARTS``); the files are written
     to a temporary folder that is renamed at the end, so an interrupted run never leaves
-    a collection that looks complete. ``lang`` is only checked (all languages are written).
+    a collection that looks complete; a finished collection that another process installed
+    meanwhile is kept (its readers may be reading it), never swapped for this one's
+    identical copy. ``lang`` is only checked (all languages are written).
     """
     if profile not in SIZES:
         raise ValueError(f"unknown benchmark profile {profile!r}; choose one of {', '.join(SIZES)}")
@@ -97,10 +100,17 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     with atomic.temp_folder(root) as tmp:
         with single_threaded_blas():
             write_collection(p, seed, tmp)
-        if root.exists() and not force and manifest_ok(root, p, seed):  # another process finished first
-            _complete_or_warn(root, p, seed)
-            return root
-        atomic.replace_folder(tmp, root)
+        if not force:
+            try:  # one rename, refused when another process installed a collection meanwhile
+                os.rename(tmp, root)
+                return root
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                    raise
+            if manifest_ok(root, p, seed):  # another process finished first: its folder stays, readers and all
+                _complete_or_warn(root, p, seed)
+                return root
+        atomic.replace_folder(tmp, root)  # an outdated collection, or force
     return root
 
 
