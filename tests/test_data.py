@@ -16,9 +16,9 @@ import pytest
 
 from clirlib.data import (
     DataFormatError, DataSkipWarning, MissingDataError, Vocab, available_languages, build_vocab, clear_cache,
-    load_dataset, load_polyglot, load_wikiclir, table1, tokenize,
+    SOURCES, load_dataset, load_polyglot, load_wikiclir, source_of, table1, tokenize,
 )
-from clirlib.data import wikiclir_select
+from clirlib.data import sources, wikiclir_select
 from clirlib.data.polyglot import EmbeddingCoverageWarning
 from clirlib.data.sampling import sample_nr, split_queries, split_sizes
 
@@ -477,3 +477,40 @@ def test_reader_options_are_checked(tmp_path):
                            (dict(split_sizes=(3, 1)), "split_sizes: must be three counts")):
         with pytest.raises(ConfigError, match=needle):
             load_wikiclir(root, "fr", **kwargs)
+
+
+# --------------------------------------------------------------------------- sources
+def test_each_form_of_data_names_its_registered_source():
+    # The table of clirlib.data.sources: a profile, the two ir_datasets collections, and
+    # anything else as a folder in the WikiCLIR layout (a misspelt profile is a folder, whose
+    # reader then says the folder is missing).
+    forms = ("ci", "default", "irds:wikiclir/fr", "irds:clirmatrix/fr/multi8/en", "/some/folder", "defualt")
+    assert [source_of(d).name for d in forms] == ["synthetic", "synthetic", "irds-wiki", "irds-cm", "wikiclir",
+                                                  "wikiclir"]
+    with pytest.raises(DataFormatError, match=r"clirlib reads irds:wikiclir/<lang> and irds:clirmatrix/"):
+        source_of("irds:msmarco/dev")
+    with pytest.raises(ValueError, match="named 'wikiclir' is registered already"):
+        sources.register(SOURCES["wikiclir"])
+
+
+def test_a_registered_source_is_read_through_load_dataset(wc, monkeypatch):
+    # A new format is one register(): "mirror:<folder>" reads a WikiCLIR folder under another
+    # name. load_dataset serves it like the folder itself (same pools, same input digests),
+    # although the catch-all folder source was registered before it.
+    def strip(data):
+        return data.removeprefix("mirror:")
+
+    folder = SOURCES["wikiclir"]
+    mirror = sources.Source("mirror", "mirror:<folder>", lambda d: d.startswith("mirror:"),
+                            lambda d, lang, **kw: folder.read(strip(d), lang, **kw),
+                            lambda d, lang: folder.files(strip(d), lang), lambda d: folder.languages(strip(d)))
+    monkeypatch.setitem(SOURCES, "mirror", mirror)
+    clear_cache()
+    try:
+        a = load_dataset(f"mirror:{wc}", "fr", n_nr=5, embeddings="none")
+        b = load_dataset(wc, "fr", n_nr=5, embeddings="none")
+    finally:
+        clear_cache()
+    assert source_of(f"mirror:{wc}") is mirror
+    assert pools(a) == pools(b) and len(pools(a)) == 10  # the fixture's 12 queries less q3 and q5 (no MR)
+    assert a.info["inputs"] == b.info["inputs"] and len(a.info["inputs"]) == 3  # queries, documents, qrels

@@ -1,6 +1,7 @@
 """One entry point for every data source (Section 5, "Datasets" and "Experimental Setup").
 
-``load_dataset(data, lang)`` returns a :class:`RankingDataset` with initial embeddings:
+``load_dataset(data, lang)`` returns a :class:`RankingDataset` with initial embeddings; the
+reader is the one of the source registered for ``data`` (:mod:`clirlib.data.sources`):
 
 - ``data`` a benchmark profile (``ci``, ``default``, ``paper``): the collection is
   generated on first use (``generate_benchmark``) and then read by ``load_wikiclir``
@@ -33,16 +34,13 @@ import warnings
 from pathlib import Path
 
 from .. import env
-from ..profiles import LANGS, SIZES
-from . import irds
 from .digests import input_digests
 from .dataset import RankingDataset
 from .errors import DataFormatError, MissingDataError
 from .polyglot import EmbeddingCoverageWarning, find_polyglot, load_polyglot
 from .irds import is_irds
-from .synthetic import generate_benchmark
 from .languages import wikiclir_files
-from .wikiclir import PAPER_N_QUERIES, load_wikiclir
+from .sources import DEFAULT, source_of
 
 EMBEDDINGS = ("polyglot", "none")
 
@@ -68,11 +66,12 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
     if embeddings == "polyglot" and embeddings_dir and not Path(embeddings_dir).expanduser().is_dir():
         raise MissingDataError("embeddings folder does not exist", embeddings_dir)
-    key = str(data) if str(data) in SIZES or is_irds(data) else str(Path(data).expanduser().resolve())
+    source = source_of(data)
+    key = str(Path(data).expanduser().resolve()) if source.name == DEFAULT else str(data)  # a folder by its path
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
     home = str(env.ir_datasets_home()) if is_irds(data) else None  # the same id in another cache is other data
     # Real data: the files' digests are part of the in-process key (a changed file is read again).
-    inputs = None if key in SIZES else tuple(input_digests_of(data, lang, embeddings_dir, embeddings).items())
+    inputs = None if source.files is None else tuple(input_digests_of(data, lang, embeddings_dir, embeddings).items())
     ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
                  max_doc_tokens, strict, home, inputs)
     return dataclasses.replace(ds, info=copy.deepcopy(ds.info))
@@ -81,30 +80,24 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
 def input_files(data: str | Path, lang: str, embeddings_dir: str | Path | None = None,
                 embeddings: str = "polyglot") -> tuple[Path, list[Path]]:
     """``(base, files)``: every file the loader reads for real data ``data`` (a WikiCLIR folder
-    or an ``irds:`` id) and document language ``lang``, found without reading them: queries,
-    documents and qrels (CLIRMatrix: the split files and the documents), then the Polyglot
-    files ``load_dataset`` would take (with ``embeddings="polyglot"``). ``base`` is the
-    folder the names of :func:`input_digests_of` are relative to."""
-    if str(data) in SIZES:
+    or an ``irds:`` id) and document language ``lang``, found without reading them: its
+    source's data files (``sources.Files``: queries, documents and qrels; CLIRMatrix: the
+    split files and the documents), then the Polyglot files ``load_dataset`` would take (with
+    ``embeddings="polyglot"``). ``base`` is the folder the names of :func:`input_digests_of`
+    are relative to."""
+    source = source_of(data)
+    if source.files is None:
         raise ValueError(f"{data!r} is an embedded benchmark profile, not real data")
-    q_lang = "en"
-    if is_irds(data) and irds.collection(str(data)) == irds.CLIRMATRIX:
-        _, _, q_lang = irds.clirmatrix_ids(str(data), lang)
-        queries, documents, base = irds.clirmatrix_files(str(data), lang)
-        files = [*(sorted(queries.values()) if isinstance(queries, dict) else [queries]), documents]
-        search_root, d_lang = base, irds.clirmatrix_ids(str(data), lang)[1]
-    else:
-        f = irds.files(str(data), lang) if is_irds(data) else wikiclir_files(data, lang)
-        files, search_root, d_lang = [f.queries, f.documents, f.qrels], f.root, f.lang
-        base = f.root.parent
+    f = source.files(str(data), lang)
+    files = list(f.data)
     if embeddings == "polyglot":
-        search = ([Path(embeddings_dir)] if embeddings_dir else []) + [search_root.parent / "polyglot",
-                                                                       search_root / "polyglot"]
-        for code in (q_lang, d_lang):
+        search = ([Path(embeddings_dir)] if embeddings_dir else []) + [f.polyglot_root.parent / "polyglot",
+                                                                       f.polyglot_root / "polyglot"]
+        for code in (f.query_lang, f.doc_lang):
             path = find_polyglot(code, *search)
             if path is not None:
                 files.append(path)
-    return base, files
+    return f.base, files
 
 
 def input_digests_of(data: str | Path, lang: str, embeddings_dir: str | Path | None = None,
@@ -120,21 +113,12 @@ def input_digests_of(data: str | Path, lang: str, embeddings_dir: str | Path | N
 def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
             embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool,
             irds_home: str | None = None, inputs: tuple | None = None) -> RankingDataset:
-    if data in SIZES:
-        if lang not in LANGS:
-            raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
-        root = generate_benchmark(data, lang, seed=seed)
-        sizes = SIZES[data].splits[lang] if n_queries is None else None
-        ds = load_wikiclir(root, lang, n_queries=n_queries, n_nr=n_nr, seed=seed, min_count=min_count,
-                           max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict, split_sizes=sizes)
-        ds.info.update(source="synthetic", profile=data, benchmark_root=str(root))
-        search = [root / "polyglot"]
+    source = source_of(data)
+    ds = source.read(data, lang, n_queries=n_queries, n_nr=n_nr, seed=seed, min_count=min_count,
+                     max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
+    if source.files is None:  # generated: its own Polyglot files
+        search = [Path(ds.info["benchmark_root"]) / "polyglot"]
     else:
-        clirmatrix = is_irds(data) and irds.collection(data) == irds.CLIRMATRIX
-        n = n_queries if n_queries is not None or clirmatrix else PAPER_N_QUERIES
-        reader = irds.load if is_irds(data) else load_wikiclir  # irds:wikiclir/<lang>: ir_datasets' cache
-        ds = reader(data, lang, n_queries=n, n_nr=n_nr, seed=seed, min_count=min_count,
-                    max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
         wc = Path(ds.info["root"])  # the wiki-clir folder; its parent is the root
         search = [Path(embeddings_dir).expanduser()] if embeddings_dir else []
         search += [wc.parent / "polyglot", wc / "polyglot"]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import hypotheses, verdicts
 from .. import atomic, profiles
-from ..data import available_languages, irds
+from ..data.sources import source_of
 from ..metrics import METRIC_NAMES
 from ..profiles import LANGS
 from ..runs.experiments import config, run, settings
@@ -46,7 +46,7 @@ def languages(dataset: str | None, langs: Iterable[str] = LANGS) -> list[str]:
     """The paper's languages available in ``dataset`` (all four for the embedded benchmark)."""
     if not dataset:
         return list(langs)
-    have = set(irds.cached_languages(dataset) if irds.is_irds(dataset) else available_languages(dataset))
+    have = set(source_of(dataset).languages(dataset))
     return [lang for lang in langs if lang in have]
 
 
