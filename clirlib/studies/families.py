@@ -60,16 +60,16 @@ _ABS = "0.01 absolute, as the paper's claims (clirlib.studies.verdicts)"
 #: whole-collection ones the MDL paper's measure (MAP@1000) or retrieval measures.
 HYPOTHESES: tuple[Hypothesis, ...] = (
     Hypothesis("sosl_vs_mdl6", "SOSL beats MDL.6 on candidate lists, every metric and language",
-                        "issue 13 (no paper compares them)", "candidates", {"system": "SOSL"}, {"system": "MDL.6"},
+                        "clirlib, no paper compares them", "candidates", {"system": "SOSL"}, {"system": "MDL.6"},
                         METRIC_NAMES, why_margin=_ABS),
     Hypothesis("sosl_vs_mdl6_collection", "SOSL beats MDL.6 over the whole collection",
-                        "issue 13 (no paper compares them)", "collection", {"system": "SOSL"}, {"system": "MDL.6"},
+                        "clirlib, no paper compares them", "collection", {"system": "SOSL"}, {"system": "MDL.6"},
                         ("MAP@1000", "R@100", "MRR"), why_margin=_ABS),
     Hypothesis("learned_vs_bm25", "SOSL beats the lexical floor (BM25) on candidate lists",
-                        "issue 13", "candidates", {"system": "SOSL"}, {"system": "BM25"}, ("P_mr@1", "MRR_mr"),
-                        why_margin=_ABS),
+                        "clirlib, a lexical floor", "candidates", {"system": "SOSL"}, {"system": "BM25"},
+                        ("P_mr@1", "MRR_mr"), why_margin=_ABS),
     Hypothesis("hike_vs_sosl", "HIKE (a cross-encoder with the KG) beats SOSL on candidate lists",
-                        "issue 14 (no paper compares them)", "candidates", {"system": "HIKE"}, {"system": "SOSL"},
+                        "clirlib, no paper compares them", "candidates", {"system": "HIKE"}, {"system": "SOSL"},
                         METRIC_NAMES, why_margin=_ABS),
     Hypothesis("mdl6_vs_mdl1", "multilabels (MDL.6) beat a single label (MDL.1) over the whole collection",
                         "MDL paper, Table 2", "collection", {"system": "MDL.6"}, {"system": "MDL.1"}, ("MAP@1000",),
@@ -78,7 +78,7 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
                         "MDL paper, Table 6", "collection", {"system": "MDL.6"}, {"system": "MDL.6 random labels"},
                         ("MAP@1000",), why_margin=_ABS),
     Hypothesis("true_topics_vs_lda", "labels from the true topics beat LDA's over the whole collection",
-                        "issue 13 (a control the MDL paper lacks)", "collection", {"system": "MDL true topics"},
+                        "clirlib, a control the MDL paper lacks", "collection", {"system": "MDL true topics"},
                         {"system": "MDL.6"}, ("MAP@1000",), why_margin=_ABS),
 )
 

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from ..metrics import METRIC_NAMES
 from ..reported import LOSS_NAMES
@@ -123,8 +123,9 @@ def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Fig
 def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
     """Heat map of the verdict comparisons of Tables 2 and 3: one panel per table, one row
     per compared pair (A vs B), one column per metric, colour = effect A - B (mean over
-    seeds; blank where a claim has no such metric); a circle marks a comparison that
-    holds, a cross one that does not hold, no mark an inconclusive one. Tidy input:
+    seeds; grey where a claim has no such metric, so that it is not read as an effect of 0); a
+    circle marks a comparison that holds, a cross one that does not hold, hatching one that is
+    not tested, no mark an inconclusive one. Tidy input:
     ``tables/seeds_significance_tests.csv`` (``findings.seeds_tests``)."""
     tables = list(dict.fromkeys(tests["table"])) if len(tests) else []
     if not tables:
@@ -146,7 +147,12 @@ def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
         grid = np.full((len(index), len(metrics)), np.nan)  # (pairs, metrics)
         for a, b, m, e in zip(t["a"], t["b"], t["metric"], t["effect"]):
             grid[index[(a, b)], col[m]] = e
+        ax.set_facecolor("0.75")  # what the masked cells show: the claim has no such metric
         im = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
+        untested = t[t["verdict"] == "not tested"]
+        for a, b, m in zip(untested["a"], untested["b"], untested["metric"]):
+            ax.add_patch(Rectangle((col[m] - 0.5, index[(a, b)] - 0.5), 1, 1, fill=False, hatch="///",
+                                   edgecolor="0.3", linewidth=0))
         for verdict, style in (("holds", {"marker": "o", "facecolors": "none", "edgecolors": "black"}),
                                ("does not hold", {"marker": "x", "color": "black"})):
             s = t[t["verdict"] == verdict]
@@ -160,10 +166,12 @@ def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
         ax.set_yticks(range(len(index)), [f"{a} vs {b}" for a, b in index], fontsize=7)
         ax.set_xlim(-0.5, len(metrics) - 0.5)
         ax.set_ylim(len(index) - 0.5, -0.5)
-        ax.set_title(f"{table}: effect A - B (o holds, x does not hold)", fontsize=9)
+        ax.set_title(f"{table}: effect A - B", fontsize=9)
         ax.set_xlabel("metric")
         ax.set_ylabel("comparison (A vs B)")
         fig.colorbar(im, ax=ax, shrink=0.8, label="A - B")
+    fig.suptitle("o holds, x does not hold, no mark: inconclusive, ///: not tested (a system failed the gate); "
+                 "grey: the claim has no such metric", fontsize=9)
     return fig
 
 
@@ -206,7 +214,8 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
     """Notebook 13: one panel per metric, bars per language and system (mean over test
     queries of seed-averaged values) with 95 % bootstrap intervals. A bar of exactly 0 is
     marked "0" in its colour, so a system at zero is seen, not lost; a system of ``order``
-    the table lacks is named above the panels (with its reason from ``absent``); on P_mr@1
+    the table lacks is named above the panels (with its reason from ``absent``); a head "A + B"
+    is hatched, in the colour of system B where there is one (one colour per loss); on P_mr@1
     the chance level per language (``chance``: lang -> P_mr@1 of a random ranking) is a
     dashed segment. Tidy input: ``families.summary`` (columns label, lang, metric, mean,
     ci_low, ci_high)."""
@@ -220,16 +229,23 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
     nrow = int(np.ceil(len(metrics) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), constrained_layout=True, squeeze=False)
     width = 0.8 / max(len(labels), 1)
-    # matplotlib's 10-colour cycle (C0-C9, tab10); an 11th to 20th system gets tab20's light shade
-    # of C0, C1, ... so that no two systems share a colour
-    colour = {l: f"C{i}" if i < 10 else plt.get_cmap("tab20")(2 * (i - 10) + 1) for i, l in enumerate(order)}
+    # "A + B" (a head trained with loss B on encoder A) is hatched, in B's colour when B is a system
+    # of its own (the same loss on another encoder), so that each loss keeps one colour
+    base = {l: l.split(" + ", 1)[1] if " + " in l and l.split(" + ", 1)[1] in order else None for l in order}
+    hatch = {l: "////" if " + " in l else None for l in order}
+    # the others: matplotlib's 10-colour cycle (C0-C9, tab10); an 11th to 20th gets tab20's light
+    # shade of C0, C1, ... so that no two of them share a colour
+    own = [l for l in order if base[l] is None]
+    colour = {l: f"C{i}" if i < 10 else plt.get_cmap("tab20")(2 * (i - 10) + 1) for i, l in enumerate(own)}
+    colour.update({l: colour[b] for l, b in base.items() if b is not None})
     for ax, m in zip(axes.ravel(), metrics):
         s = summary[summary["metric"] == m]
         for j, label in enumerate(labels):
             t = s[s["label"] == label].set_index("lang").reindex(langs)
             x = np.arange(len(langs)) + (j - (len(labels) - 1) / 2) * width
             err = np.vstack([t["mean"] - t["ci_low"], t["ci_high"] - t["mean"]]).clip(min=0)
-            ax.bar(x, t["mean"], width, yerr=err, capsize=2, color=colour[label], error_kw={"lw": 0.8})
+            ax.bar(x, t["mean"], width, yerr=err, capsize=2, color=colour[label], hatch=hatch[label],
+                   edgecolor="white" if hatch[label] else None, linewidth=0, error_kw={"lw": 0.8})
             for xi, v in zip(x, t["mean"]):
                 if v == 0:
                     ax.annotate("0", (xi, 0), xytext=(0, 1), textcoords="offset points", ha="center", va="bottom",
@@ -237,7 +253,8 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
         language_axis(ax, m, langs, chance or None)
     for ax in axes.ravel()[len(metrics):]:
         ax.set_axis_off()
-    handles = [Patch(color=colour[l], label=l) for l in labels]
+    handles = [Patch(facecolor=colour[l], hatch=hatch[l], edgecolor="white" if hatch[l] else colour[l], label=l)
+               for l in labels]
     if chance and "P_mr@1" in metrics:
         handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
     spare = axes.ravel()[len(metrics):]
