@@ -158,6 +158,13 @@ def test_train_mdl_on_the_embedded_benchmark(tmp_path):
     assert p.returncode == 0, p.stderr
     rec = json.loads((tmp_path / "r.json").read_text())
     assert rec["config"]["m"] == 1 and rec["epochs_run"] == 2 and "collection" not in rec
+    # the options reached the system: the same config fitted in process gives the same numbers, bit for bit
+    from clirlib import systems
+    from clirlib.runs import experiments
+
+    ref = experiments.compute_record(systems.config("mdl", dataset="ci", lang="tl", m=1, epochs=2),
+                                     collection=False)
+    assert rec["test"] == ref["test"] and rec["dev"] == ref["dev"]
 
 
 def test_unknown_mdl_labels_is_one_line():
