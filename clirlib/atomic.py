@@ -127,17 +127,24 @@ def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8", newl
 @contextlib.contextmanager
 def temp_folder(dest: str | os.PathLike) -> Iterator[Path]:
     """An empty folder ``.tmp-<name>-<PID>-<random>`` beside ``dest``, locked with ``flock`` while
-    the block runs (``cache.clean_stale`` reads the PID and the lock) and removed with what is
-    left in it when the block ends; fill it, then :func:`replace_folder`."""
+    the block runs where the file system allows (``cache.clean_stale`` reads the PID and the
+    lock) and removed with what is left in it when the block ends; fill it, then
+    :func:`replace_folder`."""
     dest = Path(dest)
     tmp = dest.parent / f".tmp-{dest.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
-    fd = os.open(tmp, os.O_RDONLY)
+    fd = None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while it is filled (clean_stale)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while it is filled (clean_stale)
+        except OSError as e:  # a file system without flock on folders (NFS): the PID in the name remains
+            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
         yield tmp
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

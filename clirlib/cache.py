@@ -200,32 +200,37 @@ def _writer_pid(name: str) -> int | None:
     return None
 
 
-def _lock_free(path: Path) -> bool:
-    """Whether no process holds a ``flock`` on ``path`` (a file or a folder); False when
-    it cannot be opened (then it is left alone)."""
+def _lock_free(path: Path) -> bool | None:
+    """Whether no process holds a ``flock`` on ``path`` (a file or a folder): True, False
+    when one does, None when this cannot be told (it cannot be opened, or its file system
+    refuses the probe: Linux NFS emulates ``flock`` with POSIX locks, which a read-only
+    handle cannot take)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
+    except OSError as e:
+        return False if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES) else None
     finally:
         os.close(fd)  # closing releases the probe's own lock
     return True
 
 
 def is_stale(path: Path) -> bool:
-    """A temporary file or folder whose writer is gone: nobody holds its lock and the PID in
-    its name (when it has one) is neither this process nor alive here. Both, because a PID
-    names a process of one machine: a writer on another machine of a cluster sharing the
-    folder is known by its lock alone. Never by age: a live writer may take hours (a large
-    benchmark, a long run)."""
+    """A temporary file or folder whose writer is gone. With a PID in its name: that PID is
+    neither this process nor alive here, and nobody holds its lock (a PID names a process of
+    one machine: a writer on another machine of a cluster sharing the folder is known by its
+    lock), or the lock cannot be probed (then the PID alone decides). Without one: nobody holds
+    its lock. Never by age: a live writer may take hours (a large benchmark, a long run)."""
     pid = _writer_pid(path.name)
     if pid is not None and (pid == os.getpid() or _pid_alive(pid)):
         return False
-    return os.path.lexists(path) and _lock_free(path)
+    if not os.path.lexists(path):
+        return False
+    free = _lock_free(path)
+    return free is not False if pid is not None else free is True
 
 
 def clean_stale(folder: Path, patterns=("*.tmp",)) -> list[Path]:

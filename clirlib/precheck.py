@@ -44,9 +44,22 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
 
 
 def _check_data(dataset: str) -> None:
-    from .data import DataFormatError, available_languages, irds  # torch-heavy: only when real data is named
+    from .data import DataFormatError, available_languages, irds, source_of  # torch-heavy: only when real data is named
     from .data.languages import wikiclir_files  # as above
+    from .data.sources import DEFAULT  # as above
 
+    source = None if irds.is_irds(dataset) else source_of(dataset)
+    if source is not None and source.files is None:
+        raise ConfigError("data", f"{dataset!r} is an embedded benchmark profile: choose it with --profile "
+                                  "(make: PROFILE=); --data (DATA=) names real data")
+    if source is not None and source.name != DEFAULT:  # another format registered in data.sources: its languages
+        try:
+            have = [lang for lang in source.languages(dataset) if lang in LANGS]
+        except DataFormatError as e:  # MissingDataError too
+            raise ConfigError("data", str(e)) from None
+        if not have:
+            raise ConfigError("data", f"{dataset} has none of the paper's document languages ({', '.join(LANGS)})")
+        return
     if irds.is_irds(dataset):  # ir_datasets' cache: the reader checks the files it names
         try:
             if irds.collection(dataset) == irds.CLIRMATRIX and irds.clirmatrix_ids(dataset)[1] not in LANGS:

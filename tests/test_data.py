@@ -488,7 +488,7 @@ def test_each_form_of_data_names_its_registered_source():
     assert [source_of(d).name for d in forms] == ["synthetic", "synthetic", "irds-wiki", "irds-cm", "wikiclir",
                                                   "wikiclir"]
     with pytest.raises(DataFormatError, match=r"clirlib reads irds:wikiclir/<lang> and irds:clirmatrix/"):
-        source_of("irds:msmarco/dev")
+        source_of("irds:msmarco/dev")  # an ir_datasets collection no source reads
     with pytest.raises(ValueError, match="named 'wikiclir' is registered already"):
         sources.register(SOURCES["wikiclir"])
 
@@ -501,7 +501,7 @@ def test_a_registered_source_is_read_through_load_dataset(wc, monkeypatch):
         return data.removeprefix("mirror:")
 
     folder = SOURCES["wikiclir"]
-    mirror = sources.Source("mirror", "mirror:<folder>", lambda d: d.startswith("mirror:"),
+    mirror = sources.Source("mirror", lambda d: d.startswith("mirror:"),
                             lambda d, lang, **kw: folder.read(strip(d), lang, **kw),
                             lambda d, lang: folder.files(strip(d), lang), lambda d: folder.languages(strip(d)))
     monkeypatch.setitem(SOURCES, "mirror", mirror)
@@ -514,3 +514,21 @@ def test_a_registered_source_is_read_through_load_dataset(wc, monkeypatch):
     assert source_of(f"mirror:{wc}") is mirror
     assert pools(a) == pools(b) and len(pools(a)) == 10  # the fixture's 12 queries less q3 and q5 (no MR)
     assert a.info["inputs"] == b.info["inputs"] and len(a.info["inputs"]) == 3  # queries, documents, qrels
+    # make reproduce --data checks a registered format by its languages, before any notebook
+    from clirlib import precheck
+    from clirlib.validate import ConfigError
+
+    precheck._check_data(f"mirror:{wc}")  # French: one of the paper's languages
+    with pytest.raises(ConfigError, match="english: not a WikiCLIR folder"):
+        precheck._check_data(f"mirror:{wc / 'wiki-clir' / 'english'}")  # the reader's own one-line error
+    with pytest.raises(ConfigError, match="'ci' is an embedded benchmark profile: choose it with --profile"):
+        precheck._check_data("ci")
+
+
+def test_a_registered_ir_datasets_collection_is_reachable(monkeypatch):
+    # The two ir_datasets sources claim their own collections without raising on others, so a
+    # source registered later for another irds: collection is asked too.
+    other = sources.Source("irds-other", lambda d: d.startswith("irds:other/"), None, None, lambda d: ["fr"])
+    monkeypatch.setitem(SOURCES, "irds-other", other)
+    assert source_of("irds:other/fr") is other
+    assert source_of("irds:wikiclir/fr").name == "irds-wiki"

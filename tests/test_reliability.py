@@ -253,6 +253,41 @@ def test_a_locked_temporary_is_kept_whatever_its_pid(tmp_path):
     assert sorted(cache.clean_stale(tmp_path, patterns=("*.tmp", ".tmp-*"))) == sorted([f, d])
 
 
+def test_where_a_lock_cannot_be_probed_the_pid_decides(tmp_path, monkeypatch):
+    # Linux NFS emulates flock with POSIX locks, which a read-only handle cannot take (EBADF):
+    # there a dead writer's file is still cleaned by its PID, a file without a PID is kept,
+    # and a temporary folder is made and filled unlocked.
+    dead = tmp_path / f"a.json.pid{_dead_pid()}.x1.tmp"
+    anonymous = tmp_path / "b.json.x2.tmp"
+    for p in (dead, anonymous):
+        p.write_text("{")
+
+    def no_flock(fd, op):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    assert cache.clean_stale(tmp_path) == [dead]
+    with atomic.temp_folder(tmp_path / "dest") as tmp:
+        (tmp / "x").write_text("")
+    assert not tmp.exists() and anonymous.exists()
+
+
+def test_a_temporary_folder_that_cannot_be_opened_is_not_left_behind(tmp_path, monkeypatch):
+    real_open, calls = os.open, []
+
+    def no_fd(path, *a, **k):  # the folder's own handle cannot be had; rmtree's later ones can
+        if Path(path).name.startswith(".tmp-dest-") and not calls:
+            calls.append(path)
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(os, "open", no_fd)
+    with pytest.raises(OSError, match="Too many open files"):
+        with atomic.temp_folder(tmp_path / "dest"):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_temporary_folder_is_locked_while_it_is_filled(tmp_path):
     with atomic.temp_folder(tmp_path / "dest") as tmp:
         assert tmp.is_dir() and tmp.name.startswith(f".tmp-dest-{os.getpid()}-")
@@ -279,6 +314,27 @@ def test_a_benchmark_installed_meanwhile_by_another_process_is_kept(tmp_path, mo
     assert writing.generate_benchmark("ci", seed=0, out_dir=root) == root
     assert (root / "theirs").exists()  # theirs was kept, not renamed aside and replaced
     assert [p.name for p in tmp_path.iterdir()] == ["ci-seed0"]  # no temporary or stale folder left
+
+
+def test_a_foreign_folder_that_appears_while_generating_is_not_replaced(tmp_path, monkeypatch):
+    # A user's folder (files, no manifest) that appears at the benchmark's place while it is
+    # generated is refused as it would have been before generating, never renamed away.
+    from clirlib.data.synthetic import writing
+
+    root = tmp_path / "ci-seed0"
+    real_rename = os.rename
+
+    def racing_rename(src, dst):
+        if Path(dst) == root and not root.exists():
+            root.mkdir()
+            (root / "notes.txt").write_text("mine")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", racing_rename)
+    with pytest.raises(FileExistsError, match="is not a generated benchmark"):
+        writing.generate_benchmark("ci", seed=0, out_dir=root)
+    assert [p.name for p in root.iterdir()] == ["notes.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["ci-seed0"]  # no temporary folder left
 
 
 def test_tables_are_written_atomically_with_the_same_bytes(tmp_path):

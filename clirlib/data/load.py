@@ -69,7 +69,7 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     source = source_of(data)
     key = str(Path(data).expanduser().resolve()) if source.name == DEFAULT else str(data)  # a folder by its path
     emb_dir = str(Path(embeddings_dir).expanduser().resolve()) if embeddings_dir is not None else None
-    home = str(env.ir_datasets_home()) if is_irds(data) else None  # the same id in another cache is other data
+    home = str(env.ir_datasets_home()) if is_irds(str(data)) else None  # the same id in another cache is other data
     # Real data: the files' digests are part of the in-process key (a changed file is read again).
     inputs = None if source.files is None else tuple(input_digests_of(data, lang, embeddings_dir, embeddings).items())
     ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,

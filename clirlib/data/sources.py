@@ -1,6 +1,7 @@
 """Data sources registered by name: one reader per format (Section 5, "Datasets").
 
-What ``load_dataset(data, lang)`` may be given, and who reads it (ir_datasets' ``datasets/``):
+What ``load_dataset(data, lang)`` may be given, and who reads it (a registry of readers by
+name, as ir_datasets registers its data sets):
 
 ============== ================================================ ======================================
 name           ``data``                                         reader
@@ -48,9 +49,10 @@ class Files:
 
 @dataclass(frozen=True)
 class Source:
+    """A data format: which ``data`` strings it reads, its reader, its files and languages."""
+
     name: str
-    form: str  # what ``data`` looks like, for messages and the table above
-    claims: Callable[[str], bool]
+    claims: Callable[[str], bool]  # whether ``data`` is this source's (never raises)
     read: Callable[..., RankingDataset]  # (data, lang, *, n_queries, n_nr, seed, ...) -> RankingDataset
     files: Callable[[str, str], Files] | None  # None: generated, not read from the user's files
     languages: Callable[[str], list[str]]
@@ -61,6 +63,7 @@ DEFAULT = "wikiclir"  # the source of a ``data`` that no other source claims
 
 
 def register(source: Source) -> Source:
+    """Add ``source`` to :data:`SOURCES` (a name is registered once)."""
     if source.name in SOURCES:
         raise ValueError(f"a data source named {source.name!r} is registered already")
     SOURCES[source.name] = source
@@ -72,6 +75,8 @@ def source_of(data: str | Path) -> Source:
     for source in SOURCES.values():
         if source.name != DEFAULT and source.claims(str(data)):
             return source
+    if irds.is_irds(str(data)):
+        irds.collection(str(data))  # an ir_datasets collection nobody reads: its one-line error
     return SOURCES[DEFAULT]
 
 
@@ -106,16 +111,13 @@ def _clirmatrix_files(data: str, lang: str) -> Files:
 
 
 def _is_irds_collection(name: str) -> Callable[[str], bool]:
-    return lambda data: irds.is_irds(data) and irds.collection(data) == name  # an unknown one: a one-line error
+    return lambda data: irds.is_irds(data) and data[len(irds.PREFIX):].strip("/").split("/", 1)[0] == name
 
 
-register(Source("synthetic", "a benchmark profile (" + ", ".join(SIZES) + ")", lambda data: data in SIZES,
-                _read_synthetic, None, lambda data: list(LANGS)))
-register(Source("irds-wiki", f"{irds.PREFIX}{irds.COLLECTION}/<lang>", _is_irds_collection(irds.COLLECTION),
-                _read_irds_wikiclir, lambda data, lang: _wikiclir_layout(irds.files(data, lang)),
-                irds.cached_languages))
-register(Source("irds-cm", f"{irds.PREFIX}{irds.CLIRMATRIX}/<doc lang>/<variant>/<query lang>[/<split>]",
-                _is_irds_collection(irds.CLIRMATRIX), irds.load,  # n_queries=None keeps every query of a split
+register(Source("synthetic", lambda data: data in SIZES, _read_synthetic, None, lambda data: list(LANGS)))
+register(Source("irds-wiki", _is_irds_collection(irds.COLLECTION), _read_irds_wikiclir,
+                lambda data, lang: _wikiclir_layout(irds.files(data, lang)), irds.cached_languages))
+register(Source("irds-cm", _is_irds_collection(irds.CLIRMATRIX), irds.load,  # n_queries=None: every query of a split
                 _clirmatrix_files, irds.cached_languages))
-register(Source(DEFAULT, "a folder in the WikiCLIR layout", lambda data: True, _read_folder,
+register(Source(DEFAULT, lambda data: True, _read_folder,
                 lambda data, lang: _wikiclir_layout(wikiclir_files(data, lang)), available_languages))

@@ -215,7 +215,8 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
     queries of seed-averaged values) with 95 % bootstrap intervals. A bar of exactly 0 is
     marked "0" in its colour, so a system at zero is seen, not lost; a system of ``order``
     the table lacks is named above the panels (with its reason from ``absent``); a head "A + B"
-    is hatched, in the colour of system B where there is one (one colour per loss); on P_mr@1
+    is hatched (one hatching per A), in the colour of system B where there is one (one colour
+    per loss); on P_mr@1
     the chance level per language (``chance``: lang -> P_mr@1 of a random ranking) is a
     dashed segment. Tidy input: ``families.summary`` (columns label, lang, metric, mean,
     ci_low, ci_high)."""
@@ -229,10 +230,12 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
     nrow = int(np.ceil(len(metrics) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), constrained_layout=True, squeeze=False)
     width = 0.8 / max(len(labels), 1)
-    # "A + B" (a head trained with loss B on encoder A) is hatched, in B's colour when B is a system
-    # of its own (the same loss on another encoder), so that each loss keeps one colour
-    base = {l: l.split(" + ", 1)[1] if " + " in l and l.split(" + ", 1)[1] in order else None for l in order}
-    hatch = {l: "////" if " + " in l else None for l in order}
+    # "A + B" (a head trained with loss B on encoder A) is hatched, one hatching per encoder A, in
+    # B's colour when B is a system of its own (the same loss on another encoder): one colour a loss
+    base = {l: l.rsplit(" + ", 1)[1] if " + " in l and l.rsplit(" + ", 1)[1] in order else None for l in order}
+    encoders = list(dict.fromkeys(l.rsplit(" + ", 1)[0] for l in order if " + " in l))
+    hatch = {l: ("////", "\\\\", "xxxx", "....")[encoders.index(l.rsplit(" + ", 1)[0]) % 4] if " + " in l else None
+             for l in order}
     # the others: matplotlib's 10-colour cycle (C0-C9, tab10); an 11th to 20th gets tab20's light
     # shade of C0, C1, ... so that no two of them share a colour
     own = [l for l in order if base[l] is None]

@@ -93,9 +93,7 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     if not force and manifest_ok(root, p, seed):
         _complete_or_warn(root, p, seed)
         return root
-    if root.exists() and not (root / "manifest.json").exists() and any(root.iterdir()):
-        raise FileExistsError(f"{root} exists and is not a generated benchmark (it has files but no manifest.json); "
-                              f"refusing to replace it: move it away or set CLIRLIB_HOME to another folder")
+    _refuse_a_foreign_folder(root)
     root.parent.mkdir(parents=True, exist_ok=True)
     with atomic.temp_folder(root) as tmp:
         with single_threaded_blas():
@@ -110,8 +108,19 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
             if manifest_ok(root, p, seed):  # another process finished first: its folder stays, readers and all
                 _complete_or_warn(root, p, seed)
                 return root
+            _refuse_a_foreign_folder(root)  # what appeared there meanwhile, if not a benchmark
         atomic.replace_folder(tmp, root)  # an outdated collection, or force
     return root
+
+
+def _refuse_a_foreign_folder(root: Path) -> None:
+    """Raise unless ``root`` is absent, empty or a generated benchmark (it has a manifest)."""
+    what = ("is a file" if os.path.lexists(root) and not root.is_dir() else
+            "exists and is not a generated benchmark (it has files but no manifest.json)"
+            if root.is_dir() and not (root / "manifest.json").exists() and any(root.iterdir()) else None)
+    if what:
+        raise FileExistsError(f"{root} {what}; refusing to replace it: move it away or set CLIRLIB_HOME to another "
+                              "folder")
 
 
 def write_texts(profile: Profile | str, seed: int, root: str | Path, difficulty: Difficulty | None = None) -> Path:
