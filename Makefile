@@ -41,6 +41,10 @@ NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # ends the run (--max-worker-restart 0): with --dist loadfile, xdist can otherwise wait forever
 # for the crashed worker's file (pytest-dev/pytest-xdist#784; seen here 2026-11-26).
 XDIST      ?= -n 2 --dist loadfile --max-worker-restart 0
+# The two workers' torch threads outnumber the cores; OpenMP's default is to spin while it waits,
+# which starves the other worker (an LSTM test: 7 s alone, 251 s beside another, 2026-11-28).
+# Passive waits change no number, only how an idle thread waits (docs/timings.md).
+SHARED     := OMP_WAIT_POLICY=PASSIVE
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND     := Agg
@@ -78,8 +82,8 @@ records: $(STAMP) ## Refresh the shipped run records (records/) from the local c
 	$(PY) -m clirlib records pack --profile default
 
 test: $(STAMP) ## pytest over tests/ (ci profile), nbval comparing every notebook's outputs (default, from records/), a 3-record verify
-	$(PY) -m pytest -q $(XDIST) tests
-	$(PY) -m pytest -q $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+	$(SHARED) $(PY) -m pytest -q $(XDIST) tests
+	$(SHARED) $(PY) -m pytest -q $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
 	@# make verify on 3 records drawn with seed 2 (LSTM/SOSL, average pooling/MSE, BM25: about
 	@# 90 s); seed 0's draw holds a HIKE run of about 400 s, over make test's budget.
 	$(MAKE) --no-print-directory verify N=3 SEED=2
