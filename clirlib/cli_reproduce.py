@@ -160,7 +160,9 @@ def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: 
     and figures, so the order does not change a byte); after a failure no new one starts.
     Returns True when one failed."""
     todo, running, failed = list(notebooks), {}, False
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    # Two kernels' torch threads outnumber the cores: passive OpenMP waits (docs/timings.md, session 28)
+    passive = env.for_children(OMP_WAIT_POLICY="PASSIVE") if args.jobs > 1 else contextlib.nullcontext()
+    with passive, ThreadPoolExecutor(max_workers=args.jobs) as pool:
         while todo or running:
             while todo and not failed and len(running) < args.jobs:
                 nb = todo.pop(0)

@@ -38,8 +38,10 @@ for deterministic GPU matmuls (``clirlib.determinism``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS, SYSTEM_WORKERS = (
     "CLIRLIB_HOME", "CLIRLIB_FORCE", "CLIRLIB_PROGRESS", "CI", "CLIRLIB_THREADS", "IR_DATASETS_HOME",
@@ -217,6 +219,19 @@ def check() -> None:
     records_read_log()
     if ray_address():
         check_address(ray_address(), f"environment variable {RAY_ADDRESS}")
+
+
+@contextlib.contextmanager
+def for_children(**values: str) -> Iterator[None]:
+    """Set the variables the user has not set for the processes started inside the block;
+    restore them after it."""
+    added = {k: v for k, v in values.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def set_for_children(**values: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,15 @@ def test_run_tag_names_the_data_so_two_data_sets_never_share_outputs(tmp_path, m
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # output_dirs creates the folders
     figs, tables = paths.output_dirs("ci", str(a))
     assert (figs.parent, tables.parent) == (paths.RESULTS_DIR / f"wiki-{digest}-ci",) * 2
+
+
+def test_variables_for_children_are_set_for_the_block_and_the_users_own_kept(monkeypatch):
+    # The process pool's workers get passive OpenMP waits unless the user chose a policy.
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with env.for_children(OMP_WAIT_POLICY="PASSIVE"):
+        assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_WAIT_POLICY" not in os.environ
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    with env.for_children(OMP_WAIT_POLICY="PASSIVE"):
+        assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -273,35 +273,39 @@ class PoolExecutor:
         for name, seed in sorted({(c.dataset, c.data_seed) for _, c in todo if c.dataset in SIZES}):
             generate_benchmark(name, seed=seed)
         groups = _groups(todo)
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(groups)), initializer=_worker_init,
-                                   mp_context=multiprocessing.get_context("spawn"))
-        finished = False
-        try:
-            pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR):
-                       [k for k, _ in g] for g in groups}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(done, key=lambda f: grid.keys.index(pending[f][0])):  # same-time finishes in grid order
-                    keys = pending.pop(fut)
-                    try:
-                        results = fut.result()
-                    except Exception:  # the worker died; the runs of its group that it stored are kept
-                        err = traceback.format_exc()
-                        kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection)
-                                if len(keys) > 1 else None for k in keys]
-                        results = [("error", err) if r is None else ("stored", r) for r in kept]
-                    for key, (status, value) in zip(keys, results):
-                        grid.finish(key, status, value)
-            finished = True
-        finally:
-            # ProcessPoolExecutor has no public list of its processes (Python 3.11-3.13): read
-            # before shutdown forgets them, to end the runs in flight after an error or interrupt
-            procs = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=finished, cancel_futures=True)
-            if not finished:
-                for p in procs:
-                    if p.is_alive():
-                        p.terminate()
+        # The workers' torch threads outnumber the cores: passive OpenMP waits, or spinning ones starve
+        # the other workers (docs/timings.md, session 28); how an idle thread waits changes no number.
+        with env_vars.for_children(OMP_WAIT_POLICY="PASSIVE"):
+            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(groups)), initializer=_worker_init,
+                                       mp_context=multiprocessing.get_context("spawn"))
+            finished = False
+            try:
+                pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR):
+                           [k for k, _ in g] for g in groups}
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    # same-time finishes in grid order
+                    for fut in sorted(done, key=lambda f: grid.keys.index(pending[f][0])):
+                        keys = pending.pop(fut)
+                        try:
+                            results = fut.result()
+                        except Exception:  # the worker died; the runs of its group that it stored are kept
+                            err = traceback.format_exc()
+                            kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection)
+                                    if len(keys) > 1 else None for k in keys]
+                            results = [("error", err) if r is None else ("stored", r) for r in kept]
+                        for key, (status, value) in zip(keys, results):
+                            grid.finish(key, status, value)
+                finished = True
+            finally:
+                # ProcessPoolExecutor has no public list of its processes (Python 3.11-3.13): read
+                # before shutdown forgets them, to end the runs in flight after an error or interrupt
+                procs = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=finished, cancel_futures=True)
+                if not finished:
+                    for p in procs:
+                        if p.is_alive():
+                            p.terminate()
         return grid.result()
 
 
