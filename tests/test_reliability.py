@@ -295,6 +295,19 @@ def test_a_temporary_folder_is_locked_while_it_is_filled(tmp_path):
     assert not tmp.exists()
 
 
+def _race_before_rename(monkeypatch, root, install):
+    """Make ``install(src)`` fill ``root`` just before the first rename onto it: what another
+    process (or a user) does at the last moment."""
+    real_rename = os.rename
+
+    def racing_rename(src, dst):
+        if Path(dst) == root and not root.exists():
+            install(src)
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", racing_rename)
+
+
 def test_a_benchmark_installed_meanwhile_by_another_process_is_kept(tmp_path, monkeypatch):
     # Two processes generating one profile at once: the one that finishes second keeps the
     # first one's folder (its readers may be reading it) instead of swapping its own in.
@@ -302,15 +315,12 @@ def test_a_benchmark_installed_meanwhile_by_another_process_is_kept(tmp_path, mo
     from clirlib.data.synthetic import writing
 
     root = tmp_path / "ci-seed0"
-    real_rename = os.rename
 
-    def racing_rename(src, dst):
-        if Path(dst) == root and not root.exists():
-            shutil.copytree(src, root)  # "another process" installs the same collection first
-            (root / "theirs").write_text("")
-        return real_rename(src, dst)
+    def install_theirs(src):
+        shutil.copytree(src, root)  # "another process" installs the same collection first
+        (root / "theirs").write_text("")
 
-    monkeypatch.setattr(os, "rename", racing_rename)
+    _race_before_rename(monkeypatch, root, install_theirs)
     assert writing.generate_benchmark("ci", seed=0, out_dir=root) == root
     assert (root / "theirs").exists()  # theirs was kept, not renamed aside and replaced
     assert [p.name for p in tmp_path.iterdir()] == ["ci-seed0"]  # no temporary or stale folder left
@@ -322,15 +332,12 @@ def test_a_foreign_folder_that_appears_while_generating_is_not_replaced(tmp_path
     from clirlib.data.synthetic import writing
 
     root = tmp_path / "ci-seed0"
-    real_rename = os.rename
 
-    def racing_rename(src, dst):
-        if Path(dst) == root and not root.exists():
-            root.mkdir()
-            (root / "notes.txt").write_text("mine")
-        return real_rename(src, dst)
+    def install_mine(src):
+        root.mkdir()
+        (root / "notes.txt").write_text("mine")
 
-    monkeypatch.setattr(os, "rename", racing_rename)
+    _race_before_rename(monkeypatch, root, install_mine)
     with pytest.raises(FileExistsError, match="is not a generated benchmark"):
         writing.generate_benchmark("ci", seed=0, out_dir=root)
     assert [p.name for p in root.iterdir()] == ["notes.txt"]

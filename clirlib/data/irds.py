@@ -37,9 +37,14 @@ def is_irds(data: object) -> bool:
     return isinstance(data, str) and data.startswith(PREFIX)
 
 
+def collection_name(data: str) -> str:
+    """The first part of an ``irds:`` id (``irds:clirmatrix/fr/...`` -> ``clirmatrix``), unchecked."""
+    return data[len(PREFIX):].strip("/").split("/", 1)[0]
+
+
 def collection(data: str) -> str:
     """``wikiclir`` or ``clirmatrix``: the collection ``data`` names (else a one-line error)."""
-    name = data[len(PREFIX):].strip("/").split("/", 1)[0]
+    name = collection_name(data)
     if name not in (COLLECTION, CLIRMATRIX):
         raise DataFormatError(f"{data!r}: clirlib reads {PREFIX}{COLLECTION}/<lang> and "
                               f"{PREFIX}{CLIRMATRIX}/<doc lang>/<variant>/<query lang>[/<split>] from ir_datasets' cache")

@@ -111,7 +111,7 @@ def _clirmatrix_files(data: str, lang: str) -> Files:
 
 
 def _is_irds_collection(name: str) -> Callable[[str], bool]:
-    return lambda data: irds.is_irds(data) and data[len(irds.PREFIX):].strip("/").split("/", 1)[0] == name
+    return lambda data: irds.is_irds(data) and irds.collection_name(data) == name
 
 
 register(Source("synthetic", lambda data: data in SIZES, _read_synthetic, None, lambda data: list(LANGS)))

@@ -232,13 +232,14 @@ def families_bars(summary: pd.DataFrame, metrics: Iterable[str], order: Iterable
     width = 0.8 / max(len(labels), 1)
     # "A + B" (a head trained with loss B on encoder A) is hatched, one hatching per encoder A, in
     # B's colour when B is a system of its own (the same loss on another encoder): one colour a loss
-    base = {l: l.rsplit(" + ", 1)[1] if " + " in l and l.rsplit(" + ", 1)[1] in order else None for l in order}
-    encoders = list(dict.fromkeys(l.rsplit(" + ", 1)[0] for l in order if " + " in l))
-    hatch = {l: ("////", "\\\\", "xxxx", "....")[encoders.index(l.rsplit(" + ", 1)[0]) % 4] if " + " in l else None
+    head = {l: l.rsplit(" + ", 1) for l in order if " + " in l}  # label -> [encoder A, loss B]
+    base = {l: b if b in order else None for l, (_, b) in head.items()}
+    encoders = list(dict.fromkeys(a for a, _ in head.values()))
+    hatch = {l: ("////", "\\\\", "xxxx", "....")[encoders.index(head[l][0]) % 4] if l in head else None
              for l in order}
     # the others: matplotlib's 10-colour cycle (C0-C9, tab10); an 11th to 20th gets tab20's light
     # shade of C0, C1, ... so that no two of them share a colour
-    own = [l for l in order if base[l] is None]
+    own = [l for l in order if base.get(l) is None]
     colour = {l: f"C{i}" if i < 10 else plt.get_cmap("tab20")(2 * (i - 10) + 1) for i, l in enumerate(own)}
     colour.update({l: colour[b] for l, b in base.items() if b is not None})
     for ax, m in zip(axes.ravel(), metrics):
