@@ -21,6 +21,8 @@ from clirlib.data import (
 from clirlib.data import sources, wikiclir_select
 from clirlib.data.polyglot import EmbeddingCoverageWarning
 from clirlib.data.sampling import sample_nr, split_queries, split_sizes
+from clirlib.data.text import has_word
+from clirlib.retrieval import collection_dataset
 
 N_DOCS = 60  # documents in the fixture collection
 
@@ -352,7 +354,8 @@ def test_empty_texts_are_counted_skips(tmp_path):
     docs = list(BASE_D)
     docs[0] = "d1\tTitre 1\t"  # MR of q1 -> q1 is skipped (and d1 is no SR of q2 / q8)
     docs[6] = "d7\tTitre 7\t ... "  # SR of q4 without any word
-    docs[40] = "d41\tTitre 41\t"  # an unjudged empty article: never sampled as NR
+    docs[40] = "d41\tTitre 41\t\ufe70"  # an unjudged article whose one character NFKC turns into no word
+    docs[41] = "d42\tTitre 42\t\u2103"  # "degree Celsius": NFKC gives the word "c", so d42 stays
     queries = _lines_with(BASE_Q, 8, "q9\tBrest\t  ")  # empty first sentence
     root = write_wikiclir(tmp_path, docs=docs, queries=queries)
     with pytest.warns(DataSkipWarning) as rec:
@@ -367,6 +370,17 @@ def test_empty_texts_are_counted_skips(tmp_path):
     assert "q1" not in ds.query_ids and "q9" not in ds.query_ids and len(ds.query_ids) == 8
     assert not {"d1", "d7", "d41"} & set(ds.doc_ids)
     assert ds.info["n_docs_collection"] == N_DOCS - 3
+    # the whole collection holds exactly the documents with a token (d42, not d41)
+    coll = collection_dataset(ds)
+    assert coll.info["collection"]["n_docs"] == N_DOCS - 3 and "d42" in coll.doc_ids and "d41" not in coll.doc_ids
+
+
+def test_has_word_agrees_with_tokenize_on_every_character():
+    # has_word's ASCII shortcut and its normalised search against tokenize itself, on each
+    # code point alone and after an ASCII letter (U+FE70 alone normalises to no word, U+2103 to "c")
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    assert [c for c in chars if has_word(c) != bool(tokenize(c))] == []
+    assert not has_word("\ufe70 ...") and has_word("\u2103") and has_word("x\ufe70")
 
 
 def test_no_usable_query(tmp_path):

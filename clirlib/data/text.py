@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from .dataset import Vocab
 
 _WORD = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]")
 
 
 def normalize(text: str) -> str:
@@ -40,8 +41,11 @@ def tokenize(text: str) -> list[str]:
 
 
 def has_word(text: str) -> bool:
-    """True when ``text`` has at least one token (cheap: stops at the first one)."""
-    return _WORD.search(text) is not None
+    """True when :func:`tokenize` finds at least one token in ``text``; cheap for the usual text
+    with an ASCII letter or digit (which NFKC and casefold keep a word character), otherwise
+    decided on the normalised text, as ``tokenize`` does: a compatibility form alone may
+    normalise to no word ("\ufe70") or to one ("\u2103" -> "c")."""
+    return _ASCII_WORD.search(text) is not None or _WORD.search(normalize(text)) is not None
 
 
 def vocab_from_counts(counts: Mapping[str, int], *, min_count: int = 1, max_size: int = 100_000) -> Vocab:
