@@ -50,6 +50,13 @@ def test_config_refuses_bad_settings(debian):  # noqa: F811
         E5HeadConfig(dataset=str(debian), temperature=0.0).resolved()
     assert E5HeadConfig(dataset=str(debian), loss="mse").resolved().thresholds == (0.2, 0.7)  # losses.DEFAULT_THRESHOLDS
     assert E5HeadConfig(dataset=str(debian), loss="infonce").resolved().thresholds is None
+    # thresholds checked per loss as TrainConfig checks them (validate.check_thresholds)
+    for loss, ts, words in [("sosl", (0.5, -0.3), "increase strictly"), ("sosl", (0.1, 0.2, 0.3, 0.4), "needs 2"),
+                            ("mse", (5.0, 9.0), "inside"), ("3part_l2", (0.1, 0.5), "needs 3"),
+                            ("infonce", (0.2, 0.7), "takes no thresholds")]:
+        with pytest.raises(ConfigError, match=words):
+            E5HeadConfig(dataset=str(debian), loss=loss, thresholds=ts).resolved()
+    assert E5HeadConfig(dataset=str(debian), loss="sosl", thresholds=(0.1, 0.6)).resolved().thresholds == (0.1, 0.6)
 
 
 @pytest.mark.parametrize("loss", ["sosl", "infonce"])

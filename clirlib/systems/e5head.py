@@ -36,7 +36,7 @@ from .. import determinism
 from ..losses import DEFAULT_THRESHOLDS, LOSSES, in_batch_info_nce
 from ..metrics import evaluate
 from ..similarity import smooth_cosine
-from ..validate import ConfigError
+from ..validate import ConfigError, check_thresholds
 from . import System, register
 from .e5 import E5, E5Config
 
@@ -62,8 +62,13 @@ class E5HeadConfig(E5Config):
         super().resolved()  # ranges and finiteness: validate.check_system_config
         if self.loss not in HEAD_LOSSES:
             raise ConfigError("loss", f"unknown loss {self.loss!r}; choose one of {', '.join(HEAD_LOSSES)}")
-        if self.thresholds is None and self.loss in DEFAULT_THRESHOLDS:
+        if self.loss not in DEFAULT_THRESHOLDS:  # InfoNCE has none: given ones would only change the key
+            if self.thresholds is not None:
+                raise ConfigError("thresholds", f"loss {self.loss!r} takes no thresholds, got {tuple(self.thresholds)}")
+            return self
+        if self.thresholds is None:
             return dataclasses.replace(self, thresholds=tuple(DEFAULT_THRESHOLDS[self.loss]))
+        check_thresholds(self.loss, self.thresholds)  # count and order per loss, as TrainConfig does
         return self
 
 
