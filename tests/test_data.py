@@ -287,14 +287,18 @@ BAD = [
     ("duplicate qrel", {"qrels": BASE_R + ["q1\td2\t1"]}, "en2fr.rel", len(BASE_R) + 1,
      "duplicate judgement of document 'd2' for query 'q1' (first on line 2)"),
     ("empty doc id", {"docs": _lines_with(BASE_D, 0, "\tT\ttext")}, "wiki_fr.documents", 1, "empty doc_id"),
+    ("late query columns", {"queries": _lines_with(BASE_Q, 6, "q7 Nice no tabs")}, "wiki_en.queries", 7, "found 1"),
+    ("late empty query id", {"queries": _lines_with(BASE_Q, 7, "\tT\ttext")}, "wiki_en.queries", 8, "empty query_id"),
 ]
 
 
+@pytest.mark.parametrize("n_queries", [None, 2])
 @pytest.mark.parametrize("name,override,fname,line,problem", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_names_file_line_and_problem(tmp_path, name, override, fname, line, problem):
+def test_bad_input_names_file_line_and_problem(tmp_path, name, override, fname, line, problem, n_queries):
+    # n_queries=2: the loader stops selecting after q2 (line 2), and the rest of the file is still checked
     root = write_wikiclir(tmp_path, **override)
     with pytest.raises(DataFormatError) as e:
-        load_wikiclir(root, "fr", n_nr=5)
+        load_wikiclir(root, "fr", n_nr=5, n_queries=n_queries)
     msg = str(e.value)
     assert fname in msg and f"line {line}:" in msg and problem in msg, msg
     assert e.value.line == line and e.value.path.endswith(fname)

@@ -86,11 +86,16 @@ def select_queries(files, mr: MRIndex, docs: DocIndex, n_queries: int | None, st
         q_mr.append(rows)
         if n_queries is not None and len(q_ids) >= n_queries:
             break
-    # The rest of the file: ids only (blank lines there are counted by the same generator),
-    # checked for duplicates as the selected ones were.
+    # The rest of the file: its columns checked and its ids kept (blank lines there are counted
+    # by the same generator), for duplicates as the selected ones were: whether a file loads
+    # does not depend on n_queries.
     keys, where = array("q", seen.keys()), array("q", seen.values())
     for lineno, line in lines:
-        keys.append(id_key(line.split("\t", 1)[0].strip()))
+        cols = line.split("\t")
+        qid = cols[0].strip()
+        if len(cols) != 3 or not qid:  # the slow path raises the right error
+            tsv_fields(files.queries, lineno, line, ("query_id", "title", "first_sent"))
+        keys.append(id_key(qid))
         where.append(lineno)
     all_keys = np.frombuffer(keys, dtype=np.int64) if keys else np.zeros(0, np.int64)
     order = np.argsort(all_keys, kind="stable")
