@@ -297,6 +297,22 @@ def test_reader_errors_on_the_files_themselves(tmp_path):
         with pytest.raises(DataFormatError, match="cannot be read as gzip") as err:
             clirmatrix.load_clirmatrix(broken, docs, "fr")
         assert err.value.path == str(broken) and err.value.line == 1
+    # the line is named exactly, although text mode decodes several lines ahead: a bad byte on
+    # line 1,500 of 2,000, in a plain and in a gzipped file, and a gzip stream cut inside line 1,500
+    lines = [json.dumps({"src_id": str(q), "src_query": f"river {q}", "tgt_results": [["1", 6]]}).encode()
+             for q in range(2000)]
+    bad = b"\n".join([*lines[:1499], lines[1499].replace(b"river", b"riv\xffer"), *lines[1500:]]) + b"\n"
+    for name, data in (("bad.jl", bad), ("bad.jl.gz", gzip.compress(bad, mtime=0))):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(DataFormatError, match="not valid UTF-8") as err:
+            clirmatrix.load_clirmatrix(tmp_path / name, docs, "fr")
+        assert err.value.line == 1500, name
+    whole = b"\n".join(lines) + b"\n"
+    cut = whole[:len(b"\n".join(lines[:1499])) + 10]  # 1,499 lines and 9 bytes of line 1,500
+    broken.write_bytes(gzip.compress(cut, mtime=0)[:-8] + b"\x00" * 8)  # a wrong CRC and length at the end
+    with pytest.raises(DataFormatError, match="cannot be read as gzip") as err:
+        clirmatrix.load_clirmatrix(broken, docs, "fr")
+    assert err.value.line == 1500
     # plain (not gzipped) files are read too: 5 queries, one MR document each, split 3:1:1
     plain = tmp_path / "q.jl"
     plain.write_text("".join(json.dumps({"src_id": str(q), "src_query": f"river {q}",

@@ -51,15 +51,12 @@ def _open_text(path: Path) -> io.TextIOBase:
     """``path`` as UTF-8 text lines, gunzipped when it is a gzip file (as ir_datasets' GzipExtract)."""
     if not path.is_file():
         raise MissingDataError("file not found", path)
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    raw = gzip.open(path, "rb") if gz else open(path, "rb")
+    raw = gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")  # a leading byte-order mark is dropped
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of the non-blank lines; a bad byte or bad gzip names the line."""
-    lineno = 0
     f = _open_text(path)  # outside the try: a missing file is a MissingDataError, not a bad gzip
     try:
         with f:
@@ -67,10 +64,29 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 line = line.rstrip("\r\n")
                 if line and not line.isspace():
                     yield lineno, line
-    except UnicodeDecodeError as e:
-        raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, lineno + 1) from None
-    except (OSError, EOFError, zlib.error) as e:  # a truncated or corrupt gzip stream
-        raise DataFormatError(f"cannot be read as gzip ({e})", path, lineno + 1) from None
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error):  # a bad byte, a truncated or corrupt gzip stream
+        raise _locate(path) from None
+
+
+def _locate(path: Path) -> DataFormatError:
+    """The error of a file that text mode could not read, at its line: text mode decodes in
+    chunks, several lines ahead, so the file is read again in bytes, one line at a time."""
+    lineno = 0
+    try:
+        with gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    return DataFormatError(f"not valid UTF-8 ({e.reason} at byte {e.start} of the line)", path, lineno)
+    except (OSError, EOFError, zlib.error) as e:
+        return DataFormatError(f"cannot be read as gzip ({e})", path, lineno + 1)
+    raise AssertionError(f"{path}: read in bytes without an error")  # pragma: no cover
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
 
 
 def read_queries(path: Path) -> Iterator[_Query]:
