@@ -165,6 +165,13 @@ def test_wikidata_reader_on_dump_lines(tmp_path):
     path.write_text("[\n{broken\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"dump.json:2: not a JSON entity"):
         read_wikidata_json(path, ["en"])
+    # an entity given twice (read_kg refuses the same) and an id that is no string
+    path.write_text("".join(["[\n", WIKIDATA_LINES[1], WIKIDATA_LINES[1], "]\n"]), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"dump.json:3: entity 'Q\d+' given twice \(first on line 2\)"):
+        read_wikidata_json(path, ["en"])
+    path.write_text('[\n{"id": 90, "type": "item"}\n]\n', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"dump.json:2: entity id 90 is not a non-empty string"):
+        read_wikidata_json(path, ["en"])
 
 
 def test_longest_match_linking_on_a_tiny_kg():

@@ -256,6 +256,7 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
     skipped: dict[str, int] = {}
     it = _text_lines(Path(lines), skipped) if isinstance(lines, (str, Path)) else enumerate(lines, start=1)
     ids, types, labels, descs, claims = [], [], {l: [] for l in langs}, {l: [] for l in langs}, []
+    first_line: dict[str, int] = {}
     for lineno, line in it:
         s = line.strip().lstrip("\ufeff").rstrip(",")
         if s in ("[", "]", ""):
@@ -266,9 +267,15 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
             raise DataFormatError(f"{name}:{lineno}: not a JSON entity ({e.msg})") from None
         if not isinstance(ent, dict) or "id" not in ent:
             raise DataFormatError(f"{name}:{lineno}: entity without an 'id'")
+        if not isinstance(ent["id"], str) or not ent["id"].strip():
+            raise DataFormatError(f"{name}:{lineno}: entity id {ent['id']!r} is not a non-empty string")
         if ent.get("type", "item") != "item":
             skipped["non_item_entities"] = skipped.get("non_item_entities", 0) + 1
             continue  # properties and lexemes are not entities of the graph
+        if ent["id"] in first_line:  # its triples would hang off one node and its lookups reach the other
+            raise DataFormatError(f"{name}:{lineno}: entity {ent['id']!r} given twice (first on line "
+                                  f"{first_line[ent['id']]})")
+        first_line[ent["id"]] = lineno
         ids.append(ent["id"])
         for l in langs:
             labels[l].append(((ent.get("labels") or {}).get(l) or {}).get("value", ""))
