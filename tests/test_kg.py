@@ -167,7 +167,7 @@ def test_wikidata_reader_on_dump_lines(tmp_path):
         read_wikidata_json(path, ["en"])
     # an entity given twice (read_kg refuses the same) and an id that is no string
     path.write_text("".join(["[\n", WIKIDATA_LINES[1], WIKIDATA_LINES[1], "]\n"]), encoding="utf-8")
-    with pytest.raises(DataFormatError, match=r"dump.json:3: entity 'Q\d+' given twice \(first on line 2\)"):
+    with pytest.raises(DataFormatError, match=r"dump.json:3: entity 'Q90' given twice \(first on line 2\)"):
         read_wikidata_json(path, ["en"])
     path.write_text('[\n{"id": 90, "type": "item"}\n]\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"dump.json:2: entity id 90 is not a non-empty string"):
