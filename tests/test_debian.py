@@ -239,6 +239,20 @@ def test_build_writes_the_wikiclir_layout(tmp_path, lz4):
     assert info["query_tokens_in_mr"] == pytest.approx(np.mean(shares))
 
 
+def test_a_package_without_description_md5_in_packages_is_found_by_its_translation(tmp_path):
+    # libfrob2's Packages paragraph gives its long description instead of Description-md5 (bookworm's
+    # main has no such paragraph); Translation-en names it, so its SR links are those of the full index
+    build(tmp_path / "full", "fr", write_index(tmp_path / "lists"), embeddings=False)
+    lists = write_index(tmp_path / "lists2")
+    text = (lists / "Packages").read_text()
+    (lists / "Packages").write_text(text.replace(f"Source: frob\nDescription-md5: {M[4]}",
+                                                 "Source: frob\nDescription: Frobnication library"))
+    assert (lists / "Packages").read_text() != text
+    build(tmp_path / "partial", "fr", lists, embeddings=False)
+    rel = "wiki-clir/french/en2fr.rel"
+    assert (tmp_path / "partial" / rel).read_text() == (tmp_path / "full" / rel).read_text()
+
+
 def test_the_loader_reads_it_and_same_files_give_same_bytes(tmp_path):
     from clirlib.data import load_dataset
 

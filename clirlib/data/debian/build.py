@@ -142,6 +142,11 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
             md5_of[name] = md5
             if md5 in en:
                 names[md5].add(name)
+    # A Packages paragraph without Description-md5 (bookworm's main has none: 0 of 63,440):
+    # the Translation-en paragraphs that name the package give it, the first md5 in order.
+    for md5 in sorted(en_names):
+        for name in en_names[md5]:
+            md5_of.setdefault(name, md5)
     by_source: dict[str, set[str]] = defaultdict(set)
     for name, p in pkgs.items():
         by_source[p.get("Source", name).split()[0]].add(name)
