@@ -342,7 +342,9 @@ class Measure:
         f, level, k = self.family, self.level, self.cutoff
         if f in ("RR", "AP"):  # AP has no cutoff on candidate lists
             return reciprocal_rank(level) if f == "RR" else (None if k else average_precision(level))
-        return None if not k else ndcg(k) if f == "nDCG" else {"P": precision, "Success": success}[f](k, level)
+        if not k or f not in ("nDCG", "P", "Success"):  # R: a whole collection's measure only
+            return None
+        return ndcg(k) if f == "nDCG" else {"P": precision, "Success": success}[f](k, level)
 
     def _top_way(self) -> Callable[[TopLists], np.ndarray] | None:
         f, level, k = self.family, self.level, self.cutoff

@@ -73,9 +73,10 @@ def test_one_name_two_ways():
     assert METRICS["NDCG@1"](rl).tolist() == METRICS["NDCG@1"](tl).tolist() == [1.0]
     # MRR_r and MRR are one family (RR, level 1): 1 / rank 1 both ways
     assert METRICS["MRR_r"](rl).tolist() == METRICS["MRR"](tl).tolist() == [1.0]
-    # AP with a cutoff exists on whole collections only: a clear error on candidate lists
-    with pytest.raises(ValueError, match="no way on RankedLists"):
-        METRICS["MAP@10"](rl)
+    # AP with a cutoff and recall exist on whole collections only: a clear error on candidate lists
+    for name in ("MAP@10", "R@100"):
+        with pytest.raises(ValueError, match="no way on RankedLists"):
+            METRICS[name](rl)
 
 
 def test_hand_checked_per_query():
