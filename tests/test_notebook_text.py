@@ -41,6 +41,16 @@ def test_notebook_defines_no_functions_or_classes(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_writes_tables_atomically(path):
+    # a table goes through reproduction.save_table / write_csv (clirlib.atomic): a kill during
+    # a plain to_csv leaves a truncated table where the old one was
+    for src, _ in cells(path, "code"):
+        for node in ast.walk(ast.parse(python_source(src))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr != "to_csv", f"{path.name}: {ast.unparse(node)[:80]}: use reproduction.write_csv"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_markdown_states_no_results(path):
     # the first cell quotes the paper and the settings (learning rate 0.001, ...); later
     # markdown explains how to read the computed cells and must not state results itself
