@@ -27,6 +27,7 @@ def tests_frame():
                 rows.append({"table": table, "hypothesis": hyp, "a": a, "b": b, "metric": m})
     t = pd.DataFrame(rows)
     t["effect"] = np.linspace(-0.2, 0.4, len(t))
+    t["kind"], t["margin"] = "superiority", 0.01
     t["verdict"] = "inconclusive"
     t.loc[[0, 1, 8], "verdict"] = "holds"
     t.loc[[2], "verdict"] = "does not hold"
@@ -39,8 +40,8 @@ def test_seeds_significance_panels_cells_and_markers(tests_frame):
         panels = [ax for ax in fig.axes if ax.images]
         assert len(panels) == 2  # one heat map per table (the other axes are colour bars)
         t2, t3 = panels
-        assert [tl.get_text() for tl in t2.get_yticklabels()] == ["SOSL fr vs MSE fr", "SOSL it vs MSE it",
-                                                                  "SOSL sw vs SOSL fr"]
+        assert [tl.get_text() for tl in t2.get_yticklabels()] == ["SOSL fr > MSE fr", "SOSL it > MSE it",
+                                                                  "SOSL sw > SOSL fr"]
         # columns: the metrics present anywhere, in METRIC_NAMES order
         assert [tl.get_text() for tl in t2.get_xticklabels()] == ["P_mr@1", "NDCG@5", "MAP"]
         img = t2.images[0].get_array()
@@ -57,6 +58,14 @@ def test_seeds_significance_panels_cells_and_markers(tests_frame):
         assert t3.get_title().startswith("Table 3")
         # one separator line between the two claims of Table 2, none in Table 3
         assert [ln.get_ydata()[0] for ln in t2.lines] == [1.5] and not t3.lines
+    finally:
+        plt.close(fig)
+    # an equivalence claim's rows say so, with its margin
+    eq = tests_frame.assign(kind="equivalence", margin=0.02)
+    fig = plots_studies.seeds_significance(eq)
+    try:
+        panel = [ax for ax in fig.axes if ax.images][0]
+        assert panel.get_yticklabels()[0].get_text() == "SOSL fr ≈ MSE fr (±0.02)"
     finally:
         plt.close(fig)
 
@@ -92,6 +101,17 @@ def test_stability_traces_panels_and_lines():
         assert len(off.lines) == 2
         assert list(on.lines[0].get_xdata()) == [1, 2, 3] and list(on.lines[0].get_ydata()) == [10.0, 1.0, 0.1]
         assert axes[1, 0].get_xlabel() == "training step" and axes[0, 0].get_ylabel() == "gradient norm"
+        assert [t.get_text() for t in on.get_legend().get_texts()][-2:] == ["a step whose norm is exactly 0",
+                                                                            "clipping threshold"]
+    finally:
+        plt.close(fig)
+    # a norm of exactly 0 breaks the line and is a tick at the bottom edge (a log axis has no 0)
+    trace.loc[1, "grad_norm"] = 0.0
+    fig = plots_studies.stability_traces(trace)
+    try:
+        on = np.array(fig.axes).reshape(2, 2)[0, 0]
+        assert np.isnan(on.lines[0].get_ydata()[1]) and on.lines[0].get_ydata()[0] == 10.0
+        assert list(on.lines[1].get_xdata()) == [2] and on.lines[1].get_marker() == "|"
     finally:
         plt.close(fig)
 
@@ -136,7 +156,7 @@ def test_figure2_sosl_and_mse_per_label():
         assert [ax.get_title() for ax in fig.axes] == [f"true label {n} (class {i + 1} of 3)"
                                                        for i, n in enumerate(("NR", "SR", "MR"))]
         for ax in fig.axes:
-            assert [l.get_label() for l in _lines(ax)] == ["SOSL", "MSE"]
+            assert [l.get_label() for l in _lines(ax)] == ["SOSL", "MSE", "thresholds θ1, θ2"]  # one entry for both
             assert [l.get_xdata()[0] for l in ax.get_lines()[2:]] == [0.0, 0.5]  # threshold markers
     finally:
         plt.close(fig)
@@ -150,8 +170,15 @@ def test_figure3_one_panel_per_loss_three_classes():
     try:
         titled = [ax for ax in fig.axes if ax.get_title()]
         assert [ax.get_title() for ax in titled] == ["SOSL", "MSE"]
-        assert [t.get_text() for t in titled[0].get_legend().get_texts()] == ["NR", "SR", "MR"]
+        assert [t.get_text() for t in titled[0].get_legend().get_texts()] == ["NR", "SR", "MR", "the loss's thresholds"]
         assert len(titled[0].collections) == 3  # one filled density per class
+    finally:
+        plt.close(fig)
+    # each panel dotted at its own loss's thresholds (losses.DEFAULT_THRESHOLDS): 3Part_L2 at its three hinges
+    fig = plots.figure3(scores.assign(loss=scores["loss"].replace({"mse": "3part_l2"})))
+    try:
+        titled = [ax for ax in fig.axes if ax.get_title()]
+        assert [[l.get_xdata()[0] for l in ax.get_lines()] for ax in titled] == [[0.2, 0.7], [0.2, 0.55, 0.9]]
     finally:
         plt.close(fig)
 
@@ -288,6 +315,8 @@ def test_collapse_lemma2_and_theorem3_figures():
     try:
         assert [ax.get_title() for ax in fig.axes] == ["MSE: baseline 0.050", "PO: baseline 0.060"]
         assert len(fig.axes[0].patches) == 2 and len(fig.axes[1].patches) == 1  # one bar per cause
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+            "gap to paper (+0.300)", "Holm p < 0.05", "Holm p >= 0.05"]  # gap: 0.3 above
     finally:
         plt.close(fig)
     trace = pd.DataFrame({"eps": [0.0, 0.0, 1.0, 1.0], "q_norm": [0.01, 1.0, 0.01, 1.0],
@@ -306,7 +335,8 @@ def test_collapse_lemma2_and_theorem3_figures():
                          "gap_std": [0.01, 0.01, np.nan, 0.02], "train_loss": [0.1] * 4, "test_loss": [0.3] * 4})
     fig = plots_studies.theorem3_gap(gaps)
     try:
-        assert [ax.get_title() for ax in fig.axes] == ["fixed steps", "losses (fixed steps)"]
+        assert [ax.get_title() for ax in fig.axes] == ["fixed steps", "losses (fixed steps; mean over seeds)"]
+        assert fig.axes[0].get_xlabel() == "training queries n (log scale)"
         assert [l.get_label() for l in _lines(fig.axes[1])] == ["sgd, test", "sgd, train", "adam, test", "adam, train"]
         assert fig.axes[0].get_xscale() == "log"
     finally:
@@ -415,5 +445,20 @@ def test_save_refuses_an_unlabelled_figure(tmp_path):
         fig.supylabel("shared y")
         fig.axes[2].set_ylabel("value")
         assert plots.unlabelled(fig) == []  # the figure's y label counts for every panel
+    finally:
+        plt.close(fig)
+
+
+def test_learning_curves_legend_says_what_fill_lines_and_dots_mean():
+    fig = BUILDERS["learning_curves"]()
+    try:
+        legend = fig.axes[1].get_legend()
+        texts = [t.get_text() for t in legend.get_texts()]
+        # the gate is decided on dev NDCG@5, whichever panel shows the marker
+        assert "filled: that run passes the gate\n(dev NDCG@5 above a random order, p < 0.01)" in texts
+        assert "line: the first seed's run (the one the gate reads)" in texts and "small dot: one run (every seed)" in texts
+        # the grown HIKE point does not pass in the builder's data (passes False): its legend star is hollow
+        star = legend.legend_handles[texts.index("HIKE-small, triples grown with the data")]
+        assert tuple(star.get_facecolor()[0]) == (1.0, 1.0, 1.0, 1.0)
     finally:
         plt.close(fig)

@@ -30,7 +30,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from .. import atomic  # noqa: E402
-from ..losses import mse, sosl  # noqa: E402
+from ..losses import DEFAULT_THRESHOLDS, mse, sosl  # noqa: E402
 from ..labels import MR, NR, SR  # noqa: E402
 from ..labels import NAMES as LABEL_NAMES  # noqa: E402
 from ..metrics import METRIC_NAMES  # noqa: E402
@@ -140,8 +140,8 @@ def figure2(curves: pd.DataFrame, thresholds=(0.0, 0.5)) -> plt.Figure:
     for ax, (y, g) in zip(axes, curves.groupby("label")):
         for name, h in g.groupby("name", sort=False):
             ax.plot(h["r"], h["loss"], label=name, ls="-" if name == "SOSL" else "--")
-        for t in thresholds:
-            ax.axvline(t, color="grey", lw=0.8, ls=":")
+        for k, t in enumerate(thresholds):
+            ax.axvline(t, color="grey", lw=0.8, ls=":", label="thresholds θ1, θ2" if k == 0 else None)
         ax.set_title(f"true label {LABEL_NAMES[y]} (class {y + 1} of 3)")
         ax.set_xlabel("relevance score r")
     axes[0].set_ylabel("loss")
@@ -151,9 +151,9 @@ def figure2(curves: pd.DataFrame, thresholds=(0.0, 0.5)) -> plt.Figure:
 
 # Figure 3 and training curves ------------------------------------------------------------
 
-def figure3(scores: pd.DataFrame, thresholds=(0.2, 0.7)) -> plt.Figure:
-    """Density of training-set scores per class, one panel per loss (tidy input:
-    columns loss, label, score)."""
+def figure3(scores: pd.DataFrame, thresholds: Mapping[str, Iterable[float]] = DEFAULT_THRESHOLDS) -> plt.Figure:
+    """Density of training-set scores per class, one panel per loss, dotted at that loss's
+    ``thresholds`` (3Part_L2's are its three hinges); tidy input: columns loss, label, score."""
     import seaborn as sns  # heavy, for Figure 3 only: imported when it is drawn
 
     losses = [l for l in LOSS_NAMES if l in set(scores["loss"])]
@@ -165,15 +165,18 @@ def figure3(scores: pd.DataFrame, thresholds=(0.2, 0.7)) -> plt.Figure:
             if len(s) > 1 and s.std() > 0:
                 sns.kdeplot(x=s.to_numpy(), ax=ax, label=LABEL_NAMES[y], color=CLASS_COLORS[y], fill=True,
                             alpha=0.25, common_norm=False, warn_singular=False)
-        for t in thresholds:
+        for t in thresholds[loss]:
             ax.axvline(t, color="grey", lw=0.8, ls=":")
         ax.set_title(LOSS_NAMES[loss])
         ax.set_xlim(-1, 1)
+        ax.set_xticks(np.linspace(-1, 1, 5))  # five ticks: the minus signs of finer ones ran together
         ax.set_xlabel("relevance score r_eps")
         ax.set_ylabel("density")
     for ax in axes.ravel()[len(losses):]:
         ax.set_axis_off()
-    axes.ravel()[0].legend()
+    first = axes.ravel()[0]
+    handles, labels = first.get_legend_handles_labels()
+    first.legend([*handles, Line2D([], [], color="grey", lw=0.8, ls=":")], [*labels, "the loss's thresholds"])
     return fig
 
 
@@ -321,17 +324,19 @@ def metric_curves(runs: pd.DataFrame, x: str, xlabel: str, metrics: Iterable[str
     for ax in axes.ravel()[len(metrics):]:
         ax.set_axis_off()
     if (n > 1).any():
-        handles = [Line2D([], [], color="tab:blue", marker="o", ms=4, label="mean over seeds"),
+        handles = [Line2D([], [], color="tab:blue", marker="o", ms=4, label="mean over seeds (P_mr@1: red)"),
                    Line2D([], [], color="tab:blue", marker="|", ms=8, ls="none", label="± 1 sd over seeds"),
                    Line2D([], [], color="tab:blue", marker="o", ms=3, alpha=0.35, ls="none", label="one run (seed)")]
     else:
         seeds = ", ".join(map(str, sorted(set(runs["seed"]))))
-        handles = [Line2D([], [], color="tab:blue", marker="o", ms=4, label=f"one run per point (seed {seeds})")]
+        handles = [Line2D([], [], color="tab:blue", marker="o", ms=4,
+                          label=f"one run per point (seed {seeds}; P_mr@1: red)")]
     if reference is not None:
         handles.append(Line2D([], [], color="grey", lw=0.8, ls=":", label=f"value at {xlabel} = {reference:g}"))
     if chance and "P_mr@1" in metrics:
         handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=CHANCE_LABEL))
-    axes.ravel()[-1].legend(handles=handles, loc="center", fontsize=7)
+    axes.ravel()[-1].legend(handles=handles, loc="center", fontsize=7,
+                            title="each panel has its own y range", title_fontsize=7)
     fig.suptitle(f"{title + ': ' if title else ''}{_seed_note(n, xlabel)}", fontsize=9)
     return fig
 

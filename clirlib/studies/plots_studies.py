@@ -46,8 +46,11 @@ def lemma2_constants(table: pd.DataFrame) -> plt.Figure:
               for c, e, y in zip(t["constant"], t["eps"], t["label"])]
     fig, ax = plt.subplots(figsize=(7, 0.22 * len(t) + 1.0), constrained_layout=True)
     colors = ["tab:red" if str(w) == "False" else "tab:blue" for w in t["within"]]
-    ax.barh(np.arange(len(t)), t["observed_over_bound"], color=colors)
-    ax.axvline(1, color="black", lw=1, ls="--")
+    # dots, not bars: a bar's length on a log axis starts at an arbitrary left edge
+    ax.hlines(np.arange(len(t)), t["observed_over_bound"].min() / 2, t["observed_over_bound"], color="0.85", lw=0.8)
+    ax.scatter(t["observed_over_bound"], np.arange(len(t)), color=colors, s=14, zorder=3)
+    ax.axvline(1, color="black", lw=1, ls="--", label="the bound (= 1)")
+    ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(np.arange(len(t)), labels, fontsize=6)
     ax.invert_yaxis()
     ax.set_xscale("log")
@@ -68,7 +71,7 @@ def theorem3_gap(gaps: pd.DataFrame) -> plt.Figure:
         for opt, g in gaps[gaps["design"] == design].groupby("optimizer", sort=False):
             g = g.sort_values("n_train_queries")
             ax.errorbar(g["n_train_queries"], g["gap"], yerr=g["gap_std"].fillna(0), marker="o", capsize=3,
-                        color=colors.get(opt), label=opt)
+                        color=colors.get(opt), label=f"{opt}: mean ± 1 sd over seeds")
         ax.axhline(0, color="grey", lw=0.8, ls=":")
         ax.set_title(design)
         ax.set_ylabel("gap = test loss - train loss")
@@ -77,12 +80,12 @@ def theorem3_gap(gaps: pd.DataFrame) -> plt.Figure:
         axes[-1].plot(g["n_train_queries"], g["test_loss"], marker="o", color=colors.get(opt), label=f"{opt}, test")
         axes[-1].plot(g["n_train_queries"], g["train_loss"], marker="s", ls=":", color=colors.get(opt),
                       label=f"{opt}, train")
-    axes[-1].set_title(f"losses ({designs[0]})")
+    axes[-1].set_title(f"losses ({designs[0]}; mean over seeds)")
     axes[-1].set_ylabel("mean loss")
     ns = sorted(gaps["n_train_queries"].unique())
     for ax in axes:
         ax.set_xscale("log")
-        ax.set_xlabel("training queries n")
+        ax.set_xlabel("training queries n (log scale)")
         ax.set_xticks(ns, [str(n) for n in ns])
         ax.minorticks_off()
         ax.legend(fontsize=7)
@@ -106,13 +109,19 @@ def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Fig
         err = np.vstack([g["effect"] - g["ci_lo"], g["ci_hi"] - g["effect"]])  # (2, n)
         colors = ["tab:green" if p < 0.05 else "tab:gray" for p in g["p_holm"]]
         ax.bar(x, g["effect"], yerr=err, color=colors, capsize=4, alpha=0.8)
+        for xi, v in zip(x, g["effect"]):
+            if v == 0:  # a bar of height 0 is seen, not lost
+                ax.annotate("0", (xi, 0), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
         ax.axhline(0, color="black", lw=0.8)
         gap = float(g["gap"].iloc[0])
-        ax.axhline(gap, color="tab:red", ls="--", lw=1, label=f"gap to paper ({gap:+.3f})")
-        ax.set_xticks(x, g["cause"], rotation=20)
-        ax.set_xlabel("cause (its variant against the baseline)")
+        ax.axhline(gap, color="tab:red", ls="--", lw=1)
+        labels = g["variant_label"] if "variant_label" in g else g["cause"]
+        ax.set_xticks(x, labels, rotation=25, ha="right", fontsize=7)
+        ax.set_xlabel("cause: its variant against the baseline")
         ax.set_title(f"{LOSS_NAMES.get(loss, loss)}: baseline {float(g['baseline'].iloc[0]):.3f}", fontsize=9)
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(handles=[Line2D([], [], color="tab:red", ls="--", lw=1, label=f"gap to paper ({gap:+.3f})"),
+                           Patch(color="tab:green", alpha=0.8, label="Holm p < 0.05"),
+                           Patch(color="tab:gray", alpha=0.8, label="Holm p >= 0.05")], fontsize=7, loc="upper right")
     np.atleast_1d(axes)[0].set_ylabel(f"{metric}: variant - baseline (95 % CI)")
     return fig
 
@@ -163,12 +172,15 @@ def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
             if index[(a, b)] > 0:
                 ax.axhline(index[(a, b)] - 0.5, color="black", lw=0.8)
         ax.set_xticks(range(len(metrics)), metrics, rotation=45, ha="right")
-        ax.set_yticks(range(len(index)), [f"{a} vs {b}" for a, b in index], fontsize=7)
+        # the claim's kind in each row's name: "A > B" (A beats B), "A ≈ B (±m)" (equal within the margin)
+        kind = {(a, b): (k, mg) for a, b, k, mg in zip(t["a"], t["b"], t["kind"], t["margin"])}
+        ax.set_yticks(range(len(index)), [f"{a} ≈ {b} (±{kind[(a, b)][1]:g})" if kind[(a, b)][0] == "equivalence"
+                                          else f"{a} > {b}" for a, b in index], fontsize=7)
         ax.set_xlim(-0.5, len(metrics) - 0.5)
         ax.set_ylim(len(index) - 0.5, -0.5)
         ax.set_title(f"{table}: effect A - B", fontsize=9)
         ax.set_xlabel("metric")
-        ax.set_ylabel("comparison (A vs B)")
+        ax.set_ylabel("comparison: A > B or A ≈ B (±margin)")
         fig.colorbar(im, ax=ax, shrink=0.8, label="A - B")
     fig.suptitle("o holds, x does not hold, no mark: inconclusive, ///: not tested (a system failed the gate); "
                  "grey: the claim has no such metric", fontsize=9)
@@ -177,8 +189,9 @@ def seeds_significance(tests: pd.DataFrame) -> plt.Figure:
 
 def stability_traces(trace: pd.DataFrame) -> plt.Figure:
     """Gradient norm (before clipping, log scale) against the training step: one panel
-    per (initial regime, clipping), one line per eps; a dotted line at the clipping
-    threshold. Tidy input: ``tables/stability_grad_norm_trace.csv`` (columns step,
+    per (initial regime, clipping), one line per eps, broken where the norm is exactly 0 (a
+    log axis has no 0: those steps are ticks along the panel's bottom edge instead); a dotted
+    line at the clipping threshold. Tidy input: ``tables/stability_grad_norm_trace.csv`` (columns step,
     grad_norm, regime, epsilon, clip with clip "none" or the threshold)."""
     regimes = list(dict.fromkeys(trace["regime"]))
     clip = trace["clip"].astype(str)
@@ -194,8 +207,13 @@ def stability_traces(trace: pd.DataFrame) -> plt.Figure:
             for eps in epsilons:
                 g = trace[(trace["regime"] == regime) & (clip == tag) & (trace["epsilon"].astype(float) == eps)]
                 if len(g):
-                    ax.plot(g["step"], g["grad_norm"], lw=0.7, color=colors[eps],
+                    norm = g["grad_norm"].astype(float)
+                    ax.plot(g["step"], norm.where(norm > 0), lw=0.7, color=colors[eps],
                             label=f"eps = {eps:g}" + (" (cosine)" if eps == 0 else ""))
+                    zero = g.loc[norm == 0, "step"]
+                    if len(zero):
+                        ax.plot(zero, np.full(len(zero), 0.02), ls="", marker="|", ms=4, mew=0.6, color=colors[eps],
+                                transform=ax.get_xaxis_transform(), zorder=4)
             if tag != "none":
                 ax.axhline(float(tag), color="grey", ls=":", lw=0.8)
             ax.set_yscale("log")
@@ -204,7 +222,11 @@ def stability_traces(trace: pd.DataFrame) -> plt.Figure:
                 ax.set_ylabel("gradient norm")
     for ax in axes[-1]:
         ax.set_xlabel("training step")
-    axes[0, 0].legend(fontsize=7)
+    handles = [Line2D([], [], lw=0.7, color=colors[e], label=f"eps = {e:g}" + (" (cosine)" if e == 0 else ""))
+               for e in epsilons]
+    handles += [Line2D([], [], ls="", marker="|", ms=6, color="black", label="a step whose norm is exactly 0"),
+                Line2D([], [], ls=":", lw=0.8, color="grey", label="clipping threshold")]
+    axes[0, 0].legend(handles=handles, fontsize=7)
     return fig
 
 
@@ -335,8 +357,9 @@ def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame, title: str | None =
             ax.scatter(g.loc[passed, "n_train"], g.loc[passed, metric], marker=marker, s=size, color=color, zorder=4)
             ax.scatter(g.loc[~passed, "n_train"], g.loc[~passed, metric], marker=marker, s=size, facecolors="white",
                        edgecolors=color, zorder=4)
-            if grown:
-                ax.scatter([], [], marker=marker, s=size, facecolors="white", edgecolors=color, label=s)
+            if grown:  # its legend entry filled as its points are (hollow only if none passes)
+                ax.scatter([], [], marker=marker, s=size, color=color, label=s,
+                           **({} if passed.any() else {"facecolors": "white", "edgecolors": color}))
         sizes = sorted(gates["n_train"].unique())
         ax.plot(sizes, [gates[floor].mean()] * len(sizes), ls="--", color="black", lw=1, label=floor_label)
         ax.set_xscale("log")
@@ -345,9 +368,12 @@ def learning_curves(runs: pd.DataFrame, gates: pd.DataFrame, title: str | None =
         ax.set_xlabel("training queries (log scale)")
         ax.set_ylabel(f"{metric.replace('dev_', 'dev ')} ({int(gates['dev_queries'].max()):,} dev queries)")
     handles, labels = axes[1].get_legend_handles_labels()
-    handles += [Line2D([], [], marker="o", ls="", color="grey"),
+    handles += [Line2D([], [], color="grey", lw=1.2), Line2D([], [], marker="o", ls="", ms=3, color="grey", alpha=0.5),
+                Line2D([], [], marker="o", ls="", color="grey"),
                 Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="grey")]
-    labels += [f"passes the gate (p < {ALPHA:g})", "does not pass"]
+    labels += ["line: the first seed's run (the one the gate reads)", "small dot: one run (every seed)",
+               f"filled: that run passes the gate\n(dev NDCG@5 above a random order, p < {ALPHA:g})",
+               "hollow: it does not pass"]
     axes[1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     if title:
         fig.suptitle(title)
