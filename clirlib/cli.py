@@ -231,14 +231,19 @@ def _options_of_registered_systems(t: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    rest = list(sys.argv[1:] if argv is None else argv)
+    try:  # every environment variable, before any work: building the parser imports modules that read some
+        env.check()
+    except (ValueError, OSError) as e:
+        command = next((a for a in rest if not a.startswith("-")), "")
+        print(f"python -m clirlib{' ' + command if command else ''}: error: {error_line(e)}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "train":
-        rest = list(sys.argv[1:] if argv is None else argv)
         args.given = _given_options(parser.train_parser, rest[rest.index("train") + 1:])
         args.dests = {a.dest for a in parser.train_parser._actions}  # noqa: SLF001 (as _given_options)
     try:
-        env.check()  # every environment variable, before any work
         return args.func(args)
     except KeyboardInterrupt:
         # The kernels got the same Ctrl-C and papermill's cleanup has run by now; leave at

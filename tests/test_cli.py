@@ -200,3 +200,13 @@ def test_train_says_when_the_data_has_fewer_queries_than_asked(capsys):
         assert out.splitlines()[0].endswith("best_epoch=1 (1.0s on cpu)")  # a record without provenance: a CPU's
         assert ("note: --n-queries 1000 asked for more queries than the data has with a usable MR document (45); "
                 "all of them were used") in out if note else "note:" not in out
+
+
+@pytest.mark.parametrize("args", [["train", "--help"], ["reproduce", "--notebooks", "01"]])
+def test_a_bad_thread_count_is_one_line_even_before_the_parser(args):
+    # building the parser imports clirlib.determinism, which reads CLIRLIB_THREADS: a traceback before
+    env = {"CLIRLIB_PROGRESS": "0", "PATH": "/usr/bin:/bin", "CLIRLIB_THREADS": "0"}
+    p = subprocess.run([sys.executable, "-m", "clirlib", *args], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == [f"python -m clirlib {args[0]}: error: environment variable CLIRLIB_THREADS='0': "
+                                     f"use a positive integer"]
