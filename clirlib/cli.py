@@ -33,6 +33,13 @@ from .validate import ConfigError, check_seed
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors; no abbreviated options (``--epoch`` for ``--epochs`` would be a
+    misspelling that trains: an unknown option raises)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # one line, no usage dump
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 

@@ -54,6 +54,13 @@ def no_training(monkeypatch):
 
 
 # --------------------------------------------------------------------------- 1. settings
+@pytest.mark.parametrize("typed", [["--epoch", "1"], ["--temp", "0.1"], ["--label", "true"]])
+def test_an_abbreviated_option_is_unknown(capsys, no_training, typed):
+    # argparse would take a unique prefix for --epochs / --temperature / --labels: a misspelling that trains
+    rc, err = run_cli(capsys, "train", "--quiet", *typed)
+    assert rc == 2 and err == [f"python -m clirlib: error: unrecognized arguments: {' '.join(typed)} (see --help)"]
+
+
 @pytest.mark.parametrize("args, option", [
     (["--clip", "-1"], "--clip"),  # trained uphill before (P_mr@1 0.000 against 0.042)
     (["--clip", "nan"], "--clip"),  # failed later as an unexplained "non-finite loss"
