@@ -19,7 +19,7 @@ from clirlib.data.errors import DataFormatError
 from clirlib.data.synthetic import concepts, kg as syn_kg, writing
 
 HIKE_TINY = dict(dataset="ci", lang="fr", epochs=1, pairs_per_epoch=64, batch_size=32, transe_epochs=5)
-MDL_TINY = dict(dataset="ci", lang="fr", labels="true", epochs=2, d2v_epochs=2)
+MDL_TINY = dict(dataset="ci", lang="fr", labels="true", m=1, epochs=2, d2v_epochs=2)
 
 
 def digest(root, skip=()):

@@ -57,6 +57,10 @@ def test_config_refuses_bad_settings(debian):  # noqa: F811
         with pytest.raises(ConfigError, match=words):
             E5HeadConfig(dataset=str(debian), loss=loss, thresholds=ts).resolved()
     assert E5HeadConfig(dataset=str(debian), loss="sosl", thresholds=(0.1, 0.6)).resolved().thresholds == (0.1, 0.6)
+    # the temperature divides InfoNCE's scores only: refused for the paper's losses, not ignored
+    with pytest.raises(ConfigError, match="temperature: applies to loss 'infonce' only, not 'sosl'"):
+        E5HeadConfig(dataset=str(debian), loss="sosl", temperature=0.5).resolved()
+    assert E5HeadConfig(dataset=str(debian), loss="infonce", temperature=0.5).resolved().temperature == 0.5
 
 
 @pytest.mark.parametrize("loss", ["sosl", "infonce"])

@@ -176,3 +176,20 @@ def test_space_field_keeps_the_cached_keys():
     assert "space" not in code.to_dict() and label.to_dict()["space"] == "label" and code.key() != label.key()
     with pytest.raises(ValueError, match="unknown space"):
         mdl.MDLConfig(space="codes").resolved()
+
+
+def test_settings_the_labels_would_not_use_are_refused():
+    from clirlib.systems.mdl import MDLConfig
+    from clirlib.validate import ConfigError
+
+    # criterion picks the language LDA runs on: random and true labels run no LDA
+    for labels in ("random", "true"):
+        with pytest.raises(ConfigError, match="criterion: the language LDA runs on applies to labels 'lda' only"):
+            MDLConfig(labels=labels, m=1, criterion="doc").resolved()
+    # true labels are one topic per pair from the benchmark's domains: m = 1, no C
+    with pytest.raises(ConfigError, match=r"m: labels 'true' give each pair its one true topic.*got m = 6"):
+        MDLConfig(labels="true").resolved()
+    with pytest.raises(ConfigError, match=r"n_topics: labels 'true'.*got m = 1, n_topics = 40"):
+        MDLConfig(labels="true", m=1, n_topics=40).resolved()
+    assert MDLConfig(labels="true", m=1).resolved().m == 1  # notebook 13's "MDL true topics"
+    assert MDLConfig(labels="random", m=6, n_topics=40).resolved().n_topics == 40  # random labels use m and C

@@ -62,6 +62,8 @@ class E5HeadConfig(E5Config):
         super().resolved()  # ranges and finiteness: validate.check_system_config
         if self.loss not in HEAD_LOSSES:
             raise ConfigError("loss", f"unknown loss {self.loss!r}; choose one of {', '.join(HEAD_LOSSES)}")
+        if self.loss != "infonce" and self.temperature != E5HeadConfig.temperature:  # refused, not ignored
+            raise ConfigError("temperature", f"applies to loss 'infonce' only, not {self.loss!r}")
         if self.loss not in DEFAULT_THRESHOLDS:  # InfoNCE has none: given ones would only change the key
             if self.thresholds is not None:
                 raise ConfigError("thresholds", f"loss {self.loss!r} takes no thresholds, got {tuple(self.thresholds)}")

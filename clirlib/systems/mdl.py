@@ -104,6 +104,14 @@ class MDLConfig(SystemConfig):
             raise ValueError(f"unknown labels {self.labels!r}; choose one of {', '.join(LABELS)}")
         if self.criterion not in CRITERIA:
             raise ValueError(f"unknown criterion {self.criterion!r}; choose one of {', '.join(CRITERIA)}")
+        # settings the chosen labels would not use are refused, not ignored
+        if self.labels != "lda" and self.criterion != "en":
+            raise ConfigError("criterion", f"the language LDA runs on applies to labels 'lda' only, not "
+                                           f"{self.labels!r} labels")
+        if self.labels == "true" and (self.m != 1 or self.n_topics is not None):
+            raise ConfigError("m" if self.m != 1 else "n_topics",
+                              f"labels 'true' give each pair its one true topic (the benchmark's domains): set m "
+                              f"to 1 and leave n_topics unset, got m = {self.m}, n_topics = {self.n_topics}")
         return self  # the numbers: validate.check_system_config (via super().resolved())
 
 
