@@ -99,13 +99,20 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _data_debian(args: argparse.Namespace) -> int:
-    from .data.debian import build, stats_table  # torch-heavy, as above
+    from .data.debian import build, find_index_files, stats_table  # torch-heavy, as above
+    from .data.languages import language_code
 
+    if args.no_embeddings and args.seed is not None:
+        raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
+    for lang in args.lang:  # every language's files found before any is built
+        find_index_files(getattr(args, "from"), language_code(lang))
     for lang in args.lang:
         t0 = time.perf_counter()
-        info = build(args.out, lang, getattr(args, "from"), embeddings=not args.no_embeddings, seed=args.seed)
+        info = build(args.out, lang, getattr(args, "from"), embeddings=not args.no_embeddings,
+                     seed=0 if args.seed is None else args.seed)
         print(f"debian/{info['lang']}: {info['queries']} queries with a translation, {info['documents']} documents "
-              f"({info['translations_merged']} translations merged into a shared document) in "
+              f"({info['translations_merged']} translations merged into a shared document; "
+              f"{info['translations_without_english']} translations without an English description left out) in "
               f"{time.perf_counter() - t0:.1f}s -> {args.out}")
     print(stats_table(args.out, args.lang).to_string(index=False))
     return 0
@@ -217,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     deb.add_argument("--from", help="a folder with Packages, Translation-en and Translation-<lang> (plain or .lz4); "
                                     "default: apt's lists folder")
     deb.add_argument("--no-embeddings", action="store_true", help="skip the Polyglot-format embeddings")
-    deb.add_argument("--seed", type=int, default=0, help="seed of the embeddings")
+    deb.add_argument("--seed", type=int, help="seed of the embeddings (default 0; refused with --no-embeddings)")
     deb.set_defaults(func=_data_debian)
     return p
 

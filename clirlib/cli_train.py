@@ -54,6 +54,8 @@ def check_options_apply(args: argparse.Namespace) -> frozenset[str]:
         users = sorted(n for n in systems.names() if dest in system_options(n, dests))
         raise ConfigError(f"--{dest.replace('_', '-')}", f"does not apply to --system {args.system}"
                           + (f" (it is an option of --system {' / '.join(users)})" if users else ""))
+    if "seed" in given and not getattr(systems.get(args.system).cli_config, "seeded", True):
+        raise ConfigError("--seed", f"--system {args.system} draws no random number: every seed gives the same run")
     if args.system == "hike" and "no_collection" in given and "first_stage" not in given:
         raise ConfigError("--no-collection", "applies to --system hike only with --first-stage (without one, "
                                              "HIKE scores candidate lists only)")

@@ -163,6 +163,10 @@ def no_fitting(monkeypatch):
     (["--labels", "random"], "--labels: does not apply to --system sosl"),
     (["--system", "bm25", "--thresholds", "0.2", "0.7"], "--thresholds: does not apply to --system bm25"),
     (["--encoder", "cnn", "--lstm-readout", "paper"], "--lstm-readout: applies to --encoder lstm only"),
+    (["--system", "bm25", "--seed", "7"], "--seed: --system bm25 draws no random number"),  # the same run, new key
+    (["--system", "e5", "--seed", "7"], "--seed: --system e5 draws no random number"),
+    (["--system", "mdl", "--labels", "random", "--criterion", "doc"], "--criterion: the language LDA runs on"),
+    (["--system", "mdl", "--labels", "true"], "--m: labels 'true' give each pair its one true topic"),
     # numbers out of range or not finite, named as typed
     (["--system", "mdl", "--m", "0"], "--m: must be >= 1"),
     (["--system", "mdl", "--m", "6", "--n-topics", "4"], "--n-topics: MDL needs more topics than labels"),

@@ -310,6 +310,7 @@ def test_cli_builds_and_prints_the_statistics(tmp_path):
     p = _cli("--lang", "fr", "--out", str(tmp_path / "out"), "--from", str(lists), "--no-embeddings")
     assert p.returncode == 0, p.stderr
     assert "queries" in p.stdout and "query_tokens_in_mr" in p.stdout
+    assert "1 translations without an English description left out" in p.stdout  # orphan's
     table = stats_table(tmp_path / "out", ["fr", "it"])
     assert list(table["lang"]) == ["fr"] and table["queries"].iloc[0] == 7
     assert table["candidates_per_query"].iloc[0] == round(1 + 8 / 7 + 40, 1)
@@ -317,6 +318,14 @@ def test_cli_builds_and_prints_the_statistics(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "apt-get update" in p.stderr
     assert json.loads((tmp_path / "out" / "debian-fr.json").read_text())["queries"] == 7
+    # every language's files are found before any is built (no Translation-it here), and a seed
+    # that only the skipped embeddings would use is refused
+    for args, words in ((["--lang", "fr", "it", "--out", str(tmp_path / "two")], "no Translation-it"),
+                        (["--lang", "fr", "--out", str(tmp_path / "two"), "--no-embeddings", "--seed", "3"],
+                         "--seed: seeds the embeddings, which --no-embeddings skips")):
+        p = _cli(*args, "--from", str(lists))
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and words in p.stderr, p.stderr
+        assert not (tmp_path / "two").exists()
 
 
 def test_invalid_utf8_is_named(tmp_path):

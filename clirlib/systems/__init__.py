@@ -67,6 +67,9 @@ class SystemConfig:
     key_defaults: ClassVar[dict[str, Any]] = {}
     trains: ClassVar[bool] = False
     whole_collection: ClassVar[bool] = True
+    #: False: fitting draws no random number, so the seed changes nothing (the command line
+    #: refuses ``--seed`` for it rather than train the same run under another key).
+    seeded: ClassVar[bool] = True
 
     def run_id(self) -> str:
         """The config's part of the cache key: ``<system>-<hash of the resolved config>``."""

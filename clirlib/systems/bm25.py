@@ -22,6 +22,7 @@ counts once per occurrence (bm25s sums over the query's tokens). Nothing is trai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from . import System, SystemConfig, register, token_texts
 @dataclass(frozen=True)
 class BM25Config(SystemConfig):
     system: str = "bm25"
+    seeded: ClassVar[bool] = False  # term statistics: nothing is drawn
     k1: float = 1.5
     b: float = 0.75
 

