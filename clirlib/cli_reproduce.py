@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import atomic, env, paths
+from . import atomic, env, paths, profiles
 from .precheck import precheck
 from .runs.raycluster import LOOPBACK_ENV, LocalCluster, probe, short_temp_dir
 from .validate import ConfigError
@@ -64,8 +64,8 @@ def _notebooks() -> list[Path]:
 
 
 def reproduce(args: argparse.Namespace) -> int:
-    if args.data and not args.data.startswith(paths.IRDS_PREFIX):
-        # a folder: absolute, since the kernels run in notebooks/ (a relative path would name another folder there)
+    if args.data and not args.data.startswith(paths.IRDS_PREFIX) and args.data not in profiles.SIZES:
+        # a folder (a profile's name is refused by precheck, with its own message): absolute, since the kernels run in notebooks/ (a relative path would name another folder there)
         args.data = str(Path(args.data).expanduser().resolve())
     # Every input checked before the first notebook starts (one line on failure, exit 2).
     notebooks = precheck(_notebooks(), dataset=args.data, kernel=args.kernel, only=args.notebooks)

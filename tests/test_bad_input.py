@@ -609,6 +609,7 @@ def sandbox(tmp_path, monkeypatch):
 @pytest.mark.parametrize("args, needle", [
     (lambda t: ["--data", str(t / "missing")], "does not exist"),
     (lambda t: ["--data", str(t)], "not a WikiCLIR folder"),
+    (lambda t: ["--data", "ci"], "'ci' is an embedded benchmark profile: choose it with --profile"),  # was a folder
     (lambda t: ["--kernel", "no-such-kernel"], "no Jupyter kernel named 'no-such-kernel'"),
     (lambda t: ["--notebooks", "99"], "starts with '99'"),
     (lambda t: ["--notebooks", ""], "an empty prefix would choose every notebook"),  # ran all of them
