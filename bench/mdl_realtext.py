@@ -78,7 +78,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lang", nargs="+", default=["fr", "de", "it"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--systems", nargs="+", default=["MDL.6", "MDL.1"])
+    ap.add_argument("--systems", nargs="+", default=["MDL.6", "MDL.1"], choices=["MDL.6", "MDL.1"])
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("mdl_realtext.json"))
     args = ap.parse_args(argv)
 

@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .encoders import ENCODER_NAMES  # torch-heavy: imported when the parser is built, not with the package
     from .losses import LOSSES  # torch-heavy, as above
 
-    p = _Parser(prog="python -m clirlib", description=__doc__.splitlines()[0])
+    p = _Parser(prog="python -m clirlib", description=__doc__.splitlines()[0].replace("``", ""))
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train and test one configuration")
@@ -157,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--criterion", default="en", choices=["en", "doc"], help="mdl: the language LDA runs on")
     t.add_argument("--space", default="code", choices=["code", "label"],
                    help="mdl: compare codes z (default) or their label-space part H z (clirlib.systems.mdl)")
-    t.add_argument("--no-collection", action="store_true", help="bm25 / mdl / e5 / hike with --first-stage: skip whole-collection retrieval")
+    t.add_argument("--no-collection", action="store_true",
+                   help="bm25 / mdl / e5 / e5head / hike with --first-stage: skip whole-collection retrieval")
     t.add_argument("--kg", help="HIKE: a KG folder (TSV format of clirlib.data.kg); default: the benchmark's own, "
                                 "none on real data (the vanilla cross-encoder)")
     t.add_argument("--kg-mode", default="full", choices=["full", "none", "shuffled", "half", "gold"], help="HIKE: which KG control")
@@ -177,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="default", choices=list(profiles.NAMES))
     r.add_argument("--data", help="real data instead of the embedded benchmark: a WikiCLIR root (the folder holding "
                                   "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
-    r.add_argument("--force", action="store_true", help="retrain instead of reading results/")
+    r.add_argument("--force", action="store_true",
+                   help="retrain instead of reading the shipped records (records/) and the results/ cache")
     r.add_argument("--kernel", default="clirlib")
     r.add_argument("--executor", default="serial", choices=["serial", "ray"],
                    help="train the grids' runs in the notebook (serial) or as Ray tasks (ray)")
@@ -190,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "where each notebook's training uses the cores)")
     r.set_defaults(func=cli_reproduce.reproduce)
 
-    rec = sub.add_parser("records", help="shipped run records: pack them from the cache, or verify a sample")
+    rec = sub.add_parser("records",
+                         help="shipped run records: pack them from the cache, prune unread ones, or verify a sample")
     rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
     pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records; --profile ci: records/ci, "
                                       "--profile curves: the learning curves' records/curves)")
