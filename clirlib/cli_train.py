@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 from . import atomic, env
@@ -86,26 +87,37 @@ def train_command(args: argparse.Namespace) -> int:
         check_output(args.out)  # before fitting, so a result is never lost to a bad path
     if args.quiet:
         env.set_for_children(**{env.PROGRESS: "0"})
+    started = time.strftime("%Y-%m-%d %H:%M:%S")  # the records' "created" format: older = read, not trained
     rec = run(cfg, collection=not getattr(args, "no_collection", False))
     if args.out:  # first: a fitted result is never lost to what follows
         write_out(args.out, jsonable(rec))
     test = load_for(cfg).splits["test"]  # in-process cache: free after a fit, one load after a cache hit
-    print_record(args.system, cfg, rec, chance_p_mr1(test.labels, test.qidx))
+    print_record(args.system, cfg, rec, chance_p_mr1(test.labels, test.qidx), started=started)
     return 0
 
 
-def print_record(system: str, cfg, rec: dict, test_chance: float | None = None) -> None:
-    """The run's settings, the test split's chance P_mr@1 (``metrics.chance_p_mr1``: the mean
-    over queries of #MR / #candidates, not 1 / the mean list length, which is lower), KG facts
-    (HIKE), test metrics and whole-collection ones."""
+#: The config's settings the first line shows, where the system has them (MDL.1 and MDL.6
+#: differ by m; an e5 head by its loss, width and, for InfoNCE, temperature).
+SHOWN = ("loss", "encoder", "epsilon", "thresholds", "epochs", "m", "n_topics", "labels", "criterion", "kg", "dim",
+         "temperature")
+
+
+def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, started: str | None = None) -> None:
+    """The run's settings, whether it was trained now or read (a record created before
+    ``started``: from ``results/`` or the shipped records), the test split's chance P_mr@1
+    (``metrics.chance_p_mr1``: the mean over queries of #MR / #candidates, not 1 / the mean
+    list length, which is lower), KG facts (HIKE), test metrics and whole-collection ones."""
     metrics = METRIC_NAMES + tuple(m for m in rec["test"] if m not in METRIC_NAMES)  # HIKE adds NDCG@1, NDCG@10
-    width = max(len(m) for m in metrics)
     c = rec["config"]
-    extra = "".join(f" {k}={c[k]}" for k in ("loss", "encoder", "epsilon", "thresholds", "epochs", "kg") if k in c)
+    extra = "".join(f" {k}={c[k]}" for k in SHOWN
+                    if k in c and c[k] is not None and (k != "temperature" or c.get("loss") == "infonce"))
     if c.get("kg_dir"):
         extra += f" ({c['kg_dir']})"
-    print(f"system={system} data={cfg.dataset} lang={cfg.lang}{extra} seed={cfg.seed} "
-          f"best_epoch={rec['best_epoch']} ({rec['seconds']:.1f}s on {rec.get('provenance', {}).get('device', 'cpu')})")
+    how = f"{rec['seconds']:.1f}s on {rec.get('provenance', {}).get('device', 'cpu')}"
+    if started is not None and rec.get("created", started) < started:
+        how = f"read, not trained: trained {rec['created']} in {how}"
+    epoch = f" best_epoch={rec['best_epoch']}" if rec.get("best_epoch") else ""  # BM25 and e5 have no epochs
+    print(f"system={system} data={cfg.dataset} lang={cfg.lang}{extra} seed={cfg.seed}{epoch} ({how})")
     info = rec["data_info"]
     if cfg.n_queries is not None and info.get("n_queries", cfg.n_queries) < cfg.n_queries:
         print(f"note: --n-queries {cfg.n_queries} asked for more queries than the data has with a usable MR "
@@ -118,6 +130,7 @@ def print_record(system: str, cfg, rec: dict, test_chance: float | None = None) 
         print(f"KG: {kg['entities']} entities, {kg['triples']} triples, {kg['queries_with_links']} of {kg['queries']} "
               f"queries linked" + (f"; linking on test queries: precision {lk['precision']:.3f}, recall {lk['recall']:.3f}"
                                    if lk else ""))
+    width = max(len(m) for m in (*metrics, *rec.get("collection", {}).get("metrics", {})))  # one column for both
     for m in metrics:
         print(f"{m:<{width}}  {rec['test'][m]:.4f}")
     if "collection" in rec:

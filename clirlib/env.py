@@ -2,7 +2,10 @@
 
 ========================  ==========================================================
 ``CLIRLIB_HOME``          repository root for ``data/``, ``results/``, ``figures/``,
-                          ``tables/`` (default: the folder above the package)
+                          ``tables/``, and for what ``reproduce`` reads and updates:
+                          ``notebooks/``, ``records/``, ``README.md`` (default: the
+                          folder above the package); relative ``--data`` folders are
+                          taken from the working folder, as usual on a command line
 ``CLIRLIB_FORCE``         ``1``: retrain instead of reading the ``results/`` cache
                           (``make reproduce FORCE=1``)
 ``CLIRLIB_FORCE_SINCE``   a forced run reads back the local entries written since this

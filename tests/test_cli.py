@@ -202,6 +202,27 @@ def test_train_says_when_the_data_has_fewer_queries_than_asked(capsys):
                 "all of them were used") in out if note else "note:" not in out
 
 
+def test_train_says_when_it_read_the_run_and_which_mdl_it_was(capsys):
+    # a cached or shipped record looked like a run trained now; MDL.1 and MDL.6 printed the same line
+    from types import SimpleNamespace
+
+    from clirlib import cli_train
+    from clirlib.metrics import METRIC_NAMES
+
+    cfg = SimpleNamespace(dataset="ci", lang="fr", seed=0, n_queries=None)
+    rec = {"config": {"m": 1, "labels": "lda", "epochs": 50, "n_topics": None}, "best_epoch": 50, "seconds": 9.0,
+           "created": "2026-11-20 10:00:00", "test": dict.fromkeys(METRIC_NAMES, 0.5), "data_info": {},
+           "collection": {"n_docs": 9, "metrics": {"MAP@1000": 0.25}}}
+    cli_train.print_record("mdl", cfg, rec, started="2026-11-29 02:00:00")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("system=mdl data=ci lang=fr epochs=50 m=1 labels=lda seed=0 best_epoch=50 "
+                        "(read, not trained: trained 2026-11-20 10:00:00 in 9.0s on cpu)")
+    assert lines[1:3] == ["P_mr@1    0.5000", "P_mr@5    0.5000"]  # one column with MAP@1000's width
+    assert lines[-1] == "MAP@1000  0.2500"
+    cli_train.print_record("bm25", cfg, {**rec, "config": {}, "best_epoch": 0}, started="2026-11-20 09:59:59")
+    assert capsys.readouterr().out.splitlines()[0] == "system=bm25 data=ci lang=fr seed=0 (9.0s on cpu)"  # trained now
+
+
 @pytest.mark.parametrize("args", [["train", "--help"], ["reproduce", "--notebooks", "01"]])
 def test_a_bad_thread_count_is_one_line_even_before_the_parser(args):
     # building the parser imports clirlib.determinism, which reads CLIRLIB_THREADS: a traceback before
