@@ -133,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a WikiCLIR directory, "
                         "irds:wikiclir/<lang> or irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>] "
                         "(ir_datasets' local cache; nothing is downloaded); default: ci")
+    t.add_argument("--profile", help=argparse.SUPPRESS)  # the other commands' name for it: refused with a pointer
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...); default: fr")
     t.add_argument("--loss", default="sosl", choices=[*LOSSES, "infonce"],
                    help="infonce: in-batch InfoNCE, for --system e5head only")

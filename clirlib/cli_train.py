@@ -51,6 +51,8 @@ def check_options_apply(args: argparse.Namespace) -> frozenset[str]:
     dests = args.dests
     own = system_options(args.system, dests)
     given = getattr(args, "given", set())
+    if "profile" in given:  # reproduce, generate and records take --profile; train names its data
+        raise ConfigError("--profile", f"train takes the embedded benchmark as its data: --data {args.profile}")
     for dest in sorted(given - COMMON_OPTIONS - own):
         users = sorted(n for n in systems.names() if dest in system_options(n, dests))
         raise ConfigError(f"--{dest.replace('_', '-')}", f"does not apply to --system {args.system}"

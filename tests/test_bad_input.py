@@ -163,6 +163,7 @@ def no_fitting(monkeypatch):
     (["--labels", "random"], "--labels: does not apply to --system sosl"),
     (["--system", "bm25", "--thresholds", "0.2", "0.7"], "--thresholds: does not apply to --system bm25"),
     (["--encoder", "cnn", "--lstm-readout", "paper"], "--lstm-readout: applies to --encoder lstm only"),
+    (["--profile", "default"], "--profile: train takes the embedded benchmark as its data: --data default"),
     (["--system", "bm25", "--seed", "7"], "--seed: --system bm25 draws no random number"),  # the same run, new key
     (["--system", "e5", "--seed", "7"], "--seed: --system e5 draws no random number"),
     (["--system", "mdl", "--labels", "random", "--criterion", "doc"], "--criterion: the language LDA runs on"),

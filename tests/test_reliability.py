@@ -520,8 +520,8 @@ def test_mdl_options_are_checked_once_c_is_known_before_training(sandbox, capsys
                                         "for a run), got 4294967296"),  # torch's "Overflow when unpacking long"
     (["train", "--data-seed", str(10**30)], f"train: error: --data-seed: must be <= 4294967295 (2^32 - 1, a seed is a "
                                             f"name for a run), got {10**30}"),
-    (["train", "--system", "bm25", "--seed", "4294967296"], "train: error: --seed: must be <= 4294967295 (2^32 - 1, "
-                                                            "a seed is a name for a run), got 4294967296"),
+    (["train", "--system", "mdl", "--seed", "4294967296"], "train: error: --seed: must be <= 4294967295 (2^32 - 1, "
+                                                           "a seed is a name for a run), got 4294967296"),
     (["generate", "--profile", "ci", "--seed", "-1"], "generate: error: --seed: must be >= 0, got -1"),  # numpy's words
     (["generate", "--profile", "ci", "--lang", "xx"], "generate: error: --lang: the embedded benchmark has document "
                                                       "languages fr, it, sw, tl, not 'xx'"),
