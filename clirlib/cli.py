@@ -105,6 +105,8 @@ def _data_debian(args: argparse.Namespace) -> int:
     if args.no_embeddings and args.seed is not None:
         raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
     for lang in args.lang:  # every language's files found before any is built
+        if lang.strip().lower() in ("en", "english"):
+            raise ConfigError("--lang", "the documents' language must differ from the queries' (English)")
         find_index_files(getattr(args, "from"), language_code(lang))
     for lang in args.lang:
         t0 = time.perf_counter()

@@ -321,6 +321,7 @@ def test_cli_builds_and_prints_the_statistics(tmp_path):
     # every language's files are found before any is built (no Translation-it here), and a seed
     # that only the skipped embeddings would use is refused
     for args, words in ((["--lang", "fr", "it", "--out", str(tmp_path / "two")], "no Translation-it"),
+                        (["--lang", "en", "--out", str(tmp_path / "two")], "--lang: the documents' language must differ"),
                         (["--lang", "fr", "--out", str(tmp_path / "two"), "--no-embeddings", "--seed", "3"],
                          "--seed: seeds the embeddings, which --no-embeddings skips")):
         p = _cli(*args, "--from", str(lists))
