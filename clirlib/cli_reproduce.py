@@ -65,7 +65,8 @@ def _notebooks() -> list[Path]:
 
 def reproduce(args: argparse.Namespace) -> int:
     if args.data and not args.data.startswith(paths.IRDS_PREFIX) and args.data not in profiles.SIZES:
-        # a folder (a profile's name is refused by precheck, with its own message): absolute, since the kernels run in notebooks/ (a relative path would name another folder there)
+        # a folder: absolute, since the kernels run in notebooks/ (a relative path would name another
+        # folder there); a profile's name is left as typed for precheck's own message
         args.data = str(Path(args.data).expanduser().resolve())
     # Every input checked before the first notebook starts (one line on failure, exit 2).
     notebooks = precheck(_notebooks(), dataset=args.data, kernel=args.kernel, only=args.notebooks)
