@@ -143,13 +143,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epsilon", type=float, default=1.0, help="smoothing of r_eps (0 = plain cosine)")
     t.add_argument("--thresholds", type=float, nargs="+", help="inner thresholds (default: the loss's own)")
     t.add_argument("--epochs", type=int, help="default: the paper's for the encoder (30 / 30 / 15)")
-    t.add_argument("--batch-size", type=int)
-    t.add_argument("--lr", type=float)
+    t.add_argument("--batch-size", type=int, help="training batch (default: the paper's for the system or encoder)")
+    t.add_argument("--lr", type=float, help="learning rate (default: the paper's for the system or encoder)")
     t.add_argument("--clip", type=float, default=5.0, help="gradient-norm clipping (0 disables)")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--data-seed", type=int, default=0)
-    t.add_argument("--n-queries", type=int)
-    t.add_argument("--n-nr", type=int, default=40)
+    t.add_argument("--seed", type=int, default=0, help="the system's own randomness (initialisation, order); default 0")
+    t.add_argument("--data-seed", type=int, default=0,
+                   help="the data's: benchmark generation, split, NR sampling (generate's --seed); default 0")
+    t.add_argument("--n-queries", type=int,
+                   help="queries to read (default: the profile's; on real data the first 25,000 usable)")
+    t.add_argument("--n-nr", type=int, default=40, help="sampled NR documents per query (default 40, the paper's)")
     t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES))
     t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
@@ -183,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
     r.add_argument("--force", action="store_true",
                    help="retrain instead of reading the shipped records (records/) and the results/ cache")
-    r.add_argument("--kernel", default="clirlib")
+    r.add_argument("--kernel", default="clirlib", help="the Jupyter kernel that runs the notebooks (make venv installs it)")
     r.add_argument("--executor", default="serial", choices=["serial", "ray"],
                    help="train the grids' runs in the notebook (serial) or as Ray tasks (ray)")
     r.add_argument("--address", default=None,
@@ -210,16 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="drop them, and their local cache entries (results/runs), which records pack would ship again")
     pr.set_defaults(func=_records_prune)
     vf = rsub.add_parser("verify", help="retrain N shipped records drawn with SEED and compare (make verify)")
-    vf.add_argument("-n", type=int, default=3)
-    vf.add_argument("--seed", type=int, default=0)
+    vf.add_argument("-n", type=int, default=3, help="how many records to retrain (default 3)")
+    vf.add_argument("--seed", type=int, default=0, help="the seed that draws them (default 0)")
     vf.add_argument("--study", choices=list(paths.STUDY_RECORDS),
                     help="draw from a study's records (records/<study>, e.g. the learning curves') instead of records/")
     vf.set_defaults(func=_records_verify)
 
     g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")
-    g.add_argument("--profile", default="default", choices=list(profiles.NAMES))
-    g.add_argument("--lang", nargs="+", default=list(LANGS))
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--profile", default="default", choices=list(profiles.NAMES), help="its sizes (default: default)")
+    g.add_argument("--lang", nargs="+", default=list(LANGS), help=f"document languages (default: {' '.join(LANGS)})")
+    g.add_argument("--seed", type=int, default=0, help="the benchmark's seed (train's --data-seed); default 0")
     g.set_defaults(func=_generate)
 
     d = sub.add_parser("data", help="build a real-text benchmark from local files")
