@@ -12,10 +12,11 @@ kernel), ``--notebooks`` (each prefix matches a notebook) and the output folders
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable
 
-from . import paths
+from . import env, paths
 from .profiles import LANGS
 from .validate import ConfigError, check_output
 
@@ -25,7 +26,8 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
     """The notebooks to run, after checking every input (``ConfigError`` on the first problem)."""
     notebooks = list(notebooks)
     if not notebooks:
-        raise ConfigError("notebooks", f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}")
+        where = f" ({env.HOME} moves notebooks/ with the root)" if os.environ.get(env.HOME) else ""
+        raise ValueError(f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}{where}")
     if only:
         chosen = []
         for prefix in only:

@@ -621,6 +621,15 @@ def test_reproduce_checks_its_inputs_first(capsys, sandbox, args, needle):
     assert not (sandbox / "results" / "executed").exists()  # no notebook started
 
 
+def test_reproduce_without_notebooks_names_the_folder_not_an_option(capsys, sandbox, monkeypatch):
+    # a CLIRLIB_HOME without notebooks/ blamed --notebooks, which nobody had typed
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", sandbox / "notebooks")
+    monkeypatch.setenv("CLIRLIB_HOME", str(sandbox))
+    rc, err = run_cli(capsys, "reproduce", "--profile", "ci")
+    assert (rc, err) == (2, [f"python -m clirlib reproduce: error: no numbered notebook (NN_*.ipynb) in "
+                             f"{sandbox / 'notebooks'} (CLIRLIB_HOME moves notebooks/ with the root)"])
+
+
 def test_reproduce_refuses_an_empty_data_file(capsys, sandbox):
     root = write_wikiclir(sandbox / "wc")
     (root / "wiki-clir" / "french" / "en2fr.rel").write_text("")
