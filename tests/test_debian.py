@@ -288,6 +288,11 @@ def test_embeddings_are_monolingual_polyglot_files(tmp_path):
 def test_missing_or_bad_files_say_what_to_do(tmp_path):
     with pytest.raises(MissingDataError, match="apt-get update -o Acquire::Languages=en,fr,de,it"):
         find_index_files(tmp_path, "fr")
+    (tmp_path / "a-file").write_text("x")  # --from a file, not a folder: said so
+    with pytest.raises(MissingDataError, match="a-file: a file, not a folder"):
+        find_index_files(tmp_path / "a-file", "fr")
+    with pytest.raises(MissingDataError, match="nowhere: no such folder"):
+        find_index_files(tmp_path / "nowhere", "fr")
     write_index(tmp_path)
     (tmp_path / "Translation-fr").write_text("Package: x\n continued\n bad\nno colon here\n")
     with pytest.raises(DataFormatError, match=r"Translation-fr, line 4: expected 'Field: value'"):

@@ -43,7 +43,7 @@ def _is_lz4(path: Path) -> bool:
 def open_binary(path: Path) -> io.BufferedIOBase:
     """The file's bytes, lz4-decompressed when it is lz4 (by its magic number)."""
     if not path.is_file():
-        raise MissingDataError("file not found", path)
+        raise MissingDataError("a folder, not a file" if path.is_dir() else "file not found", path)
     if not _is_lz4(path):
         return open(path, "rb")
     try:
@@ -187,7 +187,7 @@ def find_index_files(folder: str | Path | None, lang: str) -> IndexFiles:
     base = Path(folder).expanduser() if folder is not None else APT_LISTS
     how = f"(get them with `{HOW_TO_GET}`, or pass --from a folder holding Packages, Translation-en and Translation-{lang})"
     if not base.is_dir():
-        raise MissingDataError(f"no such folder {how}", base)
+        raise MissingDataError(f"{'a file, not a folder' if base.exists() else 'no such folder'} {how}", base)
     hits = sorted(p for p in base.iterdir() if p.name.endswith((f"Translation-{lang}", f"Translation-{lang}.lz4")))
     if not hits:
         raise MissingDataError(f"no Translation-{lang} index file {how}", base)
