@@ -82,10 +82,14 @@ class LoadSampler:
 
 
 def make_home(home: Path, data: Path) -> Path:
-    """An empty ``CLIRLIB_HOME``: a copy of ``notebooks/`` and of the generated ci benchmark."""
+    """An empty ``CLIRLIB_HOME``: a copy of ``notebooks/``, of the generated ci benchmark and of
+    the shipped records but the ci profile's own (``records/ci``, which both runs must train):
+    notebook 13's real-text part reads the Debian records, whose text is not in the checkout."""
     home.mkdir(parents=True)
     shutil.copytree(ROOT / "notebooks", home / "notebooks")
     shutil.copytree(data, home / "data" / data.relative_to(ROOT / "data"))
+    shutil.copytree(ROOT / "records", home / "records",
+                    ignore=lambda folder, names: [PROFILE] if Path(folder) == ROOT / "records" else [])
     return home
 
 
