@@ -294,7 +294,7 @@ def markdown(res: dict, report: dict, level: str = "##") -> list[str]:
           "the end (other processes shared the cores, so both wall times are inflated; rerun on an idle machine "
           "for timings).", "",
           f"1. `python -m clirlib reproduce --profile ci` serially into an empty `CLIRLIB_HOME` (copies of "
-          f"`notebooks/` and the generated ci benchmark): {res['serial_seconds'] / 60:.1f} min, mean load "
+          f"`notebooks/`, the generated ci benchmark and the shipped records but `records/ci`): {res['serial_seconds'] / 60:.1f} min, mean load "
           f"{res['serial_load']['mean']:.1f}.",
           f"2. The same with `--executor ray --address <head>` into a second empty home, on a two-node loopback "
           f"cluster (`clirlib.runs.raycluster.LocalCluster`, {res['cpus'][0]} + {res['cpus'][1]} CPUs declared, "
