@@ -12,7 +12,6 @@ kernel), ``--notebooks`` (each prefix matches a notebook) and the output folders
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable
 
@@ -26,7 +25,7 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
     """The notebooks to run, after checking every input (``ConfigError`` on the first problem)."""
     notebooks = list(notebooks)
     if not notebooks:
-        where = f" ({env.HOME} moves notebooks/ with the root)" if os.environ.get(env.HOME) else ""
+        where = f" ({env.HOME} moves notebooks/ with the root)" if env.snapshot((env.HOME,)) else ""
         raise ValueError(f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}{where}")
     if only:
         chosen = []
