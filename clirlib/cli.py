@@ -100,14 +100,16 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _data_debian(args: argparse.Namespace) -> int:
     from .data.debian import build, find_index_files, stats_table  # torch-heavy, as above
-    from .data.languages import language_code
+    from .data.debian.build import document_code
 
     if args.no_embeddings and args.seed is not None:
         raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
     for lang in args.lang:  # every language's files found before any is built
-        if lang.strip().lower() in ("en", "english"):
-            raise ConfigError("--lang", "the documents' language must differ from the queries' (English)")
-        find_index_files(getattr(args, "from"), language_code(lang))
+        try:
+            code = document_code(lang)
+        except ValueError as e:
+            raise ConfigError("--lang", str(e)) from None
+        find_index_files(getattr(args, "from"), code)
     for lang in args.lang:
         t0 = time.perf_counter()
         info = build(args.out, lang, getattr(args, "from"), embeddings=not args.no_embeddings,

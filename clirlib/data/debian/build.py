@@ -117,13 +117,20 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def document_code(lang: str) -> str:
+    """The code of a documents' language, which must not be the queries' (English)."""
+    english = lang.strip().lower() in ("en", "english")  # before language_code, which knows no "en"
+    code = None if english else language_code(lang)
+    if english or code == "simple":
+        raise ValueError(f"the documents' language must differ from the queries' (English), not {lang!r}")
+    return code
+
+
 def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *, embeddings: bool = True,
           seed: int = 0) -> dict[str, Any]:
     """Write the benchmark of document language ``lang`` under ``out`` from the index files
     in ``source`` (``None``: apt's lists folder); returns what ``debian-<lang>.json`` holds."""
-    code = language_code(lang)
-    if code in ("en", "simple"):
-        raise ValueError(f"the documents' language must differ from the queries' (English), not {lang!r}")
+    code = document_code(lang)
     check_seed("seed", seed)  # before any file is written
     files: IndexFiles = find_index_files(source, code)
     out = Path(out)
