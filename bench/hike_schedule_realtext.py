@@ -27,14 +27,20 @@ TEST = ("P_mr@1", "NDCG@5", "MRR_mr", "MRR_r", "MAP")
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lang", default="fr")
-    ap.add_argument("--seed", type=int, default=0)
+    from clirlib.runs import experiments, shipped
+    from clirlib.studies import realtext
+
+    ap.add_argument("--lang", default="fr", choices=realtext.LANGS)
+    ap.add_argument("--seed", type=int, default=0, choices=realtext.SEEDS, help="a seed of notebook 13's runs")
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("hike_schedule_realtext.json"))
     args = ap.parse_args(argv)
-
-    from clirlib.runs import experiments, shipped
-    from clirlib.studies import realtext
+    if args.epochs < 1:
+        ap.error(f"--epochs must be at least 1, not {args.epochs}")
+    try:
+        realtext.require_files([args.lang])
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
 
     base = dict(realtext.configs([args.lang], [args.seed], realtext.FAMILIES))["HIKE without KG"]
     shipped_rec = dict(realtext.run([("HIKE without KG", base)], collection=False))["HIKE without KG"]

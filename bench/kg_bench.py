@@ -36,10 +36,14 @@ def kg_seconds(profile: str, repeat: int) -> float:
 
 
 def main() -> None:
+    from clirlib import profiles
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profiles", nargs="+", default=["ci", "default"])
+    ap.add_argument("--profiles", nargs="+", default=["ci", "default"], choices=profiles.NAMES)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, not {args.repeat}")
     for profile in args.profiles:
         s = kg_seconds(profile, args.repeat)
         print(f"{profile}: KG written in {s:.2f} s (best of {args.repeat}); "

@@ -76,16 +76,21 @@ def within_lists(a: np.ndarray, b: np.ndarray, qidx: np.ndarray) -> float:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lang", nargs="+", default=["fr", "de", "it"])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--systems", nargs="+", default=["MDL.6", "MDL.1"], choices=["MDL.6", "MDL.1"])
-    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("mdl_realtext.json"))
-    args = ap.parse_args(argv)
-
     from clirlib import determinism, systems, train
     from clirlib.metrics import evaluate
     from clirlib.runs import shipped
     from clirlib.studies import gate, realtext
+
+    ap.add_argument("--lang", nargs="+", default=list(realtext.LANGS), choices=realtext.LANGS)
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(realtext.SEEDS), choices=realtext.SEEDS,
+                    help="the seeds of notebook 13's runs")
+    ap.add_argument("--systems", nargs="+", default=["MDL.6", "MDL.1"], choices=["MDL.6", "MDL.1"])
+    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("mdl_realtext.json"))
+    args = ap.parse_args(argv)
+    try:
+        realtext.require_files(args.lang)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
 
     out = {"provenance": shipped.provenance(), "runs": []}
     for lang, seed in itertools.product(args.lang, args.seeds):

@@ -181,6 +181,16 @@ def has_files(lang: str) -> bool:
     return _local_inputs(lang) is not None
 
 
+def require_files(langs: Iterable[str]) -> None:
+    """A ``FileNotFoundError`` with one line per missing language (how to build it) unless this
+    machine has the benchmark's files for every language of ``langs``: for what needs the texts,
+    not only the records."""
+    missing = [lang for lang in langs if not has_files(lang)]
+    if missing:
+        raise FileNotFoundError("\n".join(f"no Debian benchmark for {lang!r} in {folder()}; build it with: "
+                                   f"python -m clirlib data debian --lang {lang} --out {DEBIAN}" for lang in missing))
+
+
 @functools.lru_cache(maxsize=None)
 def _shipped_inputs(lang: str) -> tuple[tuple[str, str], ...]:
     """The input digests of the shipped records of ``DEBIAN`` / ``lang`` (one set, or an error)."""
