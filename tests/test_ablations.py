@@ -97,6 +97,10 @@ def test_attribute_finds_the_cause_that_closes_the_gap():
         assert r["paper"] == pytest.approx(ablations.paper_value("fr", loss))
         assert r["gap"] == pytest.approx(r["paper"] - r["baseline"])
         assert r["effect"] == pytest.approx(r["variant"] - r["baseline"])
+        # the planted effect (_pq: hit rate 0.05 + 0.25 against 0.05); its standard error over 3 x 400
+        # draws a side is about sqrt(0.3 * 0.7 / 1200 + 0.05 * 0.95 / 1200) = 0.015, so 0.06 is 4 of them
+        assert r["effect"] == pytest.approx(0.25, abs=0.06)
+        assert row.loc[(loss, "epochs30"), "effect"] == pytest.approx(0.0, abs=0.06)  # nothing planted
         assert r["ci_lo"] < r["effect"] < r["ci_hi"]
         assert r["share"] == pytest.approx(r["effect"] / r["gap"])
         # the share's interval resamples the baseline too (the gap is an estimate): it is the

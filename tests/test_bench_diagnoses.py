@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -19,14 +20,13 @@ def test_tie_counts_share_of_tied_candidates_and_of_lists_whose_mr_is_tied():
     assert mdl_realtext.tie_counts(scores, labels, qidx) == {"tied_candidates": 0.4, "lists_with_mr_tied": 0.5}
 
 
-def test_real_text_diagnoses_stop_with_one_line_per_missing_language(tmp_path, monkeypatch, capsys):
+def test_real_text_diagnoses_stop_with_one_line_per_missing_language(tmp_path, monkeypatch):
     from clirlib.studies import realtext
 
     monkeypatch.setattr(realtext, "folder", lambda: tmp_path)  # an empty folder: no language's files
-    try:
+    with pytest.raises(SystemExit) as stopped:
         mdl_realtext.main(["--lang", "fr", "it", "--seeds", "0", "--out", str(tmp_path / "out.json")])
-    except SystemExit as e:
-        lines = str(e.code).splitlines()
+    lines = str(stopped.value.code).splitlines()
     # one line per language asked for, each with the command that builds it; nothing written
     assert [line.split("'")[1] for line in lines] == ["fr", "it"]
     assert all("python -m clirlib data debian --lang" in line for line in lines)

@@ -420,7 +420,7 @@ def test_bad_polyglot_files(tmp_path):
         pickle.dump((["a", "b"], np.zeros((3, 4), np.float32)), f, protocol=2)
     with pytest.raises(DataFormatError, match=r"2 words but a vectors array of shape \(3, 4\)"):
         load_polyglot(p, Vocab(["<PAD>", "<UNK>"]))
-    with pytest.raises(MissingDataError):
+    with pytest.raises(MissingDataError, match="none.pkl"):
         load_polyglot(tmp_path / "none.pkl", Vocab(["<PAD>", "<UNK>"]))
 
 
@@ -478,7 +478,7 @@ def test_min_detectable_difference():
     assert max_sd_of_differences(min_detectable_difference(0.3, 250), 250) == pytest.approx(0.3)
     assert paired_sd(0.4) == pytest.approx(np.sqrt(0.48))  # independent hits
     assert paired_sd(0.4, discordance=0.1, delta=0.03) == pytest.approx(np.sqrt(0.1 - 0.0009))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n must be positive, got 0"):
         min_detectable_difference(0.5, 0)
 
 

@@ -30,10 +30,18 @@ def test_run_caches_and_force_retrains(results_dir, monkeypatch):
     assert set(stored["train_scores"]) == {"0", "1", "2"} and "split_losses" in stored
 
     calls = []
-    monkeypatch.setattr(sosl, "train", lambda *a, **k: calls.append(1))
+
+    class Trained(Exception):
+        """Raised by the stub: train() was called."""
+
+    def stub(*a, **k):
+        calls.append(1)
+        raise Trained
+
+    monkeypatch.setattr(sosl, "train", stub)
     again = experiments.run(cfg, dataset=ds)  # from the cache: train() is not called
     assert again["test"] == first["test"] and calls == []
-    with pytest.raises(AttributeError):  # force=True retrains (the stub returns None)
+    with pytest.raises(Trained):  # force=True retrains
         experiments.run(cfg, dataset=ds, force=True)
     assert calls == [1]
     assert not list((results_dir / "runs").glob("*.tmp"))  # no temporary file left behind

@@ -159,6 +159,23 @@ def test_same_seed_same_scores_and_record(ci_fr, tmp_path, monkeypatch):
     assert np.allclose(rec["test_per_query"]["NDCG@10"], METRICS["NDCG@10"](rl))
 
 
+def test_entity_vectors_encode_each_entitys_text_once_before_training(ci_fr):
+    # HIKE's Eq. 2-3: v_e^s and v_e^t, the encoder's vectors of an entity's text in the query's and the
+    # document's language, computed once before training; only linked entities and their neighbours
+    h = Hike(HikeConfig(**TINY))
+    h.build(ci_fr, 0)
+    kn, enc = h.knowledge, h.model.encoder.eval()
+    linked = kn.links[kn.links >= 0]
+    used = set(np.concatenate([linked, kn.neighbours[linked].reshape(-1)]).tolist())
+    e = int(linked[0])
+    assert h._ent["s"][e].any() and h._ent["t"][e].any()
+    with torch.no_grad():
+        torch.testing.assert_close(h._ent["s"][e], enc.encode([kn.text_s[e]], "q")[0].float())
+        torch.testing.assert_close(h._ent["t"][e], enc.encode([kn.text_t[e]], "d")[0].float())
+    unused = [i for i in range(len(kn.text_s)) if i not in used]
+    assert unused and not h._ent["s"][unused].any() and not h._ent["t"][unused].any()  # never read: left zero
+
+
 def test_bert_path_with_a_tiny_local_model(tmp_path):
     from transformers import BertConfig, BertModel, BertTokenizer
 
@@ -168,9 +185,16 @@ def test_bert_path_with_a_tiny_local_model(tmp_path):
     torch.manual_seed(0)
     BertModel(BertConfig(vocab_size=len(words), hidden_size=12, num_hidden_layers=1, num_attention_heads=2,
                          intermediate_size=24, max_position_embeddings=64)).save_pretrained(tmp_path)
-    enc = BertEncoder(tmp_path, ["<PAD>", "<UNK>", "paris"], ["<PAD>", "<UNK>", "france", "capitale"])
+    enc = BertEncoder(tmp_path, ["<PAD>", "<UNK>", "paris"], ["<PAD>", "<UNK>", "france", "capitale"]).eval()
     out = enc.encode([np.array([2])], "q", [np.array([2, 3, 1])], "d")
     assert out.shape == (1, 12) and enc.dim == 12
+    # HIKE's Eq. 1: the [CLS] vector of "[CLS] query [SEP] document [SEP]"; by hand, with the vocabulary's ids:
+    # [CLS] paris [SEP] france capitale [UNK] [SEP] (document id 1 is the unknown word), segments 0 0 0 1 1 1 1
+    bert = BertModel.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        want = bert(input_ids=torch.tensor([[2, 5, 3, 6, 7, 1, 3]]),
+                    token_type_ids=torch.tensor([[0, 0, 0, 1, 1, 1, 1]])).last_hidden_state[:, 0]
+    torch.testing.assert_close(out.detach(), want)
     with pytest.raises(FileNotFoundError, match="never downloads"):
         BertEncoder(tmp_path / "absent", ["<PAD>"], ["<PAD>"])
 

@@ -62,9 +62,11 @@ def test_sosl_gradient_respects_proposition1():
         (sosl(rr, torch.full_like(r, y, dtype=torch.long), T) * len(r)).backward()
         bound = sosl_grad_bound(y, T)
         assert rr.grad.abs().max().item() <= bound + 1e-12
+        assert rr.grad.abs().max().item() == pytest.approx(bound)  # reached: the grid holds r = -1 and 1
         assert bound <= 4
-    # the bound is attained at the far end: label 2 at r = -1 gives 2 * (0.7 + 1) = 3.4
-    assert sosl_grad_bound(2, T) == pytest.approx(3.4)
+    # the bound is attained at the far ends: label 0 at r = 1 gives 2 * (1 - 0.2) = 1.6, label 1 at
+    # r = -1 gives 2 * (0.2 + 1) = 2.4 and at r = 1 2 * (1 - 0.7) = 0.6, label 2 at r = -1 gives 2 * (0.7 + 1) = 3.4
+    assert [sosl_grad_bound(y, T) for y in (0, 1, 2)] == pytest.approx([1.6, 2.4, 3.4])
 
 
 def test_mse_hand_values():
@@ -97,7 +99,9 @@ def test_proportional_odds_matches_naive_formula_and_is_stable():
     naive = -torch.log(torch.sigmoid(hi - r) - torch.sigmoid(lo - r)).mean()
     torch.testing.assert_close(proportional_odds(r, y, T), naive)
     far = proportional_odds(torch.tensor([50.0]), torch.tensor([0]), T, scale=0.01, bounded=False)
-    assert torch.isfinite(far)
+    # -log(sigmoid((0.2 - 50) / 0.01) - sigmoid(-inf)) = -log sigmoid(-4980) = 4980 (to float precision);
+    # the naive formula gives -log(0) = inf here
+    assert far.item() == pytest.approx(4980.0)
 
 
 def test_three_part_l2_hand_values():

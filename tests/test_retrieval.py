@@ -56,8 +56,11 @@ def test_rank_vectors_matches_r_eps_sort():
     keys, labels = _rel([0, 1, 2, 2], [5, 7, 1, 2], [2, 2, 2, 1], 20)
     top = retrieval.rank_vectors(q, d, 1.0, np.arange(3), keys, labels, k=20, chunk=2)
     r = (q @ d.T) / ((np.linalg.norm(q, axis=1)[:, None] + 1) * (np.linalg.norm(d, axis=1)[None] + 1))  # (3, 20)
-    ranked = np.argsort(-r, axis=1)
+    ranked = np.argsort(-r, axis=1)  # random normal scores: no ties, so one order
     assert ranked[0].tolist().index(5) == top[0].tolist().index(2)  # where query 0's MR ends up
+    label_of = np.zeros((3, 20), dtype=top.dtype)  # (3, 20) each document's label for each query (_rel above)
+    label_of[[0, 1, 2, 2], [5, 7, 1, 2]] = [2, 2, 2, 1]
+    assert np.array_equal(top, np.take_along_axis(label_of, ranked, axis=1))  # every query's whole ranking
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

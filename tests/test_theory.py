@@ -75,6 +75,8 @@ def test_lemma2_check_table_and_the_lemma_a2_counterexample():
     t = theory.lemma2_check(epsilons=(1.0,), n=300, power_iters=5)
     assert {"constant", "eps", "label", "bound", "observed", "within", "source"} <= set(t.columns)
     a2 = t[t["constant"].str.startswith("Lemma A.2 rule")].iloc[0]
+    # f(u) = 3u (L1 = 3, beta1 = 0), g(x) = x^2 (L2 = 2 on [-1, 1], beta2 = 2): the lemma's rule
+    # L1 beta2 + L2 beta1 = 3 * 2 + 2 * 0 = 6, but g(f(u)) = 9u^2 has smoothness L1^2 beta2 = 18
     assert a2["bound"] == 6 and a2["observed"] == pytest.approx(18.0) and a2["within"] is False
     rest = t[~t["constant"].str.startswith("Lemma A.2 rule") & t["bound"].notna()]
     assert rest["within"].all()
