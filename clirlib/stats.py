@@ -26,12 +26,25 @@ from scipy.stats import norm
 from .determinism import rng
 
 
+def _finite(*arrays: np.ndarray, index=None) -> None:
+    """Refuse NaN and infinite values: a NaN difference would never reach the observed mean (p
+    at its floor), and nan-aware means would drop its query silently."""
+    for x in arrays:
+        bad = np.flatnonzero(~np.isfinite(x))
+        if len(bad):
+            where = f"query {index[bad[0]]!r}" if index is not None else f"position {bad[0]}"
+            raise ValueError(f"{len(bad)} per-query value(s) are NaN or infinite (the first at {where}): "
+                             "a metric or query missing from a run, not a value to test")
+
+
 def _aligned(a: pd.Series, b: pd.Series) -> np.ndarray:
     if not a.index.equals(b.index):
         if set(a.index) != set(b.index):
             raise ValueError("paired test needs the same queries on both sides")
         b = b.reindex(a.index)
-    return (a.to_numpy(dtype=float) - b.to_numpy(dtype=float))
+    x, y = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
+    _finite(x, y, index=a.index)
+    return x - y
 
 
 def paired_randomization(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, seed: int = 0,
@@ -52,6 +65,7 @@ def paired_randomization(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, 
 def bootstrap_paired(d: np.ndarray, n_resamples: int = 10_000, seed: int = 0, chunk: int = 1000) -> np.ndarray:
     """Bootstrap distribution ``(n_resamples,)`` of mean(d), resampling the paired differences ``d``."""
     d = np.asarray(d, dtype=float)  # (n,)
+    _finite(d)
     g = rng(seed, "bootstrap")
     means = np.empty(n_resamples)
     for start in range(0, n_resamples, chunk):
@@ -65,6 +79,7 @@ def bootstrap_paired_ratio(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_0
     """Bootstrap distribution ``(n_resamples,)`` of the relative drop (mean(a) - mean(b)) / mean(a),
     resampling queries (pairs) jointly."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    _finite(a, b)
     g = rng(seed, "bootstrap-ratio")
     out = np.empty(n_resamples)
     for start in range(0, n_resamples, chunk):
@@ -78,10 +93,11 @@ def bootstrap_paired_ratio(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_0
 
 def bootstrap_gap_share(a: np.ndarray, b: np.ndarray, ref: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
                         chunk: int = 1000) -> np.ndarray:
-    """Bootstrap distribution ``(n_resamples,)`` of the share of the gap from ``b`` to ``ref``
+    """Bootstrap distribution ``(n_resamples,)`` of the share of the gap from ``b`` up to ``ref``
     that ``a`` closes, (mean(a) - mean(b)) / (mean(ref) - mean(b)), resampling queries
-    (triples) jointly."""
+    (triples) jointly; NaN in a resample where ``ref`` is not above ``b`` (no gap to close)."""
     a, b, ref = (np.asarray(x, dtype=float) for x in (a, b, ref))
+    _finite(a, b, ref)
     g = rng(seed, "bootstrap-gap-share")
     out = np.empty(n_resamples)
     for start in range(0, n_resamples, chunk):
@@ -89,7 +105,7 @@ def bootstrap_gap_share(a: np.ndarray, b: np.ndarray, ref: np.ndarray, n_resampl
         idx = g.integers(0, len(a), size=(k, len(a)))  # (k, n)
         ma, mb, mr = a[idx].mean(axis=1), b[idx].mean(axis=1), ref[idx].mean(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[start:start + k] = (ma - mb) / (mr - mb)
+            out[start:start + k] = np.where(mr > mb, (ma - mb) / (mr - mb), np.nan)
     return out
 
 
@@ -97,6 +113,7 @@ def bootstrap_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, 
                        chunk: int = 1000) -> np.ndarray:
     """Bootstrap distribution ``(n_resamples,)`` of mean(a) - mean(b) for independent samples."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    _finite(a, b)
     g = rng(seed, "bootstrap-unpaired")
     out = np.empty(n_resamples)
     for start in range(0, n_resamples, chunk):
@@ -111,6 +128,7 @@ def permutation_unpaired(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000
     """Two-sided permutation p-value of mean(a) = mean(b) for independent samples: the
     pooled values are reassigned to groups of the same sizes at random."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    _finite(a, b)
     pooled = np.concatenate([a, b])  # (n_a + n_b,)
     observed = abs(a.mean() - b.mean())
     g = rng(seed, "permutation")

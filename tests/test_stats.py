@@ -91,3 +91,45 @@ def test_z_quantile_and_mean_std_by_hand():
     assert out.loc["a", "mean"] == pytest.approx(0.3) and out.loc["a", "std"] == pytest.approx(2 ** 0.5 / 10)
     assert out.loc["a", "n_seeds"] == 2 and out.loc["a", "metric"] == "P"
     assert np.isnan(out.loc["b", "std"]) and out.loc["b", "n_seeds"] == 1
+
+
+def test_sign_flip_p_agrees_with_scipy_permutation_test():
+    # an independent implementation: scipy's paired permutation test (sign flips), exact for n = 12
+    # (2^12 sign patterns); ours samples 40,000 of them, so its p is within about 3 standard errors
+    from scipy.stats import permutation_test
+
+    g = np.random.default_rng(5)
+    a, b = g.normal(0.3, 1, 12), g.normal(0, 1, 12)
+    ref = permutation_test((a, b), lambda x, y: np.mean(x - y), permutation_type="samples",
+                           alternative="two-sided", n_resamples=np.inf).pvalue
+    ours = paired_randomization(pd.Series(a), pd.Series(b), 40_000, seed=2)
+    assert 0.01 < ref < 0.99  # neither side's floor: a case that tests the middle of the distribution
+    assert ours == pytest.approx(ref, abs=3 * np.sqrt(ref * (1 - ref) / 40_000) + 1e-4)
+
+
+def test_nan_values_are_refused_not_tested():
+    # a NaN difference never reaches |observed| = NaN, which would give the smallest p; nan-aware
+    # means would drop the query unseen: every test refuses it, naming the query where it can
+    from clirlib import stats
+
+    a = pd.Series([1.0, np.nan, 0.5], index=["q1", "q2", "q3"])
+    b = pd.Series([0.0, 0.0, 0.0], index=["q1", "q2", "q3"])
+    with pytest.raises(ValueError, match="1 per-query value.*query 'q2'"):
+        paired_randomization(a, b)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        paired_bootstrap_ci(a, b)
+    for f in (stats.bootstrap_paired_ratio, stats.bootstrap_unpaired, stats.permutation_unpaired):
+        with pytest.raises(ValueError, match="position 1"):
+            f(a.to_numpy(), b.to_numpy())
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        stats.bootstrap_gap_share(b.to_numpy(), b.to_numpy(), a.to_numpy())
+
+
+def test_gap_share_is_undefined_without_a_gap():
+    from clirlib import stats
+
+    # ref (0.5) above b (0): share (0.25 - 0) / (0.5 - 0) = 0.5 in every resample of constant columns
+    a, b, ref = np.full(4, 0.25), np.zeros(4), np.full(4, 0.5)
+    assert np.all(stats.bootstrap_gap_share(a, b, ref, 100) == 0.5)
+    # ref below b: no gap to close, NaN (counted against a closes_gap claim), not a negative share
+    assert np.all(np.isnan(stats.bootstrap_gap_share(a, ref, b, 100)))

@@ -303,3 +303,25 @@ def test_a_claim_between_languages_counts_language_pairs():
     row = {"hypothesis": "low_resource_higher", "n_languages": 4, "n_languages_tested": 4, "n_languages_holding": 1}
     assert verdict_words._holds_in(row) == "holds in 1 of 4 language pairs"
     assert verdict_words._holds_in({**row, "hypothesis": "sosl_vs_mse"}) == "holds in 1 of 4 languages"
+
+
+def test_seed_means_refuse_missing_values_and_different_queries():
+    from clirlib.studies.verdicts import _over_seeds
+
+    pq = pd.DataFrame({"run": [0, 0, 1, 1], "seed": [0, 0, 1, 1], "query_id": ["a", "b", "a", "b"],
+                       "P_mr@1": [1.0, 0.0, 0.0, 0.0]})
+    # query a: (1 + 0) / 2 = 0.5, query b: 0
+    assert _over_seeds(pq, ["P_mr@1"], "SOSL")["P_mr@1"].to_dict() == {"a": 0.5, "b": 0.0}
+    with pytest.raises(ValueError, match=r"SOSL: query 'b' of seed 1 has no finite value of P_mr@1"):
+        _over_seeds(pq.assign(**{"P_mr@1": [1.0, 0.0, 0.0, np.nan]}), ["P_mr@1"], "SOSL")
+    with pytest.raises(ValueError, match=r"SOSL: its runs \(seeds \[0, 1\]\) were not tested on the same queries"):
+        _over_seeds(pq.assign(query_id=["a", "b", "a", "c"]), ["P_mr@1"], "SOSL")
+    with pytest.raises(ValueError, match="each once"):
+        _over_seeds(pq.assign(query_id=["a", "a", "a", "a"]), ["P_mr@1"], "SOSL")
+
+
+def test_kinds_that_resample_queries_jointly_need_paired_sides():
+    for kind, ref in (("at_most", None), ("closes_gap", {"loss": "sosl"})):
+        with pytest.raises(ValueError, match=f"kind {kind} resamples queries jointly, so it needs paired sides"):
+            hypotheses.Hypothesis("h", "claim", "test", "g", {"loss": "mse"}, {"loss": "po"}, ("P_mr@1",), kind=kind,
+                                  paired=False, ref=ref)

@@ -61,6 +61,8 @@ class Hypothesis:
             raise ValueError(f"unknown hypothesis kind {self.kind!r}; choose one of {', '.join(KINDS)}")
         if (self.kind == "closes_gap") != (self.ref is not None):
             raise ValueError(f"{self.name}: a reference system (ref) is given exactly for kind closes_gap")
+        if self.kind in ("at_most", "closes_gap") and not self.paired:
+            raise ValueError(f"{self.name}: kind {self.kind} resamples queries jointly, so it needs paired sides")
         unknown = set(self.metrics) - set(METRIC_NAMES) - set(EXTRA_METRICS)
         if unknown:
             raise ValueError(f"unknown metrics {sorted(unknown)}")

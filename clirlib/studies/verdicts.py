@@ -51,7 +51,7 @@ def _compare(h: Hypothesis, a: pd.Series, b: pd.Series, seed: int, ref: pd.Serie
         r = ref.reindex(a.index).to_numpy(float)
         boot = stats.bootstrap_gap_share(a.to_numpy(float), b.to_numpy(float), r, N_RESAMPLES, seed)
         gap = float(r.mean()) - mean_b
-        effect = effect / gap if gap != 0 else float("nan")
+        effect = effect / gap if gap > 0 else float("nan")  # ref not above B: no gap to close
         se = float(np.nanstd(boot, ddof=1))
     lo, hi = np.nanquantile(boot, [ALPHA / 2, 1 - ALPHA / 2])
     m = h.margin
@@ -237,7 +237,7 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
         sides = [fa, fb, *([fr] if fr else [])]
         if any(checks[side_label(f)]["seeds"] == 0 for f in sides):
             continue  # a side without runs: nothing to compare (the claim is not tested)
-        q = [select(per_query, f).groupby("query_id")[list(h.metrics)].mean() for f in sides]  # over seeds
+        q = [_over_seeds(select(per_query, f), h.metrics, side_label(f)) for f in sides]
         pair_problems = [p for f in sides for p in checks[side_label(f)]["problems"]]
         for metric in h.metrics:
             r = _compare(h, q[0][metric], q[1][metric], seed, q[2][metric] if fr else None)
@@ -271,6 +271,24 @@ def evaluate_hypothesis(h: Hypothesis, runs: pd.DataFrame, per_query: pd.DataFra
         r["n_languages"], r["n_languages_holding"] = 1, int(r["verdict"] == "holds")
         r["n_languages_tested"] = int(r["verdict"] != "not tested")
     return Outcome(row, comp.drop(columns=["would_be", "tested"]), langs)
+
+
+def _over_seeds(per_query: pd.DataFrame, metrics: Iterable[str], label: str) -> pd.DataFrame:
+    """Each query's value averaged over a side's runs (its seeds), after checking that every run
+    was tested on the same queries with a finite value of every metric: a mean that skipped a
+    missing value would average that query over fewer seeds, unseen."""
+    metrics = list(metrics)
+    values = per_query[metrics].to_numpy(float)
+    if not np.isfinite(values).all():
+        bad = per_query.loc[~np.isfinite(values).all(axis=1)].iloc[0]
+        raise ValueError(f"{label}: query {bad['query_id']!r} of seed {bad['seed']} has no finite value of "
+                         f"{', '.join(m for m in metrics if not np.isfinite(float(bad[m])))} (a metric missing from "
+                         "its record?)")
+    queries = per_query.groupby("run")["query_id"].agg(lambda ids: tuple(sorted(ids)))
+    if queries.nunique() > 1 or any(len(set(ids)) != len(ids) for ids in queries):
+        raise ValueError(f"{label}: its runs (seeds {sorted(per_query['seed'].unique().tolist())}) were not tested "
+                         "on the same queries, each once: their values cannot be averaged per query")
+    return per_query.groupby("query_id")[metrics].mean()
 
 
 def _aggregate(h: Hypothesis, comp: pd.DataFrame) -> tuple[str, int]:
