@@ -68,7 +68,8 @@ def padded(ids: torch.Tensor, offsets: torch.Tensor, min_len: int = 1) -> tuple[
 
 
 class AvgPoolEncoder(nn.Module):
-    """tanh(mean of token embeddings over the text's own tokens)."""
+    """tanh(mean of token embeddings over the text's own tokens): the smooth paper's average
+    pooling encoder (Sec. 3.2; the Appendix's tanh(sum_i W_q^T q_i / t), proof of Lemma 2)."""
 
     def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
                  init_scale: float | None = None, generator: torch.Generator | None = None):
@@ -121,7 +122,8 @@ def conv_max_pool(x: torch.Tensor, k: torch.Tensor, bias: torch.Tensor, starts: 
 
 
 class CNNEncoder(nn.Module):
-    """DSSM-CNN: dropout -> 3-gram conv (300 filters) -> tanh -> max pool -> FC(64) -> tanh."""
+    """DSSM-CNN: dropout -> 3-gram conv (300 filters) -> tanh -> max pool -> FC(64) -> tanh
+    (the smooth paper's Sec. 5.1 and Table 3; Shen et al. 2014)."""
 
     def __init__(self, vocab_size: int, dim: int = 64, vectors: np.ndarray | None = None,
                  init_scale: float | None = None, generator: torch.Generator | None = None,

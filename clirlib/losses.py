@@ -42,7 +42,8 @@ THREE_PART_THRESHOLDS = (0.2, 0.55, 0.9)
 
 
 def segment_bounds(labels: torch.Tensor, thresholds: Sequence[float], like: torch.Tensor):
-    """Lower and upper bound ``(B,), (B,)`` of each label's segment of [-1, 1]."""
+    """Lower and upper bound ``(B,), (B,)`` of each label's segment of [-1, 1]: Eq. 2's
+    theta_{y-1} and theta_y (Sec. 3.4), with theta_0 = -1 and theta_K = 1."""
     full = _full_thresholds(thresholds, like)  # (K + 1,)
     labels = _labels(labels, like)
     k = len(full) - 1
@@ -92,7 +93,8 @@ def sosl(scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float]
 
 def mse(scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] = PAPER_THRESHOLDS,
         weight: torch.Tensor | None = None) -> torch.Tensor:
-    """Squared distance between the score and the midpoint of the label's segment."""
+    """Squared distance between the score and the midpoint of the label's segment (the MSE
+    baseline of the smooth paper's Sec. 5.1 and Table 2)."""
     lo, hi = segment_bounds(labels, thresholds, scores)
     return _reduce((scores - (lo + hi) / 2).square(), weight)
 
@@ -105,7 +107,8 @@ def proportional_odds(
     bounded: bool = True,
     weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Proportional odds (McCullagh 1980): -log P(y | r) under a cumulative-logit model.
+    """Proportional odds (McCullagh 1980): -log P(y | r) under a cumulative-logit model (the PO
+    baseline of the smooth paper's Sec. 5.1 and Table 2).
 
     P(y | r) = sigmoid((hi - r) / s) - sigmoid((lo - r) / s), computed stably as
     log sigmoid(a) + log sigmoid(-b) + log(1 - exp(b - a)) with a = (hi - r)/s, b = (lo - r)/s.
@@ -130,7 +133,8 @@ def three_part_l2(
     scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] = THREE_PART_THRESHOLDS,
     weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """3Part_L2 (Nigam et al. 2019): NR above t0, SR above t1, MR below t2, squared hinges."""
+    """3Part_L2 (Nigam et al. 2019): NR above t0, SR above t1, MR below t2, squared hinges (the
+    3Part_L2 baseline of the smooth paper's Sec. 5.1 and Table 2)."""
     if len(thresholds) != 3:
         raise ValueError(f"three_part_l2 needs 3 thresholds, got {tuple(thresholds)}")
     t = torch.as_tensor(thresholds, dtype=scores.dtype, device=scores.device)  # (3,)

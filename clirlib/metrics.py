@@ -214,7 +214,8 @@ def _as_numpy(x: Any) -> np.ndarray:
 
 
 def precision(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
-    """P@k: documents with label >= level among the top k, divided by k."""
+    """P@k: documents with label >= level among the top k, divided by k (the smooth paper's
+    Sec. 5 P_mr@1 at level 2 and P_r@5 at level 1)."""
 
     def p_at_k(rl: RankedLists) -> np.ndarray:
         return (rl.top_labels(k) >= level).sum(axis=1) / k
@@ -223,7 +224,8 @@ def precision(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
 
 
 def success(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
-    """Success@k: 1 if a document with label >= level is within the top k, else 0."""
+    """Success@k: 1 if a document with label >= level is within the top k, else 0 (the smooth
+    paper's Sec. 5 P_mr@5, at level 2)."""
 
     def success_at_k(rl: RankedLists) -> np.ndarray:
         return (rl.top_labels(k) >= level).any(axis=1).astype(np.float64)
@@ -232,7 +234,8 @@ def success(k: int, level: int) -> Callable[[RankedLists], np.ndarray]:
 
 
 def ndcg(k: int) -> Callable[[RankedLists], np.ndarray]:
-    """NDCG@k with linear gain (the label) and discount log2(rank + 1)."""
+    """NDCG@k with linear gain (the label) and discount log2(rank + 1) (the smooth paper's
+    Sec. 5 NDCG@5; HIKE's NDCG@1, NDCG@5 and NDCG@10)."""
     disc = 1.0 / np.log2(np.arange(2, k + 2))  # discount of ranks 1..k
     cum_disc = np.concatenate(([0.0], np.cumsum(disc)))  # cum_disc[m]: sum of the first m
 
@@ -248,7 +251,8 @@ def ndcg(k: int) -> Callable[[RankedLists], np.ndarray]:
 
 def average_precision(level: int) -> Callable[[RankedLists], np.ndarray]:
     """AP: sum of precision@r over the ranks r of relevant documents (label >= level),
-    divided by the number of relevant candidates; 0 if there are none."""
+    divided by the number of relevant candidates; 0 if there are none (the smooth paper's
+    Sec. 5 MAP, at level 1, averaged over queries)."""
 
     def ap(rl: RankedLists) -> np.ndarray:
         hit_rows = np.flatnonzero(rl.labels >= level)  # relevant rows, in ranked order
@@ -263,7 +267,8 @@ def average_precision(level: int) -> Callable[[RankedLists], np.ndarray]:
 
 
 def reciprocal_rank(level: int) -> Callable[[RankedLists], np.ndarray]:
-    """RR: 1 / rank of the first document with label >= level, 0 if none."""
+    """RR: 1 / rank of the first document with label >= level, 0 if none (the smooth paper's
+    Sec. 5 MRR_mr at level 2 and MRR_r at level 1, averaged over queries)."""
 
     def rr(rl: RankedLists) -> np.ndarray:
         first = rl.first_hit_rank(level).astype(np.float64)
@@ -289,9 +294,11 @@ class TopLists:
         return np.asarray(self.n_rel if level == SR else self.n_mr, dtype=np.float64)
 
 
-def _top_ap(tl: TopLists, level: int, cutoff: int) -> np.ndarray:
-    """AP@cutoff (the MDL paper's AP@t, Sec. 4.2.1): precision@r summed over relevant ranks
-    r <= cutoff, over all relevant R."""
+def top_average_precision(tl: TopLists, level: int, cutoff: int) -> np.ndarray:
+    """AP@t with t = ``cutoff`` (the MDL paper, Sec. 4.2.1), one value per query: precision@i
+    summed over the ranks i <= t that hold a relevant document (label >= level), divided by
+    the query's number R of relevant documents in the whole collection (also those below
+    rank t); 0 if R = 0. ``COLLECTION_METRICS``' MAP@10/50/1000 average it over queries."""
     rel = (tl.top >= level).astype(np.float64)  # (n_q, k)
     k = rel.shape[1]
     cum_ap = np.cumsum(rel * np.cumsum(rel, axis=1) / np.arange(1, k + 1), axis=1)
@@ -348,7 +355,7 @@ class Measure:
 
     def _top_way(self) -> Callable[[TopLists], np.ndarray] | None:
         f, level, k = self.family, self.level, self.cutoff
-        return {"AP": lambda t: _top_ap(t, level, k), "R": lambda t: _top_recall(t, level, k),
+        return {"AP": lambda t: top_average_precision(t, level, k), "R": lambda t: _top_recall(t, level, k),
                 "RR": lambda t: _top_rr(t, level), "nDCG": lambda t: _top_ndcg(t, k)}.get(f)
 
 

@@ -41,7 +41,7 @@ def smooth_cosine(q: torch.Tensor, d: torch.Tensor, eps: float = 1.0) -> torch.T
 
 
 def smooth_cosine_many(q: torch.Tensor, docs: torch.Tensor, eps: float = 1.0) -> torch.Tensor:
-    """One query against many documents: ``q: (p,), docs: (N, p) -> (N,)``.
+    """Eq. 1 (Sec. 3.3) of one query against many documents: ``q: (p,), docs: (N, p) -> (N,)``.
 
     Also accepts a batch of queries, each with its own candidates:
     ``q: (B, p), docs: (B, N, p) -> (B, N)``.
@@ -52,7 +52,8 @@ def smooth_cosine_many(q: torch.Tensor, docs: torch.Tensor, eps: float = 1.0) ->
 
 
 def smooth_cosine_grad_q(q: torch.Tensor, d: torch.Tensor, eps: float = 1.0) -> torch.Tensor:
-    """Closed-form gradient of r_eps with respect to q (the formula above), ``(..., p)``.
+    """Closed-form gradient of Eq. 1's r_eps with respect to q, ``(..., p)``: the gradient
+    in the proof of Lemma 2 (Appendix A.1), written out in this module's docstring.
 
     Used to check autograd (Figure 1) and the Lemma 2 bound; not needed for training.
     At q = 0 with eps > 0 the second term vanishes (its limit), giving d / (eps (||d|| + eps)).

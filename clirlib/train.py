@@ -183,6 +183,14 @@ def prepared_dataset(cfg: Any, dataset=None):
     return keep_train_queries(dataset, cfg.train_queries, cfg.data_seed)
 
 
+def theorem3_sgd(params, lr: float) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.LambdaLR]:
+    """Theorem 3's SGD (the smooth paper, Sec. 4): plain SGD with step size alpha_t = c / t,
+    c = ``lr``, at global step t = 1, 2, ...; returns the optimizer and its step scheduler,
+    which the caller steps after every batch (``TrainConfig.optimizer = "sgd"``)."""
+    optimizer = torch.optim.SGD(params, lr=lr)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 / (k + 1))
+
+
 def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, keep_model: bool = False) -> TrainResult:
     """Train a ranker on ``dataset`` (loaded from ``config`` when not given) and test it."""
     cfg = config.resolved()
@@ -198,11 +206,8 @@ def train(config: TrainConfig, dataset=None, *, progress: bool | None = None, ke
     ).to(device)
     params = [p for p in model.parameters() if p.requires_grad]
     step_scheduler = None
-    if cfg.optimizer == "sgd":
-        # Theorem 3's setting: plain SGD with step size alpha_t = lr / t at global step t = 1, 2, ...
-        # (the scheduler is stepped after every batch).
-        optimizer = torch.optim.SGD(params, lr=cfg.lr)
-        step_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 / (k + 1))
+    if cfg.optimizer == "sgd":  # Theorem 3's setting (the scheduler is stepped after every batch)
+        optimizer, step_scheduler = theorem3_sgd(params, cfg.lr)
     else:
         optimizer = torch.optim.Adam(params, lr=cfg.lr, fused=device.type in ("cpu", "cuda"))
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.lr_decay)

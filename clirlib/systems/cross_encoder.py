@@ -68,7 +68,9 @@ def pack(a: list[np.ndarray], b: list[np.ndarray] | None, cls: int, sep: int, ma
 
 
 class SmallEncoder(nn.Module):
-    """A small BERT-like encoder over one joint vocabulary: [PAD], query words, document words, [CLS], [SEP]."""
+    """A small BERT-like encoder over one joint vocabulary: [PAD], query words, document words, [CLS], [SEP].
+
+    HIKE's QD-Duet-Encoder (Eq. 1, v_qd as the [CLS] vector) and K-Encoder (Eq. 2-3), one set of weights."""
 
     is_bert = False
 
@@ -154,7 +156,9 @@ def cls_layer(layer: nn.TransformerEncoderLayer, x: torch.Tensor, pad: torch.Ten
 
 
 class BertEncoder(nn.Module):
-    """A local (multilingual) BERT as the cross-encoder; never downloads."""
+    """A local (multilingual) BERT as the cross-encoder; never downloads.
+
+    HIKE's QD-Duet-Encoder (Eq. 1, v_qd as the [CLS] vector) and K-Encoder (Eq. 2-3), one set of weights."""
 
     is_bert = True
 

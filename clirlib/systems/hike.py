@@ -195,7 +195,10 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
 # --------------------------------------------------------------------------- the system
 @register
 class Hike(System):
-    """HIKE behind ``clirlib.systems.System``: ``fit`` trains, ``score`` scores a split's pairs."""
+    """HIKE behind ``clirlib.systems.System``: ``fit`` trains, ``score`` scores a split's pairs.
+
+    The HIKE paper's Sec. 3: Eq. 1-3 through the cross-encoder (entity and neighbour vectors,
+    Eq. 2-3, in :meth:`_entity_vectors`), Eq. 4-9 in :class:`~.hike_model.HikeModel`."""
 
     name = "hike"
     Config = HikeConfig
@@ -285,8 +288,10 @@ class Hike(System):
     # ---- forward
     @torch.no_grad()
     def _entity_vectors(self) -> None:
-        """v^r_e of every entity, computed once before training as the paper does ("we save
-        the embeddings of entity information before training"): (n_entities, d) per language."""
+        """HIKE Eq. 2-3: v^r_e of every entity (its label and description through the K-Encoder;
+        a neighbour's v^r_ne is the same vector), computed once before training as the paper
+        does ("we save the embeddings of entity information before training"): (n_entities, d)
+        per language."""
         kn, enc = self.knowledge, self.model.encoder
         was = enc.training
         enc.eval()

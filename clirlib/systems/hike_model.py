@@ -65,7 +65,8 @@ def hinge_loss(pos: torch.Tensor, neg: torch.Tensor, margin: float = 1.0) -> tor
 
 
 class HikeModel(nn.Module):
-    """The encoder, two knowledge-level fusions, the language-level fusion and the score."""
+    """The encoder, two knowledge-level fusions, the language-level fusion and the score
+    f(q, d) = W_S [v_qd; e_kglang] + b_S (HIKE Eq. 8, without its softmax; Eq. 4-7 inside)."""
 
     def __init__(self, encoder: nn.Module, use_kg: bool, k: int = 3, heads: int = 6, seed: int = 0):
         super().__init__()
@@ -115,7 +116,9 @@ class HikeModel(nn.Module):
 
     def score_rows_reference(self, v_qd: torch.Tensor, rows: dict[str, torch.Tensor]) -> torch.Tensor:
         """The plain path of :meth:`score_rows` (Q = B): all M slots of every pair fused, then
-        e^r_kg = sum_m use_m per_m / sum_m use_m (Eq. 4-8 as written)."""
+        e^r_kg = sum_m use_m per_m / sum_m use_m (Eq. 4-8 per entity; the paper links one entity
+        per query, the average over up to ``HikeConfig.max_entities`` (3) linked entities is
+        this library's extension)."""
         use = rows["use"]  # (B, M)
         e_kg = {}
         for r in ("s", "t"):

@@ -68,7 +68,8 @@ _INIT_LOCK = threading.Lock()
 
 
 def scaled_topics(n_train_pairs: int) -> int:
-    """C for a corpus of ``n_train_pairs`` training pairs: max(10, round(n / 18.903))."""
+    """C for a corpus of ``n_train_pairs`` training pairs: max(10, round(n / 18.903)) (the MDL
+    paper's C = 1000 LDA topics for 18,903 training concepts, Sec. 4.2.1, scaled; topics: Sec. 3.3)."""
     return max(MIN_TOPICS, int(round(n_train_pairs / PAIRS_PER_TOPIC)))
 
 
@@ -134,8 +135,9 @@ def check_topics(cfg: MDLConfig, n_pairs: int) -> None:
 
 
 def top_m(dist: np.ndarray, m: int) -> np.ndarray:
-    """Multi-hot (n, C) of the m largest entries of each row of ``dist`` (n, C); ties go to
-    the lower topic index (stable sort), so the labels are deterministic."""
+    """Multi-hot (n, C) of the m largest entries of each row of ``dist`` (n, C): the MDL paper's
+    multilabels, the top-m LDA topics set to 1 (Sec. 3.3); ties go to the lower topic index
+    (stable sort), so the labels are deterministic."""
     order = np.argsort(-dist, axis=1, kind="stable")[:, :m]  # (n, m)
     y = np.zeros_like(dist, dtype=np.float32)
     np.put_along_axis(y, order, 1.0, axis=1)
@@ -346,12 +348,18 @@ class MDL(System):
         return (z @ self.H.T).numpy() if self.config.space == "label" else z.numpy()  # label space: MDL Eq. 3
 
     def encode_queries(self, dataset, rows: np.ndarray) -> np.ndarray:  # (n, code)
+        """Queries in the MDL paper's shared space: the code f(x) (Sec. 3.2-3.3), or with
+        ``space="label"`` Eq. 3's H f(x)."""
         return self._encode(dataset, "q", rows)
 
     def encode_documents(self, dataset, rows: np.ndarray) -> np.ndarray:  # (m, code)
+        """Documents in the MDL paper's shared space: the code f(x) (Sec. 3.2-3.3), or with
+        ``space="label"`` Eq. 3's H f(x)."""
         return self._encode(dataset, "d", rows)
 
     def score(self, dataset, split: str) -> np.ndarray:  # (N,) cosine of the codes
+        """The MDL paper's scoring (Sec. 4.1): cosine of each pair's query and document in the
+        shared space (:meth:`encode_queries`, :meth:`encode_documents`), norms clamped at 1e-8."""
         s = dataset.splits[split]
         uq, qi = np.unique(s.qidx, return_inverse=True)
         ud, di = np.unique(s.didx, return_inverse=True)

@@ -24,12 +24,14 @@ from ..determinism import one_thread, rng, torch_generator
 
 
 def transe_distance(e_h: torch.Tensor, w_r: torch.Tensor, e_t: torch.Tensor) -> torch.Tensor:
-    """d = ||e_h + w_r - e_t||_2 over the last axis: (B, k) x3 -> (B,)."""
+    """TransE's distance d = ||e_h + w_r - e_t||_2 (Bordes et al. 2013, Eq. 1) over the last
+    axis: (B, k) x3 -> (B,)."""
     return torch.linalg.vector_norm(e_h + w_r - e_t, dim=-1)
 
 
 def margin_loss(d_pos: torch.Tensor, d_neg: torch.Tensor, gamma: float) -> torch.Tensor:
-    """mean(max(0, gamma + d_pos - d_neg)): (B,), (B,) -> ()."""
+    """TransE's margin loss (Bordes et al. 2013, Eq. 1), mean(max(0, gamma + d_pos - d_neg)):
+    (B,), (B,) -> ()."""
     return torch.clamp(gamma + d_pos - d_neg, min=0).mean()
 
 
