@@ -140,6 +140,9 @@ def test_preconditions_not_tested():
     assert at_chance.row["gate_b_p"] >= 0.01 and at_chance.row["gate_a_p"] == pytest.approx(1 / 10001)
     s = verdict_words.sentence(at_chance.row)
     assert "Not tested because" in s and "+0.200" in s
+    # the comparison named is the one that would decide the claim (here the weakest holding one; for a
+    # claim that would not hold, the strongest contrary one): the sentence says which role, not "weakest"
+    assert "the one that would decide it is a fr vs b fr, P_mr@1: difference +0.200" in s
     two_seeds = decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)[:2])
     assert two_seeds.row["verdict"] == "not tested" and "b fr has 2 seed(s)" in two_seeds.row["reason"]
     assert "Not tested because" in verdict_words.sentence(two_seeds.row)

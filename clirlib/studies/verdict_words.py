@@ -42,8 +42,8 @@ def sentence(r: Mapping[str, Any]) -> str:
     if r["verdict"] == "not tested":
         if not isinstance(r["deciding"], str) or not r["deciding"] or not np.isfinite(r["effect"]):
             return f"{head} Not tested because {r['reason']}."
-        return (f"{head} Not tested because {r['reason']}. Its comparisons, undecided: the weakest is "
-                f"{r['deciding']}: {_effect_words(r)} ({n}).")
+        return (f"{head} Not tested because {r['reason']}. Its comparisons, undecided: the one that "
+                f"would decide it is {r['deciding']}: {_effect_words(r)} ({n}).")
     where = f" It {_holds_in(r)}; strongest {r['strongest']}: {_effect_words(r, 'strongest_')}."
     if r["verdict"] == "holds":
         return f"{head} Every comparison holds; the weakest is {r['deciding']}: {_effect_words(r)} ({n}).{where}"
