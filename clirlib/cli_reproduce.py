@@ -119,7 +119,7 @@ def reproduce(args: argparse.Namespace) -> int:
         dssm = paths.TABLES_DIR / "curves_table3_verdicts.csv"  # notebook 16's: Table 3 where DSSM learns
         changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"),
                                 real_text=pd.read_csv(real) if real.is_file() else None,
-                                where_dssm_learns=pd.read_csv(dssm) if dssm.is_file() else None)
+                                where_dssm_learns=pd.read_csv(dssm) if dssm.is_file() else None, paper=True)
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
     if args.profile == "default" and not args.data and FAMILIES_NOTEBOOK in ran:
         from .studies.verdict_words import REALTEXT_MARKERS  # torch-heavy (stats): only when it runs
@@ -294,11 +294,12 @@ def _executor_env(args: argparse.Namespace):
 
 
 def update_readme(readme, summary: pd.DataFrame, markers: tuple[str, str] | None = None,
-                  real_text: pd.DataFrame | None = None, where_dssm_learns: pd.DataFrame | None = None) -> bool:
+                  real_text: pd.DataFrame | None = None, where_dssm_learns: pd.DataFrame | None = None,
+                  paper: bool = False) -> bool:
     """Replace the README's block between ``markers`` (default: ``README_START`` and
     ``README_END``, the paper's claims) by :func:`clirlib.studies.verdict_words.markdown_table`
-    of ``summary`` (with ``real_text``'s and ``where_dssm_learns``' verdicts as columns); returns
-    whether the file changed."""
+    of ``summary`` (with ``real_text``'s and ``where_dssm_learns``' verdicts as columns, and with
+    ``paper`` the paper's own tables read against the claims); returns whether the file changed."""
     from .studies.verdict_words import README_END, README_START, markdown_table  # torch-heavy (stats): only when it runs
 
     start, end = markers or (README_START, README_END)
@@ -308,7 +309,7 @@ def update_readme(readme, summary: pd.DataFrame, markers: tuple[str, str] | None
         raise ValueError(f"{path}: no {start} ... {end} block to regenerate")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
-    new = f"{head}{start}\n{markdown_table(summary, real_text, where_dssm_learns)}\n{end}{tail}"
+    new = f"{head}{start}\n{markdown_table(summary, real_text, where_dssm_learns, paper)}\n{end}{tail}"
     if new != text:
         atomic.write_text(path, new)
     return new != text

@@ -119,7 +119,8 @@ def test_readme_claims_table_is_the_csv():
     real = pd.read_csv(paths.TABLES_DIR / "realtext_paper_claims.csv")  # its real-text column (notebook 13)
     dssm = paths.TABLES_DIR / "curves_table3_verdicts.csv"  # Table 3 where DSSM learns (notebook 16), as reproduce reads it
     dssm = pd.read_csv(dssm) if dssm.is_file() else None
-    assert block == verdict_words.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"), real, dssm), \
+    assert block == verdict_words.markdown_table(pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"), real, dssm,
+                                                 paper=True), \
         "README claims table is stale: `make reproduce` regenerates it from tables/claims_summary.csv"
     start, end = verdict_words.REALTEXT_MARKERS
     block = readme.split(start, 1)[1].split(end, 1)[0].strip()

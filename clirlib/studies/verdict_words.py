@@ -9,6 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from . import paper_tables
 from .hypotheses import HYPOTHESES, POWER
 from .verdicts import claim_rows
 
@@ -88,7 +89,7 @@ def _verdict_cell(rr: Mapping[str, Any] | None, prefix: str = "") -> str:
 
 
 def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None,
-                   where_dssm_learns: pd.DataFrame | None = None) -> str:
+                   where_dssm_learns: pd.DataFrame | None = None, paper: bool = False) -> str:
     """The summary as the README's Markdown table (regenerated from ``claims_summary.csv``):
     one line per claim with the languages it holds in, its strongest and its weakest
     (deciding) comparison, effect and interval printed also when it is not tested. With
@@ -96,14 +97,19 @@ def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None,
     a column gives each claim's verdict there and its weakest (deciding) comparison, empty where
     real text does not decide it. With ``where_dssm_learns`` (Table 3's claims decided at the
     training size where the DSSM models pass the gate, notebook 16's ``curves_table3_verdicts.csv``,
-    with its ``train_queries``) another column does the same for those claims."""
+    with its ``train_queries``) another column does the same for those claims. With ``paper``, a
+    last column reads the paper's own Table 2 or 3 against each claim stated on it
+    (:mod:`clirlib.studies.paper_tables`)."""
     columns = [(name, {r["hypothesis"]: r for r in claim_rows(df).to_dict("records")})
                for name, df in (("real text (Debian)", real_text), ("where DSSM learns (notebook 16)", where_dssm_learns))
                if df is not None]
     extra = "".join(f" {name} |" for name, _ in columns), " --- |" * len(columns)
+    own = ({r["hypothesis"]: paper_tables.cell(r) for r in paper_tables.summary(paper_tables.comparisons()).to_dict("records")}
+           if paper else None)
     lines = ["| claim | source | verdict | languages | strongest comparison: effect [95 % CI], p (Holm) | "
-             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |" + extra[0],
-             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |" + extra[1]]
+             "weakest comparison: effect [95 % CI], p (Holm) | MDE | queries x seeds | not tested because |" + extra[0]
+             + (" the paper's own table (one run a cell: read, not tested) |" if paper else ""),
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |" + extra[1] + (" --- |" if paper else "")]
     for r in claim_rows(summary).to_dict("records"):
         pct = r["kind"] in ("at_most", "closes_gap")
         mde = "" if not np.isfinite(r["mde"]) else (f"{r['mde']:.1%}" if pct else f"{r['mde']:.3f}")
@@ -117,5 +123,5 @@ def markdown_table(summary: pd.DataFrame, real_text: pd.DataFrame | None = None,
             at = (f" ({int(rr['train_queries']):,} training queries)"
                   if rr is not None and "train_queries" in rr and pd.notna(rr["train_queries"]) else "")
             line += f" {_verdict_cell(rr, at)} |"
-        lines.append(line)
+        lines.append(line + (f" {own.get(r['hypothesis'], '')} |" if paper else ""))
     return "\n".join(lines)
