@@ -15,7 +15,13 @@ def test_class_separation_and_sentences():
     assert bool(sep.loc["a", "ordered"]) and sep.loc["a", "MR_above_upper"] == pytest.approx(0.5)
     # b: NR 0.3 > SR 0.2 -> not ordered; MR - SR = 0.7 - 0.2 = 0.5
     assert not bool(sep.loc["b", "ordered"]) and sep.loc["b", "MR_minus_SR"] == pytest.approx(0.5)
+    # inside their own SOSL segment (0.2, 0.7), bounds included: a NR 0.1, 0.2 both <= 0.2; SR 0.3, 0.4 both;
+    # MR 0.8 yes, 0.6 no. b: NR 0.3, 0.3 neither; SR 0.2, 0.2 both (on the bound); MR 0.9 yes, 0.5 no
+    assert sep.loc["a", ["NR_in_segment", "SR_in_segment", "MR_in_segment"]].tolist() == [1.0, 1.0, 0.5]
+    assert sep.loc["b", ["NR_in_segment", "SR_in_segment", "MR_in_segment"]].tolist() == [0.0, 1.0, 0.5]
     text = scores.separation_sentences(sep.reset_index(), {"a": "A"})
+    assert "inside its own SOSL segment (NR <= 0.2, SR in [0.2, 0.7], MR >= 0.7), where SOSL charges nothing: " \
+           "A NR 100.0%, SR 100.0%, MR 50.0%; b NR 0.0%, SR 100.0%, MR 50.0%." in text
     assert "ordered NR < SR < MR: A; not ordered: b" in text
     assert "largest for b (0.500), smallest for A (0.350)" in text
     assert "above 0.7 (SOSL's upper threshold)" in text  # losses.PAPER_THRESHOLDS[1]

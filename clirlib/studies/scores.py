@@ -4,21 +4,25 @@ The paper reads Figure 3 as: SOSL separates NR, SR and MR; 3Part_L2 mixes NR and
 and PO classify few MR documents correctly and mix MR with SR. ``class_separation``
 turns the sampled training scores into numbers a reader can check (mean and standard
 deviation per class, the share of MR scores above SOSL's upper threshold, whether the
-class means are ordered NR < SR < MR), and ``separation_sentences`` states them.
+class means are ordered NR < SR < MR, the share of each class inside its own SOSL segment,
+where SOSL charges nothing), and ``separation_sentences`` states them.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..labels import MR, NAMES
+from ..labels import MR, NAMES, NR, SR
 from ..losses import PAPER_THRESHOLDS
 
 
-def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], order=None) -> pd.DataFrame:
+def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], order=None,
+                     lower: float = PAPER_THRESHOLDS[0]) -> pd.DataFrame:
     """One row per loss: mean and std of the scores per class, the share of MR scores above
-    ``upper`` (SOSL's upper threshold unless given) and whether the class means are ordered
-    NR < SR < MR.
+    ``upper`` (SOSL's upper threshold unless given), whether the class means are ordered
+    NR < SR < MR, and per class the share of its scores inside its own segment of SOSL's
+    thresholds (``lower``, ``upper``): NR <= lower, lower <= SR <= upper, MR >= upper
+    (``<class>_in_segment``; SOSL is zero there, bounds included).
 
     ``scores``: tidy rows (loss, label, score) as written to ``fig3_train_scores.csv``.
     """
@@ -30,6 +34,10 @@ def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], o
     out["MR_above_upper"] = scores[scores["label"] == MR].groupby("loss")["score"].apply(lambda s: float((s > upper).mean()))
     out["ordered"] = (out["NR_mean"] < out["SR_mean"]) & (out["SR_mean"] < out["MR_mean"])
     out["MR_minus_SR"] = out["MR_mean"] - out["SR_mean"]
+    for label, (lo, hi) in ((NR, (-float("inf"), lower)), (SR, (lower, upper)), (MR, (upper, float("inf")))):
+        inside = scores[scores["label"] == label].groupby("loss")["score"].apply(
+            lambda s, lo=lo, hi=hi: float(((s >= lo) & (s <= hi)).mean()))
+        out[f"{NAMES[label]}_in_segment"] = inside
     if order is not None:
         out = out.loc[[k for k in order if k in out.index]]
     return out.reset_index()
@@ -48,6 +56,12 @@ def separation_sentences(sep: pd.DataFrame, labels: dict[str, str], upper: float
     unordered = [name(r.loss) for r in sep.itertuples() if not r.ordered]
     lines.append("- Class means ordered NR < SR < MR: " + (", ".join(ordered) or "none")
                  + ("; not ordered: " + ", ".join(unordered) if unordered else "") + ".")
+    if {"NR_in_segment", "SR_in_segment", "MR_in_segment"} <= set(sep.columns):
+        lower = PAPER_THRESHOLDS[0]
+        inside = "; ".join(f"{name(r['loss'])} " + ", ".join(f"{c} {r[c + '_in_segment']:.1%}" for c in ("NR", "SR", "MR"))
+                           for r in sep.to_dict("records"))
+        lines.append(f"- Share of each class's scores inside its own SOSL segment (NR <= {lower:g}, SR in "
+                     f"[{lower:g}, {upper:g}], MR >= {upper:g}), where SOSL charges nothing: {inside}.")
     gaps = sep.dropna(subset=["MR_minus_SR"])
     three = lambda v: f"{round(v, 3) + 0.0:.3f}"  # noqa: E731 (+ 0.0: a rounded -0.0 prints as 0.000)
     shown = gaps["MR_minus_SR"].map(three)
