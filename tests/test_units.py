@@ -92,3 +92,15 @@ def test_n_train_queries_counts_the_subsample():
     assert theorem3.n_train_queries(rec) == 2
     rec["config"]["train_fraction"] = 0.01  # at least one query
     assert theorem3.n_train_queries(rec) == 1
+
+
+def test_threshold_edges_flag_pairs_at_the_grids_ends():
+    grid = ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8), (0.2, 0.9))  # lower thresholds 0.1-0.3, upper 0.5-0.9
+    best = pd.DataFrame({"epsilon": [0.0, 0.5, 1.0, 1.5], "thresholds": [(0.3, 0.8), (0.2, 0.7), (0.1, 0.5), (0.2, 0.9)]})
+    edges = reproduction.threshold_edges(best, grid)
+    # (0.3, 0.8): 0.3 is the largest lower, 0.8 no end; (0.2, 0.7): neither; (0.1, 0.5): both smallest; (0.2, 0.9): upper largest
+    assert edges["edge"].tolist() == ["lower largest", "", "both smallest", "upper largest"]
+    assert reproduction.edge_sentence(edges) == (
+        "At 3 of 4 values of eps the thresholds chosen on dev include the grid's smallest or largest value, so the best "
+        "pair there may lie outside the grid: (0.3, 0.8) (lower largest of the grid's values) at eps 0; (0.1, 0.5) "
+        "(both smallest of the grid's values) at eps 1; (0.2, 0.9) (upper largest of the grid's values) at eps 1.5.")

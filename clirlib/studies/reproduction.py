@@ -114,6 +114,33 @@ def best_per_epsilon(allruns: pd.DataFrame, select_metric: str = "NDCG@5") -> pd
             .groupby("epsilon", as_index=False).head(1).reset_index(drop=True))
 
 
+def threshold_edges(best: pd.DataFrame, grid: Iterable[tuple[float, float]]) -> pd.DataFrame:
+    """Per eps of ``best`` (:func:`figure4`'s), which of the chosen thresholds is the grid's
+    smallest or largest value of that threshold (``edge``: "both smallest", "lower largest", ...;
+    empty when neither is). Where one is, the best pair on dev may lie outside the grid."""
+    grid = [tuple(float(x) for x in t) for t in grid]
+    ends = [(min(t[i] for t in grid), max(t[i] for t in grid)) for i in (0, 1)]
+    rows = []
+    for r in best.itertuples():
+        t = tuple(float(x) for x in r.thresholds)
+        at = {side: ("smallest" if t[i] == ends[i][0] else "largest")
+              for i, side in enumerate(("lower", "upper")) if t[i] in ends[i] and ends[i][0] != ends[i][1]}
+        edge = (f"both {at['lower']}" if len(at) == 2 and len(set(at.values())) == 1
+                else ", ".join(f"{side} {word}" for side, word in at.items()))
+        rows.append({"epsilon": float(r.epsilon), "thresholds": t, "edge": edge})
+    return pd.DataFrame(rows)
+
+
+def edge_sentence(edges: pd.DataFrame) -> str:
+    """One sentence from :func:`threshold_edges`: at how many eps the chosen pair touches the grid's ends."""
+    at = edges[edges["edge"] != ""]
+    groups = at.groupby(["thresholds", "edge"], sort=False)["epsilon"].agg(list)
+    where = "; ".join(f"{t} ({edge} of the grid's values) at eps {', '.join(f'{e:g}' for e in eps)}"
+                      for (t, edge), eps in groups.items())
+    return (f"At {len(at)} of {len(edges)} values of eps the thresholds chosen on dev include the grid's smallest "
+            f"or largest value, so the best pair there may lie outside the grid{': ' + where if where else ''}.")
+
+
 def figure4_seed_configs(profile: str, best: pd.DataFrame, dataset: str | None = None, lang: str = "fr"):
     """Every eps at the thresholds seed 0 chose on dev (``figure4``'s ``best``), for each of
     the profile's seeds: the runs the smoothing verdict compares."""
