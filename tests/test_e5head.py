@@ -124,6 +124,17 @@ def test_real_text_runs_are_read_back_from_shipped_records_without_the_files(tmp
     assert summary.loc[0, "n_comparisons"] == 1 and np.isfinite(summary.loc[0, "gate_a_p"])
     assert comp.loc[0, "gate_random_a"] == pytest.approx(
         gate.Lists(tuple(map(tuple, read[0][1]["dev_counts"]))).random())  # the dev lists' exact random NDCG@5
+    # files built from other index files (another day's translations): their runs are trained, and a warning
+    # says that the shipped records are not the ones read, and how to read them
+    other = write_index(tmp_path / "lists2")
+    fr = other / "Translation-fr"
+    fr.write_bytes(fr.read_bytes().replace("Il garde une copie".encode(), "Il garde deux copies".encode()))
+    build(tmp_path / "data" / "debian", "fr", other, embeddings=False)
+    with pytest.warns(UserWarning, match=r"are not the ones the shipped records were trained on \(.*differ\): runs "
+                                         r"missing from results/ are trained here"):
+        retrained = realtext.run(labelled)
+    assert not {r["key"] for _, r in retrained} & {r["key"] for _, r in trained}  # not the first files' runs
+    assert all(r["data_info"]["inputs"] == realtext.inputs("fr") for _, r in retrained)  # read from the new files
     realtext._shipped_inputs.cache_clear()
     shipped.forget()
 

@@ -203,13 +203,27 @@ def _shipped_inputs(lang: str) -> tuple[tuple[str, str], ...]:
     return next(iter(found))
 
 
+def _differs_from_shipped(lang: str, local: dict[str, str] | None) -> list[str]:
+    """The input files whose local digest is not the shipped records' (empty without local files
+    or without one set of shipped records for ``lang``)."""
+    if local is None:
+        return []
+    try:
+        shipped_ = dict(_shipped_inputs(lang))
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in set(local) | set(shipped_) if local.get(name) != shipped_.get(name))
+
+
 def inputs(lang: str) -> dict[str, str]:
     """The digests a run's key covers: of this machine's files, else of the shipped records."""
     return _local_inputs(lang) or dict(_shipped_inputs(lang))
 
 
 @functools.lru_cache(maxsize=4)
-def _dataset(lang: str, n_queries: int, n_nr: int, data_seed: int):
+def _dataset(lang: str, n_queries: int, n_nr: int, data_seed: int, inputs: tuple = ()):
+    """The benchmark as a run reads it; ``inputs``: the files' digests, part of the memo's key so
+    that files rebuilt in the same process are read again, not served from the memo."""
     return load_dataset(folder(), lang, n_queries=n_queries, n_nr=n_nr, seed=data_seed)
 
 
@@ -226,6 +240,12 @@ def run(labelled: list[tuple[str, Any]], force: bool | None = None, collection: 
         if force and not here[lang]:
             warnings.warn(f"no Debian files for {lang!r} in {folder()}: its runs are read from the shipped "
                           "records, not retrained", stacklevel=2)
+        other = _differs_from_shipped(lang, local[lang])
+        if other and not force:
+            warnings.warn(f"the Debian files for {lang!r} in {folder()} are not the ones the shipped records were "
+                          f"trained on ({', '.join(other)} differ): runs missing from results/ are trained here, not "
+                          f"read (hours: docs/timings.md); to read the shipped records, move {folder()} away",
+                          stacklevel=2)
     for label, cfg in labelled:
         rec = experiments.cached_record(cfg, force=force and here[cfg.lang], inputs=digests[cfg.lang],
                                         collection=collection)
@@ -233,7 +253,9 @@ def run(labelled: list[tuple[str, Any]], force: bool | None = None, collection: 
             if not here[cfg.lang]:
                 raise FileNotFoundError(f"{label} ({cfg.lang}) has no record and {folder()} no files to train it on; "
                                         f"build them with: python -m clirlib data debian --lang {cfg.lang} --out {DEBIAN}")
-            ds = _dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed)
+            ds = _dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed, tuple(sorted(local[cfg.lang].items())))
+            if ds.info.get("inputs") != local[cfg.lang]:
+                raise RuntimeError(f"{folder()} changed while its {cfg.lang} runs were read: run again")
             rec = experiments.store_record(cfg, experiments.compute_record(cfg, dataset=ds, collection=collection))
         out.append((label, rec))
     return out
