@@ -64,6 +64,10 @@ def test_nonfinite_run_is_cached_as_error_when_allowed(results_dir, monkeypatch)
         experiments.run(cfg, dataset=toy_dataset())
     rec = experiments.run(cfg, dataset=toy_dataset(), allow_nonfinite=True)
     assert "epoch 1, step 1" in rec["error"] and "test" not in rec
+    # now cached: a plain run raises as training would, instead of returning a record without metrics
+    with pytest.raises(NonFiniteError, match=r"epoch 1, step 1.*\(cached; run with allow_nonfinite=True"):
+        experiments.run(cfg, dataset=toy_dataset())
+    assert experiments.run(cfg, dataset=toy_dataset(), allow_nonfinite=True) == rec
 
 
 def test_summary_rows_are_tidy(results_dir):

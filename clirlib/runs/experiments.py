@@ -130,13 +130,16 @@ def run(config: Any, *, force: bool | None = None, dataset=None, collection: boo
     ``collection``: a system that can rank the whole collection is evaluated there too
     (a cached record without that part is recomputed). With ``allow_nonfinite=True`` a run
     stopped by ``NonFiniteError`` is cached as a record with an ``"error"`` message (and no
-    metrics) instead of raising, for stability studies. ``inputs``: the real data's file
+    metrics) instead of raising, for stability studies; without it such a cached record raises
+    ``NonFiniteError``, as training would. ``inputs``: the real data's file
     digests when known (:func:`cache_key`), so that a record is found without the files.
     """
     record = cached_record(config, force=force, collection=collection, inputs=inputs)
     if record is None:
         record = compute_record(config, dataset=dataset, collection=collection, allow_nonfinite=allow_nonfinite)
         record = store_record(config, record)
+    if "error" in record and not allow_nonfinite:  # a stability study's stopped run: no metrics to return
+        raise NonFiniteError(f"{record['key']}: {record['error']} (cached; run with allow_nonfinite=True to read it)")
     return record
 
 
