@@ -98,8 +98,8 @@ ray-check: $(STAMP) ## Reproduce ci serially and on a two-node loopback Ray clus
 	$(PY) bench/ray_identity.py --record
 
 
-clean-results: ## Delete the experiment cache results/ (next reproduce retrains)
+clean-results: ## Delete the local cache results/ (runs, e5 vectors: hours to encode again); reproduce then reads records/
 	rm -rf results
 
-clean: clean-results ## Delete the cache, generated data and the virtual environment
+clean: clean-results ## Also delete data/ (the generated benchmarks and a data/debian you built) and the virtual environment
 	rm -rf data $(VENV)
