@@ -321,17 +321,23 @@ def test_ci_text_files_are_byte_identical_to_the_recorded_hashes(ci_root):
     assert {k: v for k, v in digest(ci_root).items() if k.startswith("domains/")} == CI_DOMAINS_SHA256
 
 
-#: sha256 of every benchmark's sizes (``profiles.SIZES``, the study benchmarks' included) and
-#: the generator's difficulty, pinned to the generator version. A run's cache key names its
-#: benchmark by profile name, ``GENERATOR_VERSION`` and data seed only, so changing a size or
-#: the difficulty without bumping the version would let old records (shipped ones too) stand
-#: for new data. Bump GENERATOR_VERSION with such a change, then this pair.
-SIZES_FINGERPRINT = (2, "ec500b9f8a0c47f6cd74e5903ecbf614e11eedaf8e35b39c713cae7c27da3c23")
+#: sha256 of every benchmark's sizes (``profiles.SIZES``, the study benchmarks' included), the
+#: generator's difficulty, SR documents per query, word categories, KG relations and syllable
+#: tables, pinned to the generator version. A run's cache key names its benchmark by profile
+#: name, ``GENERATOR_VERSION`` and data seed only, so changing one of them without bumping the
+#: version would let old records (shipped ones too) stand for new data. Bump GENERATOR_VERSION
+#: with such a change, then this pair. (The ci text files' own digests are pinned above.)
+SIZES_FINGERPRINT = (2, "1bf91059801e154a39d3a9d6f997e043d54bf1a68e63e5a9b7ed02b512729dbd")
 
 
 def test_a_change_of_the_benchmarks_sizes_bumps_the_generator_version():
     from clirlib.data.synthetic import DIFFICULTY, GENERATOR_VERSION
+    from clirlib.data.synthetic.kg import RELATIONS
+    from clirlib.data.synthetic.lexicon import _SYLLABLES
+    from clirlib.data.synthetic.settings import CATEGORIES, SR_PER_QUERY
 
     text = repr(sorted(profiles.SIZES.items())) + repr(DIFFICULTY)
+    text += repr(sorted(SR_PER_QUERY.items())) + repr(CATEGORIES) + repr(RELATIONS) + repr(sorted(_SYLLABLES.items()))
     got = (GENERATOR_VERSION, hashlib.sha256(text.encode()).hexdigest())
-    assert got == SIZES_FINGERPRINT, "profiles.SIZES or DIFFICULTY changed: bump GENERATOR_VERSION (cache keys)"
+    assert got == SIZES_FINGERPRINT, \
+        "the generator's sizes or settings changed: bump GENERATOR_VERSION (cache keys), then SIZES_FINGERPRINT"
