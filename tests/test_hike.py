@@ -102,6 +102,17 @@ def test_hike_model_shapes_and_no_entity():
     know2 = {**know, "s": know["s"].clone(), "t": know["t"].clone()}
     know2["s"][2] += 5.0
     assert torch.equal(m.score(v, know)[2], m.score(v, know2)[2])
+    # Eq. 4-8 written out for pair 0 (one linked entity, slot 0): per language r, E_r = [v_qd; entity; k neighbours]
+    # fused head by head (reference_fusion above), then e_kglang = tanh(W_L [v_qd; e_s; e_t] + b_L) and
+    # f = W_S [v_qd; e_kglang] + b_S; pair 1 (two entities) is the mean of the two slots' e_r
+    with torch.no_grad():
+        def e_r(b, slots, r):
+            return torch.stack([reference_fusion(m.fuse[r], torch.cat([v[b:b + 1], know[r][b, j]])) for j in slots]).mean(0)
+
+        for b, slots in ((0, [0]), (1, [0, 1])):
+            lang = torch.tanh(m.w_l(torch.cat([v[b], e_r(b, slots, "s"), e_r(b, slots, "t")])))
+            want = m.w_s(torch.cat([v[b], lang]))[0]
+            assert torch.allclose(m.score(v, know)[b], want, atol=1e-5)
 
 
 def test_config_validation():
