@@ -5,15 +5,30 @@ and PO classify few MR documents correctly and mix MR with SR. ``class_separatio
 turns the sampled training scores into numbers a reader can check (mean and standard
 deviation per class, the share of MR scores above SOSL's upper threshold, whether the
 class means are ordered NR < SR < MR, the share of each class inside its own SOSL segment,
-where SOSL charges nothing), and ``separation_sentences`` states them.
+where SOSL charges nothing, and how far neighbouring classes are apart, :func:`separation`),
+and ``separation_sentences`` states them.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+from scipy.stats import rankdata
 
 from ..labels import MR, NAMES, NR, SR
 from ..losses import PAPER_THRESHOLDS
+
+
+def separation(lower: np.ndarray, higher: np.ndarray) -> float:
+    """The probability that a random score of ``higher`` exceeds a random score of ``lower``,
+    ties counting half (the area under the ROC curve of the two classes; Mann-Whitney U over
+    n_lower x n_higher): 0.5 when the classes are mixed, 1 when every higher score is above."""
+    lower, higher = np.asarray(lower, float), np.asarray(higher, float)
+    if not len(lower) or not len(higher):
+        return float("nan")
+    ranks = rankdata(np.concatenate([lower, higher]))  # average ranks: a tie counts half
+    n_hi = len(higher)
+    return float((ranks[len(lower):].sum() - n_hi * (n_hi + 1) / 2) / (len(lower) * n_hi))
 
 
 def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], order=None,
@@ -22,7 +37,8 @@ def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], o
     ``upper`` (SOSL's upper threshold unless given), whether the class means are ordered
     NR < SR < MR, and per class the share of its scores inside its own segment of SOSL's
     thresholds (``lower``, ``upper``): NR <= lower, lower <= SR <= upper, MR >= upper
-    (``<class>_in_segment``; SOSL is zero there, bounds included).
+    (``<class>_in_segment``; SOSL is zero there, bounds included), and the :func:`separation`
+    of neighbouring classes (``NR_SR_separation``, ``SR_MR_separation``).
 
     ``scores``: tidy rows (loss, label, score) as written to ``fig3_train_scores.csv``.
     """
@@ -38,6 +54,9 @@ def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], o
         inside = scores[scores["label"] == label].groupby("loss")["score"].apply(
             lambda s, lo=lo, hi=hi: float(((s >= lo) & (s <= hi)).mean()))
         out[f"{NAMES[label]}_in_segment"] = inside
+    by = {loss: {y: g.loc[g["label"] == y, "score"].to_numpy() for y in (NR, SR, MR)} for loss, g in scores.groupby("loss")}
+    for lo, hi in ((NR, SR), (SR, MR)):
+        out[f"{NAMES[lo]}_{NAMES[hi]}_separation"] = pd.Series({loss: separation(s[lo], s[hi]) for loss, s in by.items()})
     if order is not None:
         out = out.loc[[k for k in order if k in out.index]]
     return out.reset_index()
@@ -62,6 +81,19 @@ def separation_sentences(sep: pd.DataFrame, labels: dict[str, str], upper: float
                            for r in sep.to_dict("records"))
         lines.append(f"- Share of each class's scores inside its own SOSL segment (NR <= {lower:g}, SR in "
                      f"[{lower:g}, {upper:g}], MR >= {upper:g}), where SOSL charges nothing: {inside}.")
+    if {"NR_SR_separation", "SR_MR_separation"} <= set(sep.columns):
+        parts, most = [], []
+        for pair in ("NR_SR", "SR_MR"):
+            lo, hi = pair.split("_")
+            parts.append(f"{lo} < {hi}: " + ", ".join(f"{name(r['loss'])} {r[pair + '_separation']:.3f}"
+                                                      for r in sep.to_dict("records")))
+            shown = sep[pair + "_separation"].map(lambda v: f"{v:.3f}")
+            if sep[pair + "_separation"].notna().any():
+                low = shown[sep[pair + "_separation"].idxmin()]
+                most.append(f"{lo} and {hi} under {' and '.join(sep.loc[shown == low, 'loss'].map(name))} ({low})")
+        lines.append("- Separation of neighbouring classes (the probability that a random training score of the "
+                     "higher class exceeds one of the lower, ties half; 0.5: mixed, 1: apart): " + "; ".join(parts)
+                     + ". Most mixed: " + "; ".join(most) + ".")
     gaps = sep.dropna(subset=["MR_minus_SR"])
     three = lambda v: f"{round(v, 3) + 0.0:.3f}"  # noqa: E731 (+ 0.0: a rounded -0.0 prints as 0.000)
     shown = gaps["MR_minus_SR"].map(three)
