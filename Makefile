@@ -59,6 +59,7 @@ help: ## List the targets (default goal)
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>|irds:<id>  FORCE=1 (retrain)  EXECUTOR=serial|ray  ADDRESS=<ray head>"
+	@echo "           verify: N=<records> SEED=<draw> STUDY=curves   bench: E5_PATH=<model dir>   venv: VENV=<dir> PYTHON_SYS=<python3.11>"
 
 venv: $(STAMP) ## Create .venv with the pinned dependencies and the clirlib kernel
 
