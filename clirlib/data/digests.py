@@ -74,6 +74,12 @@ def file_digest(path: str | Path) -> str:
     return _MEMO[memo_key]
 
 
+def folder_digests(folder: str | Path) -> dict[str, str]:
+    """``{name: digest}`` of the regular files directly in ``folder``, sorted by name: what a
+    local model folder is (config, weights, tokenizer), whatever the folder is called."""
+    return {p.name: file_digest(p) for p in sorted(Path(folder).expanduser().iterdir()) if p.is_file()}
+
+
 def input_digests(root: str | Path, files: list[str | Path]) -> dict[str, str]:
     """``{path relative to root (or the file's name): digest}`` of ``files``, sorted by name."""
     base = Path(root).resolve()

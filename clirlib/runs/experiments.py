@@ -36,7 +36,7 @@ import numpy as np
 from . import shipped
 from .. import cache, env, paths, profiles, retrieval, systems
 from ..data import kg, load
-from ..data.digests import file_digest
+from ..data.digests import file_digest, folder_digests
 from ..determinism import describe, device
 from ..cache import CACHE_VERSION
 from ..data.synthetic import GENERATOR_VERSION
@@ -94,8 +94,7 @@ def input_digests(config: Any, inputs: dict[str, str] | None = None) -> dict[str
     for field in MODEL_FOLDERS:  # a local model is its files, not its folder's name
         folder = getattr(config, field, None)
         if folder is not None and Path(folder).expanduser().is_dir():
-            out.update({f"{field}/{p.name}": file_digest(p) for p in sorted(Path(folder).expanduser().iterdir())
-                        if p.is_file()})
+            out.update({f"{field}/{name}": digest for name, digest in folder_digests(folder).items()})
     return out
 
 

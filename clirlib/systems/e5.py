@@ -109,11 +109,11 @@ class _Local:
                                     "downloads: put intfloat/multilingual-e5-small there first") from None
         torch.set_num_threads(threads)
         self.torch = torch
-        from ..data.digests import file_digest
+        from ..data.digests import folder_digests
 
         # the folder's files (weights and tokenizer too: another checkpoint in the same folder is another
         # model); "unpadded": vectors of one text per call (:meth:`encode`), a cache of padded batches is not read
-        blob = "".join(f"{p.name}={file_digest(p)};" for p in sorted(Path(path).iterdir()) if p.is_file())
+        blob = "".join(f"{name}={digest};" for name, digest in folder_digests(path).items())
         self.name = "local-unpadded-" + hashlib.sha256(str(Path(path).resolve()).encode() + blob.encode()).hexdigest()[:12]
 
     def encode(self, texts: list[str], side: str) -> np.ndarray:
