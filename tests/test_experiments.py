@@ -5,7 +5,7 @@ import json
 import pytest
 
 from clirlib import cache, losses, paths
-from clirlib.runs import experiments, grid_runs
+from clirlib.runs import executors, experiments, grid_runs
 from clirlib.studies import theorem3
 from clirlib.systems import sosl
 from clirlib.train import NonFiniteError, TrainConfig
@@ -68,6 +68,9 @@ def test_nonfinite_run_is_cached_as_error_when_allowed(results_dir, monkeypatch)
     with pytest.raises(NonFiniteError, match=r"epoch 1, step 1.*\(cached; run with allow_nonfinite=True"):
         experiments.run(cfg, dataset=toy_dataset())
     assert experiments.run(cfg, dataset=toy_dataset(), allow_nonfinite=True) == rec
+    # and every executor's grid reports it as a failed run, not as a record without metrics
+    with pytest.raises(executors.GridError, match=r"1 of 1 runs.*\n.*epoch 1, step 1.*\(cached; run with allow_nonfinite"):
+        executors.get_executor("serial").run([cfg])
 
 
 def test_summary_rows_are_tidy(results_dir):

@@ -52,10 +52,6 @@ from ..profiles import SIZES
 from .raycluster import probe
 
 EXECUTORS = ("serial", "pool", "ray")
-#: Encoders whose runs get a GPU when the cluster has one and ``CLIRLIB_DEVICE`` is not
-#: ``cpu`` (average pooling's per-batch work is a few sub-millisecond kernels, faster on the
-#: CPU than through a device transfer).
-GPU_ENCODERS = ("cnn", "lstm")
 #: Environment every Ray worker of a grid gets: the serial run's thread count, hash seed
 #: (the Makefile's PYTHONHASHSEED=0) and device choice, and no per-run progress bars.
 WORKER_ENV_KEYS = ("CLIRLIB_THREADS", "PYTHONHASHSEED", "CLIRLIB_PROGRESS", "CUBLAS_WORKSPACE_CONFIG",
@@ -67,13 +63,17 @@ WATCH_SECONDS = 2.0
 def gpus_for(config: Any, cluster_gpus: float) -> int:
     """GPUs a Ray task of ``config`` asks for, and so where it trains (:func:`_train_task`
     pins the device to match: Ray does not hide the GPUs from a task that asked for none).
-    Under ``CLIRLIB_DEVICE=auto``: one for a DSSM run of the paper's ranker (``GPU_ENCODERS``)
-    when the cluster has GPUs; ``cuda``: one for every run of a system that trains on a
-    device; ``cpu``: none, every run on CPUs (the bytes of a serial CPU run)."""
+    The serial rule (``determinism.device``), so a grid gives the serial bytes on the same
+    machine: a run of a system that trains on a device gets one GPU when the cluster has GPUs,
+    unless ``CLIRLIB_DEVICE=cpu``; ``cuda`` on a cluster without GPUs raises, as serially."""
     choice = env_vars.device_choice()
-    if cluster_gpus <= 0 or choice == "cpu" or not systems.get(config.system).uses_device:
+    if choice == "cpu" or not systems.get(config.system).uses_device:
         return 0
-    return int(choice == "cuda" or getattr(config, "encoder", None) in GPU_ENCODERS)
+    if cluster_gpus <= 0:
+        if choice == "cuda":
+            raise ValueError(f"{env_vars.DEVICE}=cuda asks for a GPU, but the Ray cluster has none")
+        return 0
+    return 1
 
 
 def events_log():
@@ -185,9 +185,12 @@ class _Grid:
             rec = experiments.cached_record(cfg, force=self.force, collection=self.collection)
             if rec is None:
                 self.todo[key] = cfg
+            elif "error" in rec:  # a stopped run cached by a stability study: a failure, as in experiments.run
+                self.failures.append(Failure(cfg, f"NonFiniteError: {key}: {rec['error']} "
+                                                  "(cached; run with allow_nonfinite=True to read it)"))
             else:
                 self.records[key] = rec
-        self.bar = tqdm(total=len(set(self.keys)), initial=len(self.records), desc=self.desc,
+        self.bar = tqdm(total=len(set(self.keys)), initial=len(self.records) + len(self.failures), desc=self.desc,
                         disable=env_vars.progress_disabled(), leave=False)
 
     def done(self, key: str, record: dict[str, Any]) -> None:
