@@ -273,6 +273,13 @@ def test_pack_local_puts_each_benchmarks_runs_in_its_own_folder(dirs, monkeypatc
     assert [r for r in curves["records"]] == [f"{rec['key']}-6"]  # len("curves")
     default = shipped.pack_local("default", folder=dirs / "d")
     assert sorted(default["records"]) == sorted([f"{rec['key']}-7", f"{rec['key']}-{len(paths.DEBIAN_DATASET)}"])
+    # a damaged entry stops the packing with its file named (before: json's message alone, or an AttributeError)
+    for content, problem in ((b'{"key": "abc", "config": {"datas', "not a readable cache entry"),
+                             (b"\xff\xfe", "not a readable cache entry"), (b"[1, 2]", "not a cache entry")):
+        bad = paths.RESULTS_DIR / "runs" / f"{rec['key'][:-1]}x.json"
+        bad.write_bytes(content)
+        with pytest.raises(ValueError, match=f"{bad.name}: {problem}"):
+            shipped.pack_local("default", folder=dirs / "e")
 
 
 def test_prune_drops_what_a_complete_traced_run_never_looked_up(dirs, monkeypatch, capsys):

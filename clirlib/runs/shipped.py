@@ -499,8 +499,12 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     kept_shipped = len(records)
     local = 0
     for path in sorted((paths.RESULTS_DIR / "runs").glob(f"{prefix}*.json")):
-        with open(path, encoding="utf-8") as f:
-            rec = json.load(f)
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path}: not a readable cache entry ({e}); not packing it") from e
+        if not isinstance(rec, dict) or not isinstance(rec.get("config", {}), dict):
+            raise ValueError(f"{path}: not a cache entry (a JSON object with a config object); not packing it")
         if rec.get("config", {}).get("dataset") not in datasets or "error" in rec:
             continue
         if rec.get("checksum") != cache.checksum(rec):
