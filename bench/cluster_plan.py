@@ -13,11 +13,12 @@
 3. Schedule the runs longest first onto the least-loaded worker (LPT, at most 4/3 of the
    optimal makespan) and print the makespan for 1, 4, 16 and 64 workers, each worker
    running one task with ``CLIRLIB_THREADS`` threads, on CPUs only and with one GPU per
-   worker. On a GPU, a DSSM run's training and scored pairs cost what ``bench/gpu_speedup.py``
-   measured on one (``bench/gpu_speedup.json``: seconds per pair on that GPU, whatever this
-   machine's CPU) or, where that file is absent or ``--gpu-speedup X`` is given, this
-   machine's CPU cost divided by X (10 when nothing was measured); average pooling stays on
-   the CPU, as ``clirlib.runs.executors`` schedules it.
+   worker. On a GPU, every run of the paper's ranker trains there, as ``clirlib.runs.executors``
+   schedules it; its training and scored pairs cost what ``bench/gpu_speedup.py`` measured on one
+   (``bench/gpu_speedup.json``: seconds per pair on that GPU, whatever this machine's CPU) or,
+   where that file is absent or ``--gpu-speedup X`` is given, a DSSM pair this machine's CPU
+   cost divided by X (10 when nothing was measured) and an average-pooling pair its CPU cost
+   (no speed-up assumed for it).
 
     python bench/cluster_plan.py [--gpu-speedup X] [--json out.json]
 
@@ -50,14 +51,14 @@ _PAIR = ("train_pair_s", "score_pair_s")
 
 
 def gpu_costs(cost: dict, override: float | None = None, measured: Path = GPU_MEASURED) -> tuple[dict, str]:
-    """Seconds per training and per scored pair of each DSSM encoder on one GPU, and where they
-    come from: ``measured``'s GPU costs (absolute: a speed-up measured against another CPU would
-    not carry over to this one), else ``cost`` (this machine's CPU) / ``override`` or
-    :data:`GPU_SPEEDUP`."""
+    """Seconds per training and per scored pair of each encoder on one GPU, and where they come
+    from: ``measured``'s GPU costs of every encoder it has (absolute: a speed-up measured against
+    another CPU would not carry over to this one), else the DSSM encoders' ``cost`` (this
+    machine's CPU) / ``override`` or :data:`GPU_SPEEDUP` (an encoder left out keeps its CPU cost)."""
     if override is None and measured.exists():
         m = json.loads(measured.read_text())
-        return ({e: {k: m["gpu"]["cost"][e][k] for k in _PAIR} for e in DSSM},
-                f"DSSM per-pair costs measured {m['date']} on an {m['gpu']['gpu']}")
+        return ({e: {k: c[k] for k in _PAIR} for e, c in m["gpu"]["cost"].items()},
+                f"per-pair costs measured {m['date']} on an {m['gpu']['gpu']}")
     x = GPU_SPEEDUP if override is None else override
     return {e: {k: cost[e][k] / x for k in _PAIR} for e in DSSM}, f"DSSM {x:g}x faster, assumed"
 
@@ -142,7 +143,7 @@ def plan(epochs: int = 3, gpu_speedup: float | None = None, scale: float = 1.0, 
     on_gpu, source = gpu_costs(cost, gpu_speedup)
     runs = paper_runs()
     cpu = [run_seconds(c, cost) for c in runs]
-    gpu = [run_seconds(c, on_gpu) if c.encoder in DSSM else s for c, s in zip(runs, cpu)]
+    gpu = [run_seconds(c, on_gpu) if c.encoder in on_gpu else s for c, s in zip(runs, cpu)]
     kinds = Counter(c.encoder for c in runs)
     total = {e: sum(s for c, s in zip(runs, cpu) if c.encoder == e) for e in kinds}
     print(f"paper grid: {len(runs)} runs ({', '.join(f'{n} {e}' for e, n in kinds.items())}); "

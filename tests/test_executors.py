@@ -234,16 +234,35 @@ def test_killed_driver_resumes_from_the_cache(results_dir, serial_records, clust
     assert [_strip(r) for r in records] == [_strip(r) for r in serial_records]
 
 
-def test_a_ray_task_asks_for_a_gpu_only_for_dssm_and_never_under_cpu(monkeypatch):
-    # a GPU run gives other numbers than a CPU one: CLIRLIB_DEVICE=cpu keeps a cluster's runs on
-    # CPUs (before, DSSM tasks took a GPU whenever the cluster had one, whatever the driver set)
-    cnn, avg = TrainConfig(encoder="cnn"), TrainConfig(encoder="avgpool")
+def test_a_ray_task_asks_for_a_gpu_where_a_serial_run_would_use_one(monkeypatch):
+    # a GPU run gives other numbers than a CPU one, so a task trains where a serial run on the
+    # same machine would (determinism.device): under auto the GPU whenever the cluster has one,
+    # for every run of the paper's ranker (before, average pooling stayed on CPUs, unlike serial),
+    # none of BM25; CLIRLIB_DEVICE=cpu keeps every run on CPUs
+    cnn, avg, bm25 = TrainConfig(encoder="cnn"), TrainConfig(encoder="avgpool"), systems.config("bm25")
     monkeypatch.delenv("CLIRLIB_DEVICE", raising=False)
-    assert [executors.gpus_for(c, g) for c in (cnn, avg) for g in (0, 2)] == [0, 1, 0, 0]
+    assert [executors.gpus_for(c, g) for c in (cnn, avg, bm25) for g in (0, 2)] == [0, 1, 0, 1, 0, 0]
     monkeypatch.setenv("CLIRLIB_DEVICE", "cpu")
-    assert executors.gpus_for(cnn, 2) == 0
-    monkeypatch.setenv("CLIRLIB_DEVICE", "cuda")  # every run of the paper's ranker, none of BM25
-    assert [executors.gpus_for(c, 2) for c in (cnn, avg, systems.config("bm25"))] == [1, 1, 0]
+    assert [executors.gpus_for(c, 2) for c in (cnn, avg)] == [0, 0]
+    monkeypatch.setenv("CLIRLIB_DEVICE", "cuda")
+    assert [executors.gpus_for(c, 2) for c in (cnn, avg, bm25)] == [1, 1, 0]
+    with pytest.raises(ValueError, match="CLIRLIB_DEVICE=cuda asks for a GPU, but the Ray cluster has none"):
+        executors.gpus_for(avg, 0)  # as a serial run raises without a GPU, never a silent CPU run
+    assert executors.gpus_for(bm25, 0) == 0
+
+
+def test_the_local_cluster_offers_this_machines_gpus_on_its_head_only(monkeypatch, tmp_path):
+    # reproduce --executor ray without an address starts a LocalCluster: before, its head said
+    # --num-gpus=0, so on a GPU machine every task trained on the CPU while serial used the GPU
+    from clirlib.runs import raycluster
+
+    started = []
+    monkeypatch.setattr(raycluster, "_local_gpus", lambda: 1)  # as on a one-GPU machine
+    monkeypatch.setattr(raycluster.LocalCluster, "_start", lambda self, args, *a, **k: started.append(args))
+    with raycluster.LocalCluster(tmp_path, [2, 1]):
+        pass
+    gpus = [[a for a in args if a.startswith("--num-gpus=")] for args in started]
+    assert gpus == [["--num-gpus=1"], ["--num-gpus=0"]]  # the head, then the second node on the same machine
     assert "CLIRLIB_DEVICE" in executors.WORKER_ENV_KEYS  # the workers train where the driver says
 
 

@@ -152,6 +152,13 @@ def _node_ports() -> tuple[list[str], dict[str, int]]:
                    RUNTIME_ENV_AGENT_PORT_NAME: p[4], METRICS_EXPORT_PORT_NAME: p[5]}
 
 
+def _local_gpus() -> int:
+    """The GPUs torch sees on this machine (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 class LocalCluster:
     """``with LocalCluster(tmp, [1, 1]) as c: ray.init(c.address)``: two nodes with 1 CPU
     each, Ray's files under ``tmp``. Set :data:`LOOPBACK_ENV` in the driver before it
@@ -159,6 +166,9 @@ class LocalCluster:
 
     def __init__(self, tmp: Path, cpus: list[int], timeout: float = 120.0):
         self.tmp, self.cpus, self.timeout = Path(tmp), cpus, timeout
+        # the head offers this machine's GPUs (as a serial run here would use them), the other
+        # nodes none: they run on the same machine and would count the same GPUs again
+        self.gpus = _local_gpus()
         self.groups: list[int] = []  # process-group ids = PIDs of our `ray start`s
         self.address = ""
 
@@ -200,7 +210,7 @@ class LocalCluster:
         client_port = [f"--ray-client-server-port={client}"] if importlib.util.find_spec("grpc") else []
         try:
             self._start(["--head", "--node-ip-address=127.0.0.1", f"--port={gcs}", f"--num-cpus={self.cpus[0]}",
-                         "--num-gpus=0", "--include-dashboard=false", *client_port, *common],
+                         f"--num-gpus={self.gpus}", "--include-dashboard=false", *client_port, *common],
                         self.tmp / "head.log", {})
             for i, n in enumerate(self.cpus[1:], start=1):
                 # A joining node refuses to start with clusters "disabled", and with them
