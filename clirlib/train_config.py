@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from .encoders import ENCODERS, LSTM_READOUTS
 from .losses import DEFAULT_THRESHOLDS, get_loss
 from .metrics import METRIC_NAMES
-from .validate import check_config
+from .validate import check_config, floats_as_floats
 
 #: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
 PAPER_SETTINGS: dict[str, dict[str, Any]] = {
@@ -131,7 +131,7 @@ class TrainConfig:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = floats_as_floats(type(self), dataclasses.asdict(self))  # epsilon=1 is epsilon=1.0: one key
         for name, default in IMPLEMENTATION_DEFAULTS.items():
             if d[name] == default:
                 del d[name]

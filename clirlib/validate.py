@@ -15,9 +15,11 @@ with the option's name, so the command line can print it as is and exit 2.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tempfile
+import typing
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,30 @@ MIN_QUERIES = 5
 #: Largest seed: NumPy's legacy seeding takes 32 bits (``determinism.seed_everything``), and
 #: a seed is a name for a run, not a quantity.
 MAX_SEED = 2**32 - 1
+
+
+def float_fields(cls: type) -> frozenset[str]:
+    """Fields of the config dataclass ``cls`` declared as floats (``float``, ``float | None``,
+    ``tuple[float, ...]``), read once per class."""
+    if cls not in _FLOAT_FIELDS:
+        hints = typing.get_type_hints(cls)
+        _FLOAT_FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls)
+                                       if "float" in str(hints[f.name]) and "int" not in str(hints[f.name]))
+    return _FLOAT_FIELDS[cls]
+
+
+_FLOAT_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def floats_as_floats(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` (a config's dict) with each whole number of a float field written as a float, so
+    that ``epsilon=1`` and ``epsilon=1.0`` are one setting with one cache key."""
+    def as_float(v: Any) -> Any:
+        if isinstance(v, Integral) and not isinstance(v, bool):
+            return float(v)
+        return [as_float(x) for x in v] if isinstance(v, (list, tuple)) else v
+
+    return {k: as_float(v) if k in float_fields(cls) else v for k, v in d.items()}
 
 
 class ConfigError(ValueError):

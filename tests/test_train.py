@@ -42,6 +42,20 @@ def test_key_is_stable_and_config_sensitive():
     assert TrainConfig().key() != TrainConfig(seed=1).key()
 
 
+def test_a_whole_number_in_a_float_setting_is_the_same_run():
+    # epsilon=1 and epsilon=1.0 are one setting: before, json wrote "1" and "1.0" and the same run
+    # got two keys (trained twice, shipped records missed from the Python API); the same for the
+    # systems' configs (BM25's k1). The shipped records' keys are unchanged (every config in them
+    # holds floats there already)
+    from clirlib import systems
+
+    assert TrainConfig(epsilon=1, train_fraction=1, lr=1).key() == TrainConfig(epsilon=1.0, train_fraction=1.0, lr=1.0).key()
+    assert TrainConfig(epsilon=1).to_dict()["epsilon"] == 1.0 and isinstance(TrainConfig(epsilon=1).to_dict()["epsilon"], float)
+    assert TrainConfig(thresholds=(0, 1)).to_dict()["thresholds"] == [0.0, 1.0]
+    assert TrainConfig(seed=1).to_dict()["seed"] == 1 and isinstance(TrainConfig(seed=1).to_dict()["seed"], int)  # ints stay
+    assert systems.config("bm25", k1=2).key() == systems.config("bm25", k1=2.0).key()
+
+
 def test_learns_far_above_chance_and_records_history():
     ds = toy_dataset()
     res = train(TrainConfig(epochs=15, batch_size=32, lr=0.05), ds, progress=False)

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..validate import check_system_config
+from ..validate import check_system_config, floats_as_floats
 
 SYSTEMS: dict[str, type["System"]] = {}
 #: The systems clirlib ships (each module registers itself when imported).
@@ -83,6 +83,7 @@ class SystemConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        d = floats_as_floats(type(self), d)  # lr=1 is lr=1.0: one key
         if d["train_queries"] is None:
             del d["train_queries"]
         return d
