@@ -373,3 +373,51 @@ def test_reader_options_and_lines_after_the_selected_queries(tmp_path):
                            (dict(seed=-1), "seed: must be >= 0")):
         with pytest.raises(ConfigError, match=needle):
             clirmatrix.load_clirmatrix(official, docs, "fr", **kwargs)
+
+
+def test_an_empty_split_file_is_an_error(home):
+    """An official split file with no query (a cut download) stops the load, naming that
+    file, whether or not its split's size was asked for; it gave an empty split before."""
+    test1 = home / "multi8" / "en" / "en.fr.test1.jl.gz"
+    test1.write_bytes(gzip.compress(b"", mtime=0))
+    for kwargs in ({}, {"n_queries": 5}):  # all queries (no size asked) / 3:1:1 of 5
+        clear_cache()
+        with pytest.raises(DataFormatError) as err:
+            load_dataset(DATA, "fr", n_nr=2, embeddings="none", **kwargs)
+        assert (err.value.path, err.value.line) == (str(test1), None)
+        assert err.value.problem == "no query lines (the file is empty or holds only blank lines)"
+    # a file whose only query has no level-6 document (query 103 of the fixture's train file)
+    _rewrite(test1, ['{"src_id": "303", "src_query": "Film", "tgt_results": [["1027", 4], ["1028", 0]]}'])
+    clear_cache()
+    with pytest.raises(DataFormatError) as err:
+        load_dataset(DATA, "fr", n_nr=2, embeddings="none")
+    assert err.value.path == str(test1)
+    assert err.value.problem == "no query of the test split has a level-6 document and a word in its text"
+
+
+def test_split_sizes_short_after_empty_documents_name_the_queries_file(tmp_path):
+    """Explicit split sizes that the queries cannot fill once a query's only level-6
+    document turns out to have no word: the queries file and the cause are named (a bare
+    ValueError from split_queries before)."""
+    docs = tmp_path / "fr.tsv"
+    docs.write_text("1\tle fleuve\n2\t...\n3\tla ville\n")  # document 2: no word
+    q = tmp_path / "q.jl"
+    q.write_text("".join(json.dumps({"src_id": str(i), "src_query": f"river {i}",
+                                     "tgt_results": [["2" if i == 1 else "1", 6], ["3", 0]]}) + "\n" for i in range(5)))
+    with pytest.raises(DataFormatError) as err:
+        clirmatrix.load_clirmatrix(q, docs, "fr", split_sizes=(3, 1, 1), n_nr=1)
+    assert (err.value.path, err.value.line) == (str(q), None)
+    # 5 queries selected, query 1 dropped (its MR document 2 is "..."): 4 left for 3 + 1 + 1
+    assert err.value.problem == ("split sizes (3, 1, 1) need 5 queries with a level-6 document with a word in its "
+                                 "text; the file has only 4 (1 of its selected queries have only level-6 documents "
+                                 "without a word in their text in fr.tsv)")
+    other = {}
+    for name, qid in (("dev", 10), ("test", 11)):  # one good query each
+        other[name] = tmp_path / f"{name}.jl"
+        other[name].write_text(json.dumps({"src_id": str(qid), "src_query": "city", "tgt_results": [["3", 6]]}) + "\n")
+    with pytest.raises(DataFormatError) as err:  # the train file's first 2 usable queries are 0 and 1; 1 is dropped
+        clirmatrix.load_clirmatrix({"train": q, **other}, docs, "fr", split_sizes=(2, 1, 1), n_nr=1)
+    assert err.value.path == str(q)
+    assert err.value.problem == ("the train split needs 2 queries with a level-6 document with a word in its text; "
+                                 "the file has only 1 (1 of its selected queries have only level-6 documents without "
+                                 "a word in their text in fr.tsv)")

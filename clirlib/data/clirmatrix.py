@@ -140,10 +140,12 @@ def read_queries(path: Path) -> Iterator[_Query]:
 
 def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query], int]:
     """The first ``k`` queries (all for ``None``) with a level-6 judgement and a word in
-    their text; and how many queries were read before them. Every line is checked."""
-    out, read = [], 0
+    their text; and how many queries were read before them. Every line is checked; a file
+    without a query line is an error whatever ``k`` (an empty split file is a broken download)."""
+    out, read, lines = [], 0, 0
     queries = read_queries(path)
     for q in queries:
+        lines += 1
         if k is not None and len(out) >= k:
             for _ in queries:  # the rest of the file is checked too, as the WikiCLIR reader does
                 pass
@@ -157,6 +159,8 @@ def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query]
             skips.add(f"queries with an empty text in {path.name}", f"{path.name} line {q.line}")
             continue
         out.append(q)
+    if not lines:
+        raise DataFormatError("no query lines (the file is empty or holds only blank lines)", path)
     return out, read
 
 
@@ -183,6 +187,25 @@ def _read_docs(path: Path, needed: set[str]) -> dict[str, list[str]]:
             first[did] = lineno
             out[did] = tokenize(text)
     return out
+
+
+def _check_sizes(queries: dict[str, Path] | Path, documents: Path, want: dict[str, int | None] | None,
+                 split_sizes: tuple[int, ...] | None, kept: list[str], dropped: list[str]) -> None:
+    """Stop, naming the queries file and why, when queries dropped for empty level-6 texts
+    leave a split short of explicit ``split_sizes`` or leave an official split empty.
+    ``kept`` / ``dropped``: the split file of each query kept / dropped (``""`` for one file)."""
+    for name, path in (queries.items() if want is not None else [("", queries)]):
+        have, lost = kept.count(name), dropped.count(name)
+        why = (f" ({lost} of its selected queries have only level-{MR_LEVEL} documents without a word in their "
+               f"text in {Path(documents).name})" if lost else "")
+        if split_sizes is not None and have < (want[name] if want is not None else sum(split_sizes)):
+            asked = f"the {name} split needs {want[name]}" if want is not None else \
+                f"split sizes {split_sizes} need {sum(split_sizes)}"
+            raise DataFormatError(f"{asked} queries with a level-{MR_LEVEL} document with a word in its text; "
+                                  f"the file has only {have}{why}", path)
+        if want is not None and have == 0 and want[name] != 0:
+            raise DataFormatError(f"no query of the {name} split has a level-{MR_LEVEL} document with a word in its "
+                                  f"text{why}", path)
 
 
 def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str, *, query_lang: str = "en",
@@ -217,6 +240,9 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
             if want[name] is not None and len(per_split[name]) < want[name]:
                 raise DataFormatError(f"the {name} split needs {want[name]} queries with a level-{MR_LEVEL} document; "
                                       f"the file has {len(per_split[name])}", queries[name])
+            if not per_split[name] and want[name] != 0:  # (a file with no query line stopped in _select)
+                raise DataFormatError(f"no query of the {name} split has a level-{MR_LEVEL} document and a word in "
+                                      f"its text", queries[name])
         selected = [q for name in SPLITS for q in per_split[name]]
         sel_from = {id(q): name for name in SPLITS for q in per_split[name]}
     else:
@@ -270,9 +296,12 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
             skips.add("queries whose every level-6 document has an empty text", f"query {q.qid}")
             continue
         keep.append(i)
-        names.append(sel_from[id(q)] if official else None)
+        names.append(sel_from[id(q)] if official else "")
     if not keep:
         raise DataFormatError("no query has a level-6 document with a word in its text", documents)
+    kept = set(keep)
+    _check_sizes(queries, documents, want if official else None, split_sizes, names,
+                 [sel_from[id(q)] if official else "" for i, q in enumerate(selected) if i not in kept])
     selected = [selected[i] for i in keep]
     q_mr, q_sr, q_nr, n_sampled = ([lst[i] for i in keep] for lst in (q_mr, q_sr, q_nr, n_sampled))
     level_counts = np.bincount([lv for q in selected for _, lv, _ in q.judged], minlength=7)  # (7,)
