@@ -358,7 +358,7 @@ def test_damaged_empty_or_unpaired_files_are_named_before_anything_is_written(tm
             build(out, "fr", lists, embeddings=False)
         (lists / name).write_bytes(text)
     # a Translation-fr of another release: no Description-md5 of it is in Translation-en
-    (lists / "Translation-fr").write_text(f"Package: x\nDescription-md5: {'0' * 32}\nDescription-fr: Autre\n")
+    (lists / "Translation-fr").write_text(f"Package: xy\nDescription-md5: {'0' * 32}\nDescription-fr: Autre\n")
     with pytest.raises(DataFormatError, match=r"Translation-fr: none of its 1 translations pairs with an English"):
         build(out, "fr", lists, embeddings=False)
     write_index(lists, lz4=True)
@@ -375,3 +375,89 @@ def test_damaged_empty_or_unpaired_files_are_named_before_anything_is_written(tm
     with pytest.raises(ConfigError, match="seed: must be >= 0"):
         build(out, "fr", lists, seed=-1)
     assert not out.exists()
+
+
+def test_bad_package_names_and_an_empty_source_are_named(tmp_path):
+    """A name that is not Debian Policy 5.6.1's ``[a-z0-9][a-z0-9+.-]+`` (a tab in one once cut
+    the built documents file into 4 columns) and an empty ``Source`` (once an IndexError) stop
+    the build at their paragraph's line, before anything is written."""
+    lists, out = write_index(tmp_path / "lists"), tmp_path / "out"
+    # PACKAGES: frobnicate's paragraph is lines 1-10, frob-data's starts on line 12;
+    # ENGLISH: frobnicate 1-8, frob-data 10-13, frob-doc 15-17, libfrob2 19-22, perl from line 24
+    for name, old, new, where, problem in (
+            ("Packages", "Source: frob (1.0-1)", "Source:", 12, "empty Source field"),
+            ("Packages", "Source: frob (1.0-1)", "Source: Frob (1.0-1)", 12, "Source 'Frob' is not a Debian package"),
+            ("Packages", "Package: frob-data", "Package: Frob-data", 12, "Package 'Frob-data' is not a Debian package"),
+            ("Translation-en", "Package: perl\n", "Package: perl\tbase\n", 24, r"Package 'perl\\tbase' is not a Debian"),
+            ("Translation-en", "Package: perl\n", "Package: perl base\n", 24, "Package 'perl base' is not a Debian"),
+            ("Translation-en", "Package: perl\n", "Package: p\n", 24, "Package 'p' is not a Debian package")):
+        text = {"Packages": PACKAGES, "Translation-en": ENGLISH}[name]
+        assert old in text
+        (lists / name).write_text(text.replace(old, new))
+        with pytest.raises(DataFormatError, match=rf"{name}, line {where}: {problem}"):
+            build(out, "fr", lists, embeddings=False)
+        write_index(lists)
+    assert not out.exists()
+
+
+def test_a_plain_file_cut_short_is_named_at_its_last_line(tmp_path):
+    """A plain Translation-en cut inside its last description (no line end after it) was read
+    with that text shortened; the archive's files end every line, so it is refused."""
+    lists = write_index(tmp_path / "lists")
+    cut = ENGLISH[: ENGLISH.rindex("A toolkit of widgets, old") + 9]  # " A toolkit": line 47, the file's last
+    (lists / "Translation-en").write_text(cut)
+    with pytest.raises(DataFormatError, match=r"Translation-en, line 47: the file ends inside this line"):
+        build(tmp_path / "out", "fr", lists, embeddings=False)
+    assert not (tmp_path / "out").exists()
+    (lists / "Translation-en").write_text(cut + "\n")  # a whole last line: read (the text is then what the file says)
+    assert build(tmp_path / "out", "fr", lists, embeddings=False)["queries"] == 7
+
+
+def _files(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_build_is_installed_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A failing or interrupted build leaves the folder as it was (it once left new texts beside
+    the old embeddings and debian-fr.json, which the loader read as one dataset); a second
+    language built into the folder keeps the first's files."""
+    import importlib
+
+    bm = importlib.import_module("clirlib.data.debian.build")  # the module, not the function of that name
+
+    lists, out = write_index(tmp_path / "lists"), tmp_path / "out"
+    build(out, "fr", lists)
+    before = _files(out)
+    assert len(before) == 6  # debian-fr.json, 2 polyglot files, queries, documents, relevance file
+    # the next release, interrupted while its files are written (the second polyglot file)
+    (lists / "Translation-fr").write_text(FRENCH.replace("Visionneuse gizmo", "Afficheur de gizmos"))
+    real, calls = bm.save_polyglot, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(bm, "save_polyglot", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build(out, "fr", lists)
+    monkeypatch.setattr(bm, "save_polyglot", real)
+    assert _files(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["lists", "out"]  # no temporary left
+    # too few French words for embeddings: the input file is named, nothing is written
+    (lists / "Translation-fr").write_text(f"Package: perl\nDescription-md5: {M[5]}\nDescription-fr: Langage Perl\n")
+    with pytest.raises(DataFormatError, match=r"Translation-fr: too few words to train fr embeddings \(0 occurring"):
+        build(out, "fr", lists)
+    assert _files(out) == before
+    # German (the French texts as Translation-de) built into the same folder: French's files stay
+    write_index(lists)
+    (lists / "Translation-de").write_text(FRENCH.replace("Description-fr:", "Description-de:"))
+    (lists / "Translation-fr").unlink()
+    build(out, "de", lists)
+    after = _files(out)
+    assert {k: v for k, v in after.items() if k in before} == before  # the same bytes (English ones too: same inputs)
+    assert sorted(set(after) - set(before)) == ["debian-de.json", "polyglot/polyglot-de.pkl",
+                                                "wiki-clir/german/en2de.rel", "wiki-clir/german/wiki_de.documents"]
+    (out / "notes.txt").write_text("mine")  # a folder holding other things is not replaced
+    with pytest.raises(FileExistsError, match="holds notes.txt besides Debian builds"):
+        build(out, "de", lists)

@@ -9,17 +9,26 @@ language (``clirlib.data.embeddings``, words seen ``EMBEDDING_MIN_COUNT`` times)
 ``debian-<lang>.json`` (input SHA-256s, what was merged or left out, :func:`stats_table`'s
 statistics). NR documents are sampled by the loader, as for WikiCLIR. The same index files
 give the same bytes. The rules for each file: docs/debian.md ("Rules"). An empty index
-file, a malformed ``Description-md5`` or package name, or a Translation file none of whose
-texts pairs with an English one (another release) raises :class:`DataFormatError` before
-anything is written.
+file, a malformed ``Description-md5``, package name or ``Source``, a Translation file none
+of whose texts pairs with an English one (another release), or too few words to train a
+language's embeddings raises :class:`DataFormatError` before anything is written. A build is
+installed as one unit (:func:`_install`): written into a temporary folder beside ``out``
+with the other languages' files ``out`` holds, then swapped in, so an interrupted or
+failing build leaves ``out`` as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
+import os
 import re
+import shutil
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ... import atomic
+from ...cache import clean_stale
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
 from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
@@ -41,6 +51,15 @@ EMBEDDING_MIN_COUNT = 2
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _NAME_RUN = re.compile(r"[\w.+\-]+")
 _MD5 = re.compile(r"[0-9a-f]{32}")
+#: A package name (Debian Policy 5.6.1): lower-case letters, digits, ``+-.``, two characters or more.
+_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.\-]+")
+
+
+def _check_name(name: str, what: str, path: Path, lineno: int) -> None:
+    """Raise unless ``name`` is a package name (a tab in one would cut the built TSV files)."""
+    if not _PACKAGE.fullmatch(name):
+        raise DataFormatError(f"{what} {name!r} is not a Debian package name (lower-case letters, digits, '+', "
+                              f"'-', '.', at least 2 characters: Debian Policy 5.6.1)", path, lineno)
 
 
 def first_sentence(text: str) -> str:
@@ -81,6 +100,7 @@ def _translations(path: Path, field: str) -> tuple[dict[str, Description], dict[
                 raise DataFormatError(f"paragraph without a {key} field", path, lineno)
         if not para["Package"]:
             raise DataFormatError("empty Package field", path, lineno)
+        _check_name(para["Package"], "Package", path, lineno)
         md5 = para["Description-md5"]
         if not _MD5.fullmatch(md5):
             raise DataFormatError(f"Description-md5 {md5!r} is not 32 hexadecimal digits", path, lineno)
@@ -100,6 +120,11 @@ def _packages(path: Path) -> dict[str, dict[str, str]]:
     for lineno, para in paragraphs(path, PACKAGE_FIELDS):
         if not para.get("Package"):
             raise DataFormatError("paragraph without a Package name", path, lineno)
+        _check_name(para["Package"], "Package", path, lineno)
+        if "Source" in para:  # "name" or "name (version)"
+            if not para["Source"]:
+                raise DataFormatError("empty Source field", path, lineno)
+            _check_name(para["Source"].split()[0], "Source", path, lineno)
         md5 = para.get("Description-md5")
         if md5 is not None and not _MD5.fullmatch(md5):
             raise DataFormatError(f"Description-md5 {md5!r} is not 32 hexadecimal digits", path, lineno)
@@ -220,17 +245,20 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
     if not n_sr:
         raise DataFormatError(f"none of its {len(tr)} translations pairs with an English description of "
                               f"{files.english} by Description-md5 (are both files from one release?)", files.target)
+    # Embeddings: both vocabularies checked before either is trained, both trained before anything is written.
+    corpora = {}
+    if embeddings:
+        corpora = {"en": _corpus([en[m].text() for m in sorted(en)], "en", files.english),
+                   code: _corpus([tr[d].text() for d in sorted(members)], code, files.target)}
+    vectors = {k: _train(c, seed, k) for k, c in corpora.items()}
+
     language = WIKICLIR_LANGUAGES[code]
-    wc = out / "wiki-clir"
-    (wc / "english").mkdir(parents=True, exist_ok=True)
-    (wc / language).mkdir(parents=True, exist_ok=True)
-    _write(wc / QUERIES_FILE, q_lines)
     doc_lines = []
     for d in sorted(members):
         pk = sorted({n for m in members[d] for n in names[m]})
         doc_lines.append(f"{d}\t{','.join(pk)}\t{_clean(tr[d].text())}")
-    _write(wc / language / f"wiki_{code}.documents", doc_lines)
-    _write(wc / language / f"en2{code}.rel", rel_lines)
+    texts = {f"wiki-clir/{QUERIES_FILE}": q_lines, f"wiki-clir/{language}/wiki_{code}.documents": doc_lines,
+             f"wiki-clir/{language}/en2{code}.rel": rel_lines}
 
     sr = np.array(n_sr, dtype=np.int64)
     q_dup = Counter(" ".join(t) for t in q_tokens.values())
@@ -262,40 +290,109 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
         "query_tokens_mean": float(np.mean([len(t) for m, t in q_tokens.items()])) if q_tokens else 0.0,
     }
     if embeddings:
-        info["embeddings"] = {
-            "en": write_embeddings(out / "polyglot" / "polyglot-en.pkl", [en[m].text() for m in sorted(en)],
-                                   seed, "en"),
-            code: write_embeddings(out / "polyglot" / f"polyglot-{code}.pkl",
-                                   [tr[d].text() for d in sorted(members)], seed, code),
-        }
-    atomic.write_text(out / f"debian-{code}.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
+        info["embeddings"] = {k: {"words": len(c.words), "tokens": int(c.offsets[-1]), "texts": len(c.offsets) - 1,
+                                  "min_count": EMBEDDING_MIN_COUNT, "method": "PPMI + SVD (clirlib.data.embeddings)",
+                                  "seed": seed} for k, c in corpora.items()}
+    _install(out, texts, {f"polyglot/polyglot-{k}.pkl": v for k, v in vectors.items()},
+             f"debian-{code}.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
     return info
 
 
-def _write(path: Path, lines: list[str]) -> None:
-    atomic.write_text(path, "".join(line + "\n" for line in lines), newline="\n")  # a killed build leaves no cut file
+@dataclass(frozen=True)
+class _Corpus:
+    """One language's texts as word ids for the embeddings: ``words`` (those occurring
+    ``EMBEDDING_MIN_COUNT`` times or more, most frequent first), ``ids`` and text ``offsets``."""
+
+    words: list[str]
+    ids: np.ndarray
+    offsets: np.ndarray
 
 
-def write_embeddings(path: Path, texts: list[str], seed: int, lang: str) -> dict[str, Any]:
-    """Train Polyglot-format vectors on ``texts`` (one language) and write them to ``path``."""
+def _corpus(texts: list[str], lang: str, source: Path) -> _Corpus:
+    """The embedding corpus of ``texts`` (read from index file ``source``, which an error names)."""
     toks = [tokenize(t) for t in texts]
     counts = Counter(t for ts in toks for t in ts)
     words = sorted((w for w, c in counts.items() if c >= EMBEDDING_MIN_COUNT and w not in SPECIAL_TOKENS),
                    key=lambda w: (-counts[w], w))
+    if len(words) < 2:
+        raise DataFormatError(f"too few words to train {lang} embeddings ({len(words)} occurring "
+                              f"{EMBEDDING_MIN_COUNT} times or more in its {len(texts)} texts); build without them "
+                              f"(--no-embeddings) or from a larger index file", source)
     index = {w: i for i, w in enumerate(words)}
     lengths = [sum(t in index for t in ts) for ts in toks]  # words below the count are left out of the windows
     ids = np.fromiter((index[t] for ts in toks for t in ts if t in index), dtype=np.int64, count=sum(lengths))
     offsets = np.zeros(len(toks) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if len(words) < 2:
-        raise DataFormatError(f"too few words to train {lang} embeddings ({len(words)} occurring "
-                              f"{EMBEDDING_MIN_COUNT} times or more)", path)
-    vec = train_embeddings(ids, offsets, len(words), dim=EMBEDDING_DIM, seed=seed, lang=f"debian-{lang}")
+    return _Corpus(words, ids, offsets)
+
+
+def _train(c: _Corpus, seed: int, lang: str) -> tuple[list[str], np.ndarray]:
+    """Polyglot-format ``(words, vectors)`` of a corpus: the special tokens (zero rows), then its words."""
+    vec = train_embeddings(c.ids, c.offsets, len(c.words), dim=EMBEDDING_DIM, seed=seed, lang=f"debian-{lang}")
     special = np.zeros((len(SPECIAL_TOKENS), EMBEDDING_DIM), dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_polyglot(path, list(SPECIAL_TOKENS) + words, np.vstack([special, vec]))
-    return {"words": len(words), "tokens": int(offsets[-1]), "texts": len(texts), "min_count": EMBEDDING_MIN_COUNT,
-            "method": "PPMI + SVD (clirlib.data.embeddings)", "seed": seed}
+    return list(SPECIAL_TOKENS) + c.words, np.vstack([special, vec])
+
+
+def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[list[str], np.ndarray]],
+             json_name: str, json_text: str) -> None:
+    """Put one build's files (paths relative to ``out``) in ``out`` as one unit: a temporary
+    folder beside it gets ``out``'s files (hard links, other languages' included), then this
+    build's, and replaces ``out`` (``atomic.replace_folder``). A reader sees the old folder or
+    the new one; an interrupted build leaves the old one. Builds into one folder install one
+    at a time (a lock on its parent folder), so none drops another's language."""
+    out = out.resolve() if out.is_symlink() else out  # the linked folder is replaced, the link stays
+    _refuse_a_foreign_folder(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(out.parent, patterns=(f".tmp-{out.name}-*", f".stale-{out.name}-*"))  # killed builds' folders
+    with _locked(out.parent), atomic.temp_folder(out) as tmp:
+        if out.is_dir():
+            shutil.copytree(out, tmp, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
+        for rel, lines in texts.items():  # atomic writes: they replace the links, never the old files' bytes
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(tmp / rel, "".join(line + "\n" for line in lines), newline="\n")
+        for rel, (words, vectors) in pickles.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            save_polyglot(tmp / rel, words, vectors)
+        atomic.write_text(tmp / json_name, json_text)
+        atomic.replace_folder(tmp, out)
+
+
+#: What a folder of Debian builds holds (:func:`_refuse_a_foreign_folder`).
+_OUT_ENTRIES = re.compile(r"wiki-clir|polyglot|debian-[^/]+\.json(\.pid.*\.tmp)?")  # (or a killed writer's temporary)
+
+
+def _refuse_a_foreign_folder(out: Path) -> None:
+    """Raise unless ``out`` is absent or holds only Debian builds' files (it is replaced whole)."""
+    if os.path.lexists(out) and not out.is_dir():
+        raise FileExistsError(errno.EEXIST, "a file, not a folder; refusing to replace it", str(out))
+    other = sorted(p.name for p in out.iterdir() if not _OUT_ENTRIES.fullmatch(p.name)) if out.is_dir() else []
+    if other:
+        raise FileExistsError(errno.EEXIST, f"holds {', '.join(other[:3])}{' ...' if len(other) > 3 else ''} besides "
+                                            f"Debian builds (wiki-clir/, polyglot/, debian-<lang>.json); refusing to "
+                                            f"replace it: move them away or pass another --out", str(out))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link (no bytes copied), or a copy where the file system has none."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Hold an exclusive ``flock`` on ``folder`` (waiting for it) where the file system allows."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:  # no flock on folders here (NFS): builds into one folder must then run one at a time
+            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "candidates_per_query",

@@ -14,7 +14,10 @@ paragraph's lines joined by single spaces (line breaks do not matter for retriev
 
 Malformed lines (a continuation line with no field before it, a line without a colon, a
 field given twice in one paragraph) raise :class:`DataFormatError` naming the file and line;
-so does a damaged or truncated lz4 file (naming the last line it could read).
+so does a damaged or truncated lz4 file (naming the last line it could read), and a file
+whose last line has no line end: deb822(5) does not spell it out, but the archive's index
+files end every line with one, so a file without it was cut short (a plain file has no
+frame that would tell), and its last text would be read shortened.
 """
 
 from __future__ import annotations
@@ -78,10 +81,11 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
     """
     para: dict[str, str] = {}
     names: set[str] = set()  # every field of the paragraph so far, kept or not
-    start, last, lineno = 0, None, 0
+    start, last, lineno, ended = 0, None, 0, True
     with open_text(path) as f:
         try:
             for lineno, line in enumerate(f, 1):
+                ended = line.endswith("\n")
                 line = line.rstrip("\n")
                 if not line.strip(" \t"):  # deb822: only spaces and tabs (a no-break space is text)
                     if names:
@@ -117,6 +121,9 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
                 raise
             where = f", readable up to line {lineno}" if lineno else ""
             raise DataFormatError(f"damaged lz4 file{where} ({e}); fetch it again: {HOW_TO_GET}", path) from None
+    if not ended:
+        raise DataFormatError(f"the file ends inside this line (no line end after it): cut short? fetch it again: "
+                              f"{HOW_TO_GET}", path, lineno)
     if names:
         yield start, para
 
