@@ -126,6 +126,25 @@ def test_tsv_round_trip_and_errors(tmp_path):
         read_kg(tmp_path / "kg")
 
 
+def test_gold_links_name_an_unknown_entity_and_a_repeated_link(tmp_path):
+    """A gold link to an entity outside the KG was dropped by HIKE's gold control and a repeated
+    line linked its entity twice; both are errors naming the line, as in read_kg."""
+    kg = KnowledgeGraph(["Q1", "Q2"], ["", ""], {"en": ["Paris", "France"]}, {"en": ["", ""]},
+                        np.array([0]), np.array([0]), np.array([1]), ["P17"])
+    folder = write_kg(kg, tmp_path / "kg")
+    path = folder / "gold_links.tsv"
+    for lines, problem in (("7\tQ1\n8\tQ9\n", r"gold_links.tsv:3: unknown entity 'Q9' \(not in entities.tsv\)"),
+                           ("7\tQ1\n7\tQ2\n7\tQ1\n",  # line 4 repeats line 2
+                            r"gold_links.tsv:4: link of query '7' to entity 'Q1' listed twice \(first on line 2\)"),
+                           ("\tQ1\n", r"gold_links.tsv:2: empty query id")):
+        path.write_text("query_id\tentity\n" + lines)
+        for args in ((folder,), (folder, read_kg(folder))):  # checked against entities.tsv or the KG given
+            with pytest.raises(DataFormatError, match=problem):
+                read_gold_links(*args)
+    path.write_text("query_id\tentity\n7\tQ1\n7\tQ2\n8\tQ2\n")  # one entity in two queries is fine
+    assert read_gold_links(folder) == {"7": ["Q1", "Q2"], "8": ["Q2"]}
+
+
 # Three lines in the exact layout of Wikidata's latest-all.json dump (trimmed entities).
 WIKIDATA_LINES = [
     "[\n",
@@ -172,6 +191,19 @@ def test_wikidata_reader_on_dump_lines(tmp_path):
     path.write_text('[\n{"id": 90, "type": "item"}\n]\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"dump.json:2: entity id 90 is not a non-empty string"):
         read_wikidata_json(path, ["en"])
+    # fields of the wrong JSON type (an AttributeError without file or line before); an empty
+    # map written "[]", as Wikidata's dumps write it, is still read as empty
+    for entity, problem in (('"claims":{"P31":{"mainsnak":{}}}', r"claims\['P31'\] is an object, not an array"),
+                            ('"claims":{"P31":["x"]}', r"claims\['P31'\]\[0\] is a string, not an object"),
+                            ('"claims":{"P31":[{"mainsnak":[1]}]}', r"claims\['P31'\]\[0\].mainsnak is an array"),
+                            ('"labels":{"en":"Paris"}', r"labels\['en'\] is a string, not an object"),
+                            ('"labels":{"en":{"value":7}}', r"labels\['en'\].value is 7, not a string"),
+                            ('"descriptions":["x"]', r"'descriptions' is an array, not an object")):
+        path.write_text('[\n{"type":"item","id":"Q1",' + entity + '},\n]\n', encoding="utf-8")
+        with pytest.raises(DataFormatError, match=r"dump.json:2: " + problem):
+            read_wikidata_json(path, ["en"])
+    path.write_text('[\n{"type":"item","id":"Q1","labels":[],"descriptions":[],"claims":[]}\n]\n', encoding="utf-8")
+    assert read_wikidata_json(path, ["en"]).labels == {"en": [""]}
 
 
 def test_longest_match_linking_on_a_tiny_kg():

@@ -227,15 +227,46 @@ def kg_files(kg_dir: str | Path, lang: str) -> list[Path]:
     return [folder / n for n in names if (folder / n).is_file()]
 
 
-def read_gold_links(folder: str | Path) -> dict[str, list[str]] | None:
-    """``gold_links.tsv`` as query id -> entity ids, or ``None`` when the folder has none."""
-    path = Path(folder) / "gold_links.tsv"
+def read_gold_links(folder: str | Path, kg: KnowledgeGraph | None = None) -> dict[str, list[str]] | None:
+    """``gold_links.tsv`` as query id -> entity ids, or ``None`` when the folder has none.
+    Every entity must be one of the KG's (``kg``, else the folder's ``entities.tsv``) and every
+    (query, entity) pair given once: a link that HIKE's gold control would drop, or count
+    twice, is an error naming its line, as :func:`read_kg`'s are."""
+    folder = Path(folder)
+    path = folder / "gold_links.tsv"
     if not path.is_file():
         return None
+    if kg is not None:
+        known = kg.index
+    else:
+        if not (folder / "entities.tsv").is_file():
+            raise DataFormatError(f"{folder}: no entities.tsv beside gold_links.tsv (its links name the KG's entities)")
+        known = {e for _, (e, _) in tsv_rows(folder / "entities.tsv", ENTITY_HEADER)}
     out: dict[str, list[str]] = {}
-    for _, (q, e) in tsv_rows(path, LINK_HEADER):
+    first: dict[tuple[str, str], int] = {}
+    for lineno, (q, e) in tsv_rows(path, LINK_HEADER):
+        if not q:
+            raise DataFormatError(f"{path}:{lineno}: empty query id")
+        if e not in known:
+            raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
+        if (q, e) in first:
+            raise DataFormatError(f"{path}:{lineno}: link of query {q!r} to entity {e!r} listed twice (first on "
+                                  f"line {first[q, e]})")
+        first[q, e] = lineno
         out.setdefault(q, []).append(e)
     return out
+
+
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string"}
+
+
+def _json_as(value, kind: type, what: str, where: str):
+    """``value`` when it is a JSON object (``dict``), array (``list``) or string (``str``), else
+    an error naming the line (``where``) and the field (``what``), never an AttributeError."""
+    if not isinstance(value, kind):
+        got = _JSON_KINDS.get(type(value)) or json.dumps(value)
+        raise DataFormatError(f"{where}: {what} is {got}, not {_JSON_KINDS[kind]}")
+    return value
 
 
 # --------------------------------------------------------------------------- Wikidata
@@ -277,18 +308,25 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
                                   f"{first_line[ent['id']]})")
         first_line[ent["id"]] = lineno
         ids.append(ent["id"])
-        for l in langs:
-            labels[l].append(((ent.get("labels") or {}).get(l) or {}).get("value", ""))
-            descs[l].append(((ent.get("descriptions") or {}).get(l) or {}).get("value", ""))
+        where = f"{name}:{lineno}"
+        # (an empty map is "[]" in Wikidata's dumps: a missing, null or empty field reads as {})
+        for key, to in (("labels", labels), ("descriptions", descs)):
+            terms = _json_as(ent.get(key) or {}, dict, f"{key!r}", where)
+            for l in langs:
+                term = _json_as(terms.get(l) or {}, dict, f"{key}[{l!r}]", where)
+                to[l].append(_json_as(term.get("value", ""), str, f"{key}[{l!r}].value", where))
         typ, out = "", []
-        for prop, statements in (ent.get("claims") or {}).items():
-            for st in statements:
-                dv = ((st.get("mainsnak") or {}).get("datavalue") or {})
+        for prop, statements in _json_as(ent.get("claims") or {}, dict, "'claims'", where).items():
+            for k, st in enumerate(_json_as(statements, list, f"claims[{prop!r}]", where)):
+                st = _json_as(st, dict, f"claims[{prop!r}][{k}]", where)
+                snak = _json_as(st.get("mainsnak") or {}, dict, f"claims[{prop!r}][{k}].mainsnak", where)
+                dv = _json_as(snak.get("datavalue") or {}, dict, f"claims[{prop!r}][{k}].mainsnak.datavalue", where)
                 if dv.get("type") != "wikibase-entityid" or not isinstance(dv.get("value"), dict):
                     continue
                 tail = dv["value"].get("id")
                 if tail is None:
                     continue
+                _json_as(tail, str, f"claims[{prop!r}][{k}]: the item id", where)
                 if prop == "P31" and not typ:
                     typ = tail
                 if wanted is None or prop in wanted:

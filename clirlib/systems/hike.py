@@ -263,10 +263,11 @@ class Hike(System):
         else:
             raise ValueError("HIKE with a knowledge graph on real data needs kg_dir (--kg DIR); "
                              "without it use kg='none' (the vanilla cross-encoder)")
-        gold = read_gold_links(folder)
+        kg = read_kg(folder)
+        gold = read_gold_links(folder, kg)
         if cfg.kg == "gold" and gold is None:
             raise ValueError(f"kg='gold' needs {folder / 'gold_links.tsv'} (only the embedded benchmark has one)")
-        return read_kg(folder), gold
+        return kg, gold
 
     def build(self, dataset, seed: int) -> None:
         """The untrained model for ``dataset``: encoder, linked entities, neighbours and their
