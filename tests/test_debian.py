@@ -388,7 +388,8 @@ def test_bad_package_names_and_an_empty_source_are_named(tmp_path):
             ("Packages", "Source: frob (1.0-1)", "Source:", 12, "empty Source field"),
             ("Packages", "Source: frob (1.0-1)", "Source: Frob (1.0-1)", 12, "Source 'Frob' is not a Debian package"),
             ("Packages", "Package: frob-data", "Package: Frob-data", 12, "Package 'Frob-data' is not a Debian package"),
-            ("Translation-en", "Package: perl\n", "Package: perl\tbase\n", 24, r"Package 'perl\\tbase' is not a Debian"),
+            ("Translation-en", "Package: perl\n", "Package: perl\tbase\n", 24,
+             r"Package 'perl\\tbase' is not a Debian"),
             ("Translation-en", "Package: perl\n", "Package: perl base\n", 24, "Package 'perl base' is not a Debian"),
             ("Translation-en", "Package: perl\n", "Package: p\n", 24, "Package 'p' is not a Debian package")):
         text = {"Packages": PACKAGES, "Translation-en": ENGLISH}[name]
