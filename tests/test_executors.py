@@ -251,6 +251,30 @@ def test_a_ray_task_asks_for_a_gpu_where_a_serial_run_would_use_one(monkeypatch)
     assert executors.gpus_for(bm25, 0) == 0
 
 
+def test_a_dead_workers_group_keeps_the_runs_it_stored_also_when_forced(results_dir, monkeypatch):
+    # a pool worker stores each run of a group (MDL's runs of one seed) as it finishes; when it
+    # dies, the driver keeps those runs. Forced, the cache's older entries do not count, but those
+    # the grid's worker stored do: before, a forced grid reported them failed (retrained next time)
+    from _toy import toy_dataset
+
+    monkeypatch.delenv("CLIRLIB_FORCE_SINCE", raising=False)
+    monkeypatch.delenv("CLIRLIB_FORCE", raising=False)
+    a, b = TrainConfig(epochs=1, batch_size=32), TrainConfig(epochs=1, batch_size=32, loss="mse")
+    ds = toy_dataset()
+    rec_b = experiments.run(b, dataset=ds)  # an entry from before the grid
+    rec_a = experiments.run(a, dataset=ds)
+    ka, kb = experiments.cache_key(a), experiments.cache_key(b)
+    grid = executors._Grid([a, b], True, "forced")
+    assert list(grid.todo) == [ka, kb]  # forced: both to train
+    since = time.time()
+    os.utime(results_dir / "runs" / f"{kb}.json", (since - 60, since - 60))  # b: written before the grid
+    os.utime(results_dir / "runs" / f"{ka}.json", (since + 1, since + 1))  # a: stored by the worker during it
+    got = executors._after_death(grid, [ka, kb], "BrokenProcessPool", since, True)
+    assert got == [("stored", rec_a), ("error", "BrokenProcessPool")]
+    assert executors._after_death(grid, [ka], "x", since, True) == [("error", "x")]  # a run alone is never stored by its worker
+    assert rec_b["key"] == kb
+
+
 def test_the_local_cluster_offers_this_machines_gpus_on_its_head_only(monkeypatch, tmp_path):
     # reproduce --executor ray without an address starts a LocalCluster: before, its head said
     # --num-gpus=0, so on a GPU machine every task trained on the CPU while serial used the GPU

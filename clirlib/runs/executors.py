@@ -283,6 +283,7 @@ class PoolExecutor:
                                        mp_context=multiprocessing.get_context("spawn"))
             finished = False
             try:
+                started = time.time()  # a dead worker's group keeps what it stored since (forced too)
                 pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR):
                            [k for k, _ in g] for g in groups}
                 while pending:
@@ -293,10 +294,7 @@ class PoolExecutor:
                         try:
                             results = fut.result()
                         except Exception:  # the worker died; the runs of its group that it stored are kept
-                            err = traceback.format_exc()
-                            kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection)
-                                    if len(keys) > 1 else None for k in keys]
-                            results = [("error", err) if r is None else ("stored", r) for r in kept]
+                            results = _after_death(grid, keys, traceback.format_exc(), started, collection)
                         for key, (status, value) in zip(keys, results):
                             grid.finish(key, status, value)
                 finished = True
@@ -310,6 +308,15 @@ class PoolExecutor:
                         if p.is_alive():
                             p.terminate()
         return grid.result()
+
+
+def _after_death(grid: _Grid, keys: list[str], err: str, since: float, collection: bool) -> list[tuple[str, Any]]:
+    """The results of a group whose worker died: ("stored", record) for each run it stored
+    since ``since`` (the grid's start; also when the grid is forced, where older entries do
+    not count), ("error", ``err``) for the others. A run alone is never stored by its worker."""
+    kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection, since=since)
+            if len(keys) > 1 else None for k in keys]
+    return [("error", err) if r is None else ("stored", r) for r in kept]
 
 
 def _groups(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:

@@ -143,12 +143,13 @@ def run(config: Any, *, force: bool | None = None, dataset=None, collection: boo
 
 
 def cached_record(config: Any, *, force: bool | None = None, collection: bool = True,
-                  inputs: dict[str, str] | None = None) -> dict[str, Any] | None:
+                  inputs: dict[str, str] | None = None, since: float | None = None) -> dict[str, Any] | None:
     """The cache entry of ``config``, or ``None`` when it must be (re)computed: missing,
     damaged, forced, or (``collection``) without the whole-collection part it can have.
-    ``inputs``: as :func:`cache_key` (the real data's digests, e.g. a shipped record's)."""
+    ``inputs``: as :func:`cache_key` (the real data's digests, e.g. a shipped record's).
+    ``since`` (a time): forced, a local entry written since then is read too (a grid's own)."""
     cfg = config.resolved()
-    record = _read_cached(cache_key(cfg, inputs), cfg.to_dict(), cfg.key_defaults, cfg.trains, force)
+    record = _read_cached(cache_key(cfg, inputs), cfg.to_dict(), cfg.key_defaults, cfg.trains, force, since)
     if (record is not None and collection and cfg.whole_collection and "collection" not in record
             and record.get("collection_supported") is not False):
         return None
@@ -156,18 +157,18 @@ def cached_record(config: Any, *, force: bool | None = None, collection: bool = 
 
 
 def _read_cached(key: str, config: dict[str, Any], key_defaults: dict[str, Any], trained: bool,
-                 force: bool | None) -> dict[str, Any] | None:
+                 force: bool | None, since: float | None = None) -> dict[str, Any] | None:
     """The record of ``key``: the local entry (``results/runs``), else the shipped one
     (``records/``, :mod:`clirlib.runs.shipped`); both checked on read (a damaged local entry is
     moved aside, a damaged shipped one refused; either is retrained).
 
     Forced (``force`` or ``CLIRLIB_FORCE=1``) neither is read, except local entries
     written since ``CLIRLIB_FORCE_SINCE`` (a forced ``reproduce`` sets it, so that an
-    interrupted forced retrain resumes where it stopped)."""
+    interrupted forced retrain resumes where it stopped) or since ``since``."""
     shipped.note_lookup(key)
     path = runs_dir() / f"{key}.json"
     if _force(force):
-        since = env.force_since()
+        since = min((t for t in (since, env.force_since()) if t is not None), default=None)
         if since is None or not path.is_file() or path.stat().st_mtime < since:
             return None
         return cache.read_entry(path, key, config, key_defaults, METRIC_NAMES, trained)
