@@ -459,6 +459,19 @@ def test_a_build_is_installed_whole_or_not_at_all(tmp_path, monkeypatch):
     assert {k: v for k, v in after.items() if k in before} == before  # the same bytes (English ones too: same inputs)
     assert sorted(set(after) - set(before)) == ["debian-de.json", "polyglot/polyglot-de.pkl",
                                                 "wiki-clir/german/en2de.rel", "wiki-clir/german/wiki_de.documents"]
+    # German rebuilt without embeddings drops its old ones (other texts'), keeps the others
+    build(out, "de", lists, embeddings=False)
+    assert "polyglot/polyglot-de.pkl" not in _files(out) and "polyglot/polyglot-fr.pkl" in _files(out)
     (out / "notes.txt").write_text("mine")  # a folder holding other things is not replaced
     with pytest.raises(FileExistsError, match="holds notes.txt besides Debian builds"):
+        build(out, "de", lists)
+    # the working folder (or one above it) cannot be renamed away: refused before any work, by name
+    (out / "notes.txt").unlink()
+    monkeypatch.chdir(out / "wiki-clir")
+    for where in (".", ".."):
+        with pytest.raises(FileExistsError, match="the working folder or a folder above it"):
+            build(where, "de", lists)
+    # a mount point neither (rename(2) refuses it: EBUSY); os.path.ismount stubbed to say so
+    monkeypatch.setattr(bm.os.path, "ismount", lambda p: bm.os.path.realpath(p) == str(out.resolve()))
+    with pytest.raises(FileExistsError, match="a mount point"):
         build(out, "de", lists)

@@ -159,6 +159,7 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
     check_seed("seed", seed)  # before any file is written
     files: IndexFiles = find_index_files(source, code)
     out = Path(out)
+    _refuse_an_unswappable_folder(out)  # before any work: the build replaces the folder whole
     pkgs = _packages(files.packages)
     en, en_names, n_en_paras = _translations(files.english, "Description-en")
     tr, _, n_tr_paras = _translations(files.target, f"Description-{code}")
@@ -294,6 +295,7 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
                                   "min_count": EMBEDDING_MIN_COUNT, "method": "PPMI + SVD (clirlib.data.embeddings)",
                                   "seed": seed} for k, c in corpora.items()}
     _install(out, texts, {f"polyglot/polyglot-{k}.pkl": v for k, v in vectors.items()},
+             () if embeddings else (f"polyglot/polyglot-{code}.pkl",),
              f"debian-{code}.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
     return info
 
@@ -334,12 +336,13 @@ def _train(c: _Corpus, seed: int, lang: str) -> tuple[list[str], np.ndarray]:
 
 
 def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[list[str], np.ndarray]],
-             json_name: str, json_text: str) -> None:
+             drop: tuple[str, ...], json_name: str, json_text: str) -> None:
     """Put one build's files (paths relative to ``out``) in ``out`` as one unit: a temporary
     folder beside it gets ``out``'s files (hard links, other languages' included), then this
-    build's, and replaces ``out`` (``atomic.replace_folder``). A reader sees the old folder or
-    the new one; an interrupted build leaves the old one. Builds into one folder install one
-    at a time (a lock on its parent folder), so none drops another's language."""
+    build's, and replaces ``out`` (``atomic.replace_folder``: two renames, between which ``out``
+    is briefly absent); an interrupted or failing build leaves the old folder. A language built
+    without embeddings drops its old ones (they belong to other texts). Builds into one folder
+    install one at a time (a lock on its parent folder), so none drops another's language."""
     out = out.resolve() if out.is_symlink() else out  # the linked folder is replaced, the link stays
     _refuse_a_foreign_folder(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -347,6 +350,8 @@ def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[li
     with _locked(out.parent), atomic.temp_folder(out) as tmp:
         if out.is_dir():
             shutil.copytree(out, tmp, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
+        for rel in drop:  # (a link in the temporary folder: the old file is untouched until the swap)
+            (tmp / rel).unlink(missing_ok=True)
         for rel, lines in texts.items():  # atomic writes: they replace the links, never the old files' bytes
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             atomic.write_text(tmp / rel, "".join(line + "\n" for line in lines), newline="\n")
@@ -359,6 +364,21 @@ def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[li
 
 #: What a folder of Debian builds holds (:func:`_refuse_a_foreign_folder`).
 _OUT_ENTRIES = re.compile(r"wiki-clir|polyglot|debian-[^/]+\.json(\.pid.*\.tmp)?")  # (or a killed writer's temporary)
+
+
+def _refuse_an_unswappable_folder(out: Path) -> None:
+    """Raise unless ``out`` can be replaced by a rename in its parent folder: not a mount
+    point (a volume: rename refuses it) and not the working folder or one above it."""
+    real = out.resolve()
+    if real.is_dir() and os.path.ismount(real):
+        raise FileExistsError(errno.EBUSY, "a mount point, which a build (installed by renaming the folder) cannot "
+                                           "replace; pass a folder inside it, e.g. --out " + str(out / "debian"), str(out))
+    cwd = Path.cwd().resolve()
+    if real == cwd or real in cwd.parents:
+        raise FileExistsError(errno.EBUSY, "the working folder or a folder above it, which a build (installed by "
+                                           "renaming the folder) cannot replace; pass a sub-folder, e.g. --out "
+                                           + str(out / "debian"), str(out))
+    _refuse_a_foreign_folder(out)
 
 
 def _refuse_a_foreign_folder(out: Path) -> None:
