@@ -251,6 +251,37 @@ def test_a_ray_task_asks_for_a_gpu_where_a_serial_run_would_use_one(monkeypatch)
     assert executors.gpus_for(bm25, 0) == 0
 
 
+def test_a_ray_grid_refused_for_its_device_submits_nothing(monkeypatch):
+    # CLIRLIB_DEVICE=cuda on a cluster without GPUs raises before anything reaches the cluster
+    # (before, the runs ahead of the first that trains on a device were already submitted)
+    calls = []
+
+    class Task:
+        def options(self, **kw):
+            calls.append("submit")
+            return self
+
+    class FakeRay:
+        def nodes(self):
+            return [{"Alive": True, "Resources": {"CPU": 8.0}}]
+
+        def cluster_resources(self):
+            return {"CPU": 8.0}
+
+        def remote(self, **kw):
+            return lambda f: Task()
+
+        def put(self, value):
+            calls.append("put")
+
+    monkeypatch.setenv("CLIRLIB_DEVICE", "cuda")
+    monkeypatch.setattr(executors.RayExecutor, "connect", lambda self: FakeRay())
+    grid = [systems.config("bm25"), TrainConfig(epochs=1, batch_size=32)]  # BM25 first: it trains on no device
+    with pytest.raises(ValueError, match="asks for a GPU, but the Ray cluster has none"):
+        executors.RayExecutor(threads=1).run(grid, force=True)
+    assert calls == []
+
+
 def test_a_dead_workers_group_keeps_the_runs_it_stored_also_when_forced(results_dir, monkeypatch):
     # a pool worker stores each run of a group (MDL's runs of one seed) as it finishes; when it
     # dies, the driver keeps those runs. Forced, the cache's older entries do not count, but those

@@ -71,6 +71,9 @@ def test_nonfinite_run_is_cached_as_error_when_allowed(results_dir, monkeypatch)
     # and every executor's grid reports it as a failed run, not as a record without metrics
     with pytest.raises(executors.GridError, match=r"1 of 1 runs.*\n.*epoch 1, step 1.*\(cached; run with allow_nonfinite"):
         executors.get_executor("serial").run([cfg])
+    with pytest.raises(executors.GridError) as e:  # twice in a grid: one run, one failure
+        executors.get_executor("serial").run([cfg, cfg])
+    assert len(e.value.failures) == 1 and str(e.value).startswith("1 of 1 runs")
 
 
 def test_summary_rows_are_tidy(results_dir):

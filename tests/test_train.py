@@ -51,7 +51,7 @@ def test_a_whole_number_in_a_float_setting_is_the_same_run():
 
     assert TrainConfig(epsilon=1, train_fraction=1, lr=1).key() == TrainConfig(epsilon=1.0, train_fraction=1.0, lr=1.0).key()
     assert TrainConfig(epsilon=1).to_dict()["epsilon"] == 1.0 and isinstance(TrainConfig(epsilon=1).to_dict()["epsilon"], float)
-    assert TrainConfig(thresholds=(0, 1)).to_dict()["thresholds"] == [0.0, 1.0]
+    assert [type(v) for v in TrainConfig(thresholds=(0, 1)).to_dict()["thresholds"]] == [float, float]
     assert TrainConfig(seed=1).to_dict()["seed"] == 1 and isinstance(TrainConfig(seed=1).to_dict()["seed"], int)  # ints stay
     assert systems.config("bm25", k1=2).key() == systems.config("bm25", k1=2.0).key()
 

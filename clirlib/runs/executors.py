@@ -179,13 +179,15 @@ class _Grid:
     def __post_init__(self) -> None:
         self.keys = [experiments.cache_key(c) for c in self.configs]
         self.todo: dict[str, Any] = {}
+        failed: set[str] = set()
         for key, cfg in zip(self.keys, self.configs):
-            if key in self.records or key in self.todo:
-                continue  # the same run twice in a grid is trained once
+            if key in self.records or key in self.todo or key in failed:
+                continue  # the same run twice in a grid is trained (or reported) once
             rec = experiments.cached_record(cfg, force=self.force, collection=self.collection)
             if rec is None:
                 self.todo[key] = cfg
             elif "error" in rec:  # a stopped run cached by a stability study: a failure, as in experiments.run
+                failed.add(key)
                 self.failures.append(Failure(cfg, f"NonFiniteError: {key}: {rec['error']} "
                                                   "(cached; run with allow_nonfinite=True to read it)"))
             else:
@@ -440,6 +442,7 @@ class RayExecutor:
                              f"(CLIRLIB_THREADS; the largest has {largest:g}): start the nodes with "
                              f"--num-cpus={self.threads} or more")
         cluster_gpus = ray.cluster_resources().get("GPU", 0)
+        gpus = {key: gpus_for(cfg, cluster_gpus) for key, cfg in grid.todo.items()}  # may raise: before any submit
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_train_task)
         datasets: dict[tuple, Any] = {}  # dataset key -> object ref (one put per dataset)
         pending: dict[Any, str] = {}  # object ref -> cache key
@@ -447,7 +450,7 @@ class RayExecutor:
             dkey = dataset_key(cfg)
             if dkey not in datasets:
                 datasets[dkey] = ray.put(_load(dkey))
-            gpu = gpus_for(cfg, cluster_gpus)
+            gpu = gpus[key]
             ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(
                 cfg, [datasets[dkey]], collection, "cuda" if gpu else "cpu")
             pending[ref] = key
