@@ -16,6 +16,7 @@ with the option's name, so the command line can print it as is and exit 2.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import tempfile
@@ -35,17 +36,13 @@ MIN_QUERIES = 5
 MAX_SEED = 2**32 - 1
 
 
+@functools.cache
 def float_fields(cls: type) -> frozenset[str]:
     """Fields of the config dataclass ``cls`` declared as floats (``float``, ``float | None``,
     ``tuple[float, ...]``), read once per class."""
-    if cls not in _FLOAT_FIELDS:
-        hints = typing.get_type_hints(cls)
-        _FLOAT_FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls)
-                                       if "float" in str(hints[f.name]) and "int" not in str(hints[f.name]))
-    return _FLOAT_FIELDS[cls]
-
-
-_FLOAT_FIELDS: dict[type, frozenset[str]] = {}
+    hints = typing.get_type_hints(cls)
+    return frozenset(f.name for f in dataclasses.fields(cls)
+                     if "float" in str(hints[f.name]) and "int" not in str(hints[f.name]))
 
 
 def floats_as_floats(cls: type, d: dict[str, Any]) -> dict[str, Any]:

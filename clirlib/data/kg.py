@@ -236,12 +236,7 @@ def read_gold_links(folder: str | Path, kg: KnowledgeGraph | None = None) -> dic
     path = folder / "gold_links.tsv"
     if not path.is_file():
         return None
-    if kg is not None:
-        known = kg.index
-    else:
-        if not (folder / "entities.tsv").is_file():
-            raise DataFormatError(f"{folder}: no entities.tsv beside gold_links.tsv (its links name the KG's entities)")
-        known = {e for _, (e, _) in tsv_rows(folder / "entities.tsv", ENTITY_HEADER)}
+    known = (kg if kg is not None else read_kg(folder)).index
     out: dict[str, list[str]] = {}
     first: dict[tuple[str, str], int] = {}
     for lineno, (q, e) in tsv_rows(path, LINK_HEADER):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
+from scipy.stats import mannwhitneyu
 
 from ..labels import MR, NAMES, NR, SR
 from ..losses import PAPER_THRESHOLDS
@@ -26,9 +26,7 @@ def separation(lower: np.ndarray, higher: np.ndarray) -> float:
     lower, higher = np.asarray(lower, float), np.asarray(higher, float)
     if not len(lower) or not len(higher):
         return float("nan")
-    ranks = rankdata(np.concatenate([lower, higher]))  # average ranks: a tie counts half
-    n_hi = len(higher)
-    return float((ranks[len(lower):].sum() - n_hi * (n_hi + 1) / 2) / (len(lower) * n_hi))
+    return float(mannwhitneyu(higher, lower).statistic / (len(lower) * len(higher)))
 
 
 def class_separation(scores: pd.DataFrame, upper: float = PAPER_THRESHOLDS[1], order=None,

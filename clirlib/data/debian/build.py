@@ -344,10 +344,10 @@ def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[li
     without embeddings drops its old ones (they belong to other texts). Builds into one folder
     install one at a time (a lock on its parent folder), so none drops another's language."""
     out = out.resolve() if out.is_symlink() else out  # the linked folder is replaced, the link stays
-    _refuse_a_foreign_folder(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(out.parent, patterns=(f".tmp-{out.name}-*", f".stale-{out.name}-*"))  # killed builds' folders
     with _locked(out.parent), atomic.temp_folder(out) as tmp:
+        _refuse_a_foreign_folder(out)  # again, under the lock: what appeared there since build() checked
         if out.is_dir():
             shutil.copytree(out, tmp, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
         for rel in drop:  # (a link in the temporary folder: the old file is untouched until the swap)
