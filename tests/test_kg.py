@@ -297,3 +297,42 @@ def test_linker_against_the_generators_truth(ci_root):
     # themselves: every gold entity of a query has at least one KG neighbour.
     deg = kg.degree()
     assert all(deg[kg.index[e]] > 0 for ents in gold.values() for e in ents)
+
+
+def test_cached_transe_is_train_transe_computed_once(tmp_path, monkeypatch):
+    # cached_transe keeps train_transe's table in results/transe and reads it back, the same bits;
+    # another seed or other triples are another file; a damaged file is set aside and recomputed.
+    from clirlib import cache, paths
+    from clirlib.systems import transe
+
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    heads, rels, tails = np.array([0, 1, 2]), np.array([0, 0, 0]), np.array([1, 2, 3])
+    plain = train_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1)
+    first = transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1)
+    assert first.tobytes() == plain.tobytes() and first.dtype == np.float32
+    (stored,) = (tmp_path / "results" / "transe").glob("*.npy")
+
+    def refuse(*a, **k):
+        raise AssertionError("trained again although the table was stored")
+
+    monkeypatch.setattr(transe, "train_transe", refuse)
+    assert transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1).tobytes() == plain.tobytes()
+    monkeypatch.undo()
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+
+    transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=2)  # another seed
+    transe.cached_transe(6, heads, rels, np.array([1, 2, 4]), dim=8, epochs=20, batch_size=3, seed=1)  # other triples
+    assert len(list((tmp_path / "results" / "transe").glob("*.npy"))) == 3
+
+    stored.write_bytes(b"not an npy file")
+    with pytest.warns(cache.CacheEntryWarning, match="damaged"):
+        again = transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1)
+    assert again.tobytes() == plain.tobytes() and stored.is_file()
+    np.save(stored, np.zeros((6, 4), np.float32))  # a readable table of the wrong shape
+    with pytest.warns(cache.CacheEntryWarning, match=r"shape \(6, 4\)"):
+        assert transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1).tobytes() == plain.tobytes()
+
+    with transe.uncached():  # make verify's way: computed, nothing read or written
+        out = transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=3)
+    assert out.tobytes() == train_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=3).tobytes()
+    assert len(list((tmp_path / "results" / "transe").glob("*.npy"))) == 3

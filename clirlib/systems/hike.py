@@ -49,7 +49,7 @@ from ..data.kg import benchmark_kg_folder, read_gold_links, read_kg
 from ..data.text import tokenize
 from .entity_linking import label_index, link, link_quality
 from ..metrics import METRICS, METRIC_NAMES, RankedLists
-from .transe import top_neighbours, train_transe
+from .transe import cached_transe, top_neighbours
 from ..profiles import SIZES
 from ..validate import ConfigError, check_bert_dir, check_kg_dir
 from . import System, SystemConfig, register
@@ -159,7 +159,7 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
         keep = np.sort(g.permutation(len(kg))[: len(kg) // 2])
         kg = kg.subset(keep)
     indptr, indices = kg.adjacency()
-    emb = train_transe(len(kg), kg.heads, kg.rels, kg.tails, epochs=cfg.transe_epochs, seed=cfg.data_seed)
+    emb = cached_transe(len(kg), kg.heads, kg.rels, kg.tails, epochs=cfg.transe_epochs, seed=cfg.data_seed)
     nbrs = top_neighbours(indptr, indices, emb, cfg.k_neighbours)  # (n, k)
     en = kg.labels.get("en", [""] * len(kg))
     index = label_index(en, np.diff(indptr))
