@@ -332,6 +332,12 @@ def test_cached_transe_is_train_transe_computed_once(tmp_path, monkeypatch):
     with pytest.warns(cache.CacheEntryWarning, match=r"shape \(6, 4\)"):
         assert transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1).tobytes() == plain.tobytes()
 
+    stored.unlink()
+    stored.mkdir()  # a folder in the table's place
+    with pytest.warns(cache.CacheEntryWarning, match="damaged"):
+        assert transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=1).tobytes() == plain.tobytes()
+    assert stored.is_file()
+
     with transe.uncached():  # make verify's way: computed, nothing read or written
         out = transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=3)
     assert out.tobytes() == train_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=3).tobytes()

@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -102,9 +103,9 @@ def _transe_key(n_entities: int, heads, rels, tails, settings: dict) -> str:
 def _read_table(path, n_entities: int, dim: int) -> np.ndarray | None:
     """The table at ``path`` when it is one (float32, ``(n_entities, dim)``, finite); a damaged
     file is moved aside with a warning (``cache.quarantine``) and ``None`` returned."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
-    try:
+    try:  # a folder or a dangling link in its place raises OSError: set aside too
         table = np.load(path, allow_pickle=False)
         if table.dtype != np.float32 or table.shape != (n_entities, dim) or not np.isfinite(table).all():
             raise ValueError(f"a {table.dtype} table of shape {table.shape}, not float32 ({n_entities}, {dim}) "
