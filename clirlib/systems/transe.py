@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -92,7 +93,7 @@ def _transe_key(n_entities: int, heads, rels, tails, settings: dict) -> str:
     """SHA-256 of everything the table depends on: the triples, the settings, torch's version
     and this module's source (an edit of the code is a new key)."""
     h = hashlib.sha256()
-    h.update(json.dumps({"n_entities": int(n_entities), **settings, "torch": torch.__version__, "code": _CODE},
+    h.update(json.dumps({"n_entities": int(n_entities), **settings, "torch": torch.__version__, "code": _code()},
                         sort_keys=True).encode())
     for x in (heads, rels, tails):
         h.update(np.ascontiguousarray(np.asarray(x, np.int64)).tobytes())
@@ -116,20 +117,25 @@ def _read_table(path, n_entities: int, dim: int) -> np.ndarray | None:
     return table
 
 
-_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # this module's source, read once
-_UNCACHED = [False]
+@functools.cache
+def _code() -> str:
+    """SHA-256 of this module's source, read on first use."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+_uncached = False
 
 
 @contextlib.contextmanager
 def uncached():
     """Inside: :func:`cached_transe` computes the table without reading or writing its file
     (``make verify`` retrains its sample from nothing)."""
-    before = _UNCACHED[0]
-    _UNCACHED[0] = True
+    global _uncached
+    before, _uncached = _uncached, True
     try:
         yield
     finally:
-        _UNCACHED[0] = before
+        _uncached = before
 
 
 def cached_transe(n_entities: int, heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, *, dim: int = 32,
@@ -142,18 +148,15 @@ def cached_transe(n_entities: int, heads: np.ndarray, rels: np.ndarray, tails: n
     others asking for the same table wait for it (an ``flock`` on ``<file>.lock``, released
     by the kernel if that process dies)."""
     settings = {"dim": dim, "epochs": epochs, "batch_size": batch_size, "lr": lr, "gamma": gamma, "seed": seed}
-    if _UNCACHED[0]:
+    if _uncached:
         return train_transe(n_entities, heads, rels, tails, **settings)
     folder = paths.RESULTS_DIR / "transe"
     folder.mkdir(parents=True, exist_ok=True)
     cache.clean_stale(folder)  # temporary files of killed writers (never a live one's)
     path = folder / f"{_transe_key(n_entities, heads, rels, tails, settings)[:32]}.npy"
-    table = _read_table(path, n_entities, dim)
-    if table is not None:
-        return table
     with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        table = _read_table(path, n_entities, dim)  # another process may have written it meanwhile
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; waits for a process computing it
+        table = _read_table(path, n_entities, dim)
         if table is None:
             table = train_transe(n_entities, heads, rels, tails, **settings)
             with atomic.replacing(path, "wb", encoding=None) as f:
