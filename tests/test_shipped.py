@@ -169,6 +169,31 @@ def test_verify_retrains_a_shipped_ci_record_to_the_same_numbers(dirs, capsys):
     assert "[verify] OK " in out and "1 of 1 passed" in out
 
 
+def test_verify_names_the_cpu_that_trained_a_failing_record(dirs, monkeypatch, capsys):
+    # A record the manifest says was trained on another CPU: a FAIL stays a FAIL (exit 1), and the
+    # line says where it was trained, with a hint on telling the code from the CPU
+    rec = json.loads(json.dumps(experiments.run(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())))
+    moved = json.loads(json.dumps(rec))
+    moved["test"]["P_mr@1"] += 0.02  # past TOLERANCE 0.01
+    monkeypatch.setattr(verify, "retrain", lambda r: moved)
+    rec["provenance"]["cpu"] = "another CPU"  # the record's own provenance is what the manifest lists
+    rec["checksum"] = cache.checksum(rec)
+    shipped.pack([rec], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    assert verify.run(1, seed=0) == 1
+    out = capsys.readouterr().out
+    assert f"this machine's CPU: {shipped.provenance()['cpu']}" in out
+    assert "[verify] FAIL " in out and "trained on another CPU" in out
+    assert "1 of the FAILs retrained a record trained on another CPU" in out
+    # the same record trained on this machine's CPU: the FAIL without the note
+    shipped.forget()
+    rec["provenance"]["cpu"] = shipped.provenance()["cpu"]
+    rec["checksum"] = cache.checksum(rec)
+    shipped.pack([rec], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    assert verify.run(1, seed=0) == 1
+    out = capsys.readouterr().out
+    assert "[verify] FAIL " in out and "another CPU" not in out
+
+
 def test_write_entry_failure_keeps_the_old_file(dirs, monkeypatch):
     path = dirs / "entry.json"
     cache.write_entry(path, {"a": 1})

@@ -14,7 +14,9 @@ and every per-query value.
 - ``FAIL``: a mean further away than that.
 
 Each run is retrained on the kind of device that trained it (``retrain``: a CPU record on
-the CPU even where a GPU is present). A pass shows that this code, on this machine, still
+the CPU even where a GPU is present). Each line names the CPU that trained the record (the
+manifest's ``cpu``) when it is not this machine's: a model near chance can ``FAIL`` on
+another CPU with the same code (records/README.md). A pass shows that this code, on this machine, still
 trains the sampled runs to the numbers that were shipped; it does not check the runs that
 were not drawn. Records of real data this machine lacks (the Debian benchmark is not
 committed) are left out of the draw, and counted.
@@ -175,13 +177,23 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
           f"(tolerance {tolerance} on means):", flush=True)
     for k in keys:
         print(f"  {k}  {shipped.record_kind(records[k])}", flush=True)
-    failed = 0
+    here, shipped_on = shipped.provenance()["cpu"], shipped.manifest(folder)["records"]
+    print(f"[verify] this machine's CPU: {here}", flush=True)
+    failed, elsewhere = 0, 0
     for k in keys:
         t0 = time.perf_counter()
         c = compare(records[k], retrain(records[k]), tolerance)
         failed += c.verdict == "FAIL"
+        cpu = shipped_on.get(k, {}).get("cpu")  # what the manifest says trained it
+        other = cpu is not None and cpu != here
+        elsewhere += other and c.verdict == "FAIL"
         print(f"[verify] {c.verdict:5s} {c.kind:18s} {k}  largest mean difference {c.largest_mean:.2g}, "
               f"per query {c.largest_per_query:.2g}{'  (' + c.worst + ')' if c.worst else ''}  "
-              f"[{time.perf_counter() - t0:.0f}s]", flush=True)
+              f"[{time.perf_counter() - t0:.0f}s]{f'  trained on {cpu}' if other else ''}", flush=True)
     print(f"[verify] {len(keys) - failed} of {len(keys)} passed", flush=True)
+    if elsewhere:
+        print(f"[verify] {elsewhere} of the FAILs retrained a record trained on another CPU: a model near "
+              "chance can move past the tolerance on another CPU with the same code. To tell the code from the "
+              "CPU, retrain it here with the commit that trained it (MANIFEST.json's code; records/README.md).",
+              flush=True)
     return 1 if failed else 0
