@@ -127,6 +127,26 @@ def test_the_table_gives_the_smallest_passing_size_or_none():
     assert list(t.index) == ["MDL.6", "HIKE-small"]  # the systems' order, ORDER
 
 
+def test_the_sentence_names_a_system_that_fails_again_above_its_first_pass():
+    rows = pd.DataFrame([
+        # hand-made gate rows: MDL.6 passes from 1,000 on; HIKE-small passes at 1,000, fails at 3,000, passes at 10,000
+        {"system": "MDL.6", "n_train": 360, "passes": False, "dev_NDCG@5": 0.19, "random_NDCG@5": 0.19, "p": 0.4},
+        {"system": "MDL.6", "n_train": 1000, "passes": True, "dev_NDCG@5": 0.25, "random_NDCG@5": 0.19, "p": 0.001},
+        {"system": "HIKE-small", "n_train": 360, "passes": False, "dev_NDCG@5": 0.2, "random_NDCG@5": 0.19, "p": 0.03},
+        {"system": "HIKE-small", "n_train": 1000, "passes": True, "dev_NDCG@5": 0.21, "random_NDCG@5": 0.19,
+         "p": 0.0037},
+        {"system": "HIKE-small", "n_train": 3000, "passes": False, "dev_NDCG@5": 0.195, "random_NDCG@5": 0.19,
+         "p": 0.4},
+        {"system": "HIKE-small", "n_train": 10000, "passes": True, "dev_NDCG@5": 0.209, "random_NDCG@5": 0.19,
+         "p": 0.0006},
+    ])
+    mdl, hike = curves.sentence(rows).splitlines()
+    assert "first passes the gate at **1,000**" in mdl and "edge of learning" not in mdl
+    assert "first passes the gate at **1,000** training queries (dev NDCG@5 0.210 against 0.190" in hike
+    assert "it passes at 1,000, 10,000 of the sizes tried (360, 1,000, 3,000, 10,000)" in hike
+    assert "and fails at 3,000 (p = 0.4) after passing at a smaller size: a model at the edge of learning" in hike
+
+
 def test_ci_curves_run_and_are_gated_per_size(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")  # a throw-away cache, not the checkout's
     labelled = curves.run("ci", ["SOSL, average pooling", "MDL.6"], workers=1)

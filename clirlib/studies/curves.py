@@ -211,7 +211,9 @@ def first_passing(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> pd.D
 
 def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
     """The finding in words, one line per system, every number read from the gate table
-    (:func:`gates`) and :func:`first_passing`'s."""
+    (:func:`gates`) and :func:`first_passing`'s. A system that fails at a size above the one it
+    first passes at is named a model at the edge of learning (its gate there is one seed's run,
+    and such a run can cross the threshold on another CPU: docs/conventions.md)."""
     lines = []
     for r in first_passing(gate_rows, order).to_dict("records"):
         g = gate_rows[gate_rows["system"] == r["system"]].sort_values("n_train")
@@ -223,8 +225,15 @@ def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
             lines.append(f"- **{r['system']}** passes the gate at none of the sizes tried ({tried} training "
                          f"queries); at the largest, {numbers}.")
         else:
+            first = int(r["learns_from"].replace(",", ""))
+            after = g[(g["n_train"] > first) & ~g["passes"].astype(bool)]  # fails again above its first pass
+            edge = ""
+            if len(after):
+                fails = ", ".join(f"{int(n):,} (p = {p:.2g})" for n, p in zip(after["n_train"], after["p"]))
+                edge = (f", and fails at {fails} after passing at a smaller size: a model at the edge of "
+                        "learning, whose gate can go either way with another seed or CPU")
             lines.append(f"- **{r['system']}** first passes the gate at **{r['learns_from']}** training queries "
-                         f"({numbers}); it passes at {passed} of the sizes tried ({tried}).")
+                         f"({numbers}); it passes at {passed} of the sizes tried ({tried}){edge}.")
     return "\n".join(lines)
 
 
