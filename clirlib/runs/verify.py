@@ -16,10 +16,10 @@ and every per-query value.
 Each run is retrained on the kind of device that trained it (``retrain``: a CPU record on
 the CPU even where a GPU is present). Each line names the CPU that trained the record (the
 manifest's ``cpu``) when it is not this machine's: a model near chance can ``FAIL`` on
-another CPU with the same code (records/README.md). A pass shows that this code, on this machine, still
-trains the sampled runs to the numbers that were shipped; it does not check the runs that
-were not drawn. Records of real data this machine lacks (the Debian benchmark is not
-committed) are left out of the draw, and counted.
+another CPU with the same code (records/README.md). A pass shows that this code, on this
+machine, still trains the sampled runs to the numbers that were shipped; it does not check
+the runs that were not drawn. Records of real data this machine lacks (the Debian benchmark
+is not committed) are left out of the draw, and counted.
 """
 
 from __future__ import annotations

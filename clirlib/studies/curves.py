@@ -225,8 +225,8 @@ def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
             lines.append(f"- **{r['system']}** passes the gate at none of the sizes tried ({tried} training "
                          f"queries); at the largest, {numbers}.")
         else:
-            first = int(r["learns_from"].replace(",", ""))
-            after = g[(g["n_train"] > first) & ~g["passes"].astype(bool)]  # fails again above its first pass
+            passes = g["passes"].astype(bool)
+            after = g[(g["n_train"] > g.loc[passes, "n_train"].min()) & ~passes]  # fails again above its first pass
             edge = ""
             if len(after):
                 fails = ", ".join(f"{int(n):,} (p = {p:.2g})" for n, p in zip(after["n_train"], after["p"]))
