@@ -218,14 +218,14 @@ def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
     for r in first_passing(gate_rows, order).to_dict("records"):
         g = gate_rows[gate_rows["system"] == r["system"]].sort_values("n_train")
         tried = ", ".join(f"{n:,}" for n in g["n_train"])
-        passed = ", ".join(f"{n:,}" for n in g.loc[g["passes"].astype(bool), "n_train"])
+        passes = g["passes"].astype(bool)
+        passed = ", ".join(f"{n:,}" for n in g.loc[passes, "n_train"])
         numbers = (f"dev NDCG@5 {r['dev_NDCG@5']:.3f} against {r['random_NDCG@5']:.3f} for a random order, "
                    f"p = {r['p']:.2g}")
         if r["learns_from"].startswith("none"):
             lines.append(f"- **{r['system']}** passes the gate at none of the sizes tried ({tried} training "
                          f"queries); at the largest, {numbers}.")
         else:
-            passes = g["passes"].astype(bool)
             after = g[(g["n_train"] > g.loc[passes, "n_train"].min()) & ~passes]  # fails again above its first pass
             edge = ""
             if len(after):
