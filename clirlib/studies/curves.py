@@ -123,14 +123,15 @@ def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] 
         workers: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
     """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only).
 
-    The paper's rankers train one after the other (each uses both cores' torch threads; two at
-    once would oversubscribe them), MDL and HIKE in ``workers`` processes
-    (``grid_runs.system_runs``; HIKE trains on one thread). The records are the same either way."""
+    Average pooling and DSSM-CNN train one after the other (each uses both cores' torch
+    threads; two at once would oversubscribe them); DSSM-LSTM, MDL and HIKE, which train on one
+    thread, in ``workers`` processes (``grid_runs.system_runs``), the largest training sets
+    first so that the longest runs do not start last. The records are the same either way."""
     grid = configs(profile, labels, sizes, seeds)
-    rankers = [i for i, (_, _, c) in enumerate(grid) if c.system == "sosl"]
-    others = [i for i in range(len(grid)) if i not in set(rankers)]
+    serial = [i for i, (_, _, c) in enumerate(grid) if c.system == "sosl" and c.encoder != "lstm"]
+    pooled = sorted(set(range(len(grid))) - set(serial), key=lambda i: (-grid[i][1], i))
     records: dict[int, dict[str, Any]] = {}
-    for idx, w in ((rankers, 1), (others, workers)):
+    for idx, w in ((serial, 1), (pooled, workers)):
         if idx:
             got = grid_runs.system_runs([grid[i][2] for i in idx], force=force, desc="learning curves", workers=w,
                                         collection=False)
