@@ -56,11 +56,11 @@ class FastStep:
         # Mean-pooling lookups on the leaves get a leaner backward with torch's exact result
         # (bagmean.BagMean), where the check against torch's own backward passes.
         self.bag_mode = BagMeanMode if self.compact and device.type == "cpu" and bag_mean_exact() else None
-        # Average pooling's per-batch work is a few sub-millisecond kernels, and DSSM-LSTM's
-        # a chain of small per-token ones: one thread runs them faster than waking the pool
-        # for each when the OpenMP threads wait passively (as in make test and the process
-        # pool) or other processes share the cores, and the same bits (docs/timings.md,
-        # session 34); Adam's pass over the tables keeps every thread.
+        # Average pooling's per-batch work is a few sub-millisecond kernels, DSSM-LSTM's a
+        # chain of small per-token ones: one thread runs them faster than waking the pool for
+        # each when OpenMP's threads wait passively (make test, the process pool) or other
+        # processes share the cores, with the same bits (docs/timings.md, "DSSM-LSTM on one
+        # thread"); Adam's pass over the tables keeps every thread.
         self.single_thread = device.type == "cpu" and all(
             isinstance(enc, (AvgPoolEncoder, LSTMEncoder)) for enc in (model.query_encoder, model.doc_encoder))
 
