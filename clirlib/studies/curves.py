@@ -124,12 +124,12 @@ def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] 
     """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only).
 
     Average pooling and DSSM-CNN train one after the other (each uses both cores' torch
-    threads; two at once would oversubscribe them); DSSM-LSTM, MDL and HIKE, which train on one
-    thread, in ``workers`` processes (``grid_runs.system_runs``), the largest training sets
+    threads; two at once would oversubscribe them); DSSM-LSTM, MDL and HIKE, whose training steps
+    run on one thread, in ``workers`` processes (``grid_runs.system_runs``), the largest training sets
     first so that the longest runs do not start last. The records are the same either way."""
     grid = configs(profile, labels, sizes, seeds)
     serial = [i for i, (_, _, c) in enumerate(grid) if c.system == "sosl" and c.encoder != "lstm"]
-    pooled = sorted(set(range(len(grid))) - set(serial), key=lambda i: (-grid[i][1], i))
+    pooled = sorted((i for i in range(len(grid)) if i not in serial), key=lambda i: (-grid[i][1], i))
     records: dict[int, dict[str, Any]] = {}
     for idx, w in ((serial, 1), (pooled, workers)):
         if idx:
