@@ -49,6 +49,9 @@ SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
 #: HIKE-small with its triples per epoch grown with the data, at ``CURVES[profile]["grown"]`` only.
 GROWN = "HIKE-small, triples grown with the data"
 ORDER = (*SYSTEMS, GROWN)
+#: The systems :func:`run` trains one after the other, each on both cores' torch threads (two at
+#: once would oversubscribe them); the others' training steps run on one thread, so they share the cores.
+ONE_AT_A_TIME = ("SOSL, average pooling", "MSE, average pooling", "DSSM-CNN (SOSL)")
 
 
 def settings(profile: str) -> dict[str, Any]:
@@ -123,12 +126,11 @@ def run(profile: str, labels: Iterable[str] | None = None, sizes: Iterable[int] 
         workers: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
     """(label, size, record) of :func:`configs`, from the cache or trained (candidate lists only).
 
-    Average pooling and DSSM-CNN train one after the other (each uses both cores' torch
-    threads; two at once would oversubscribe them); DSSM-LSTM, MDL and HIKE, whose training steps
-    run on one thread, in ``workers`` processes (``grid_runs.system_runs``), the largest training sets
+    Average pooling and DSSM-CNN train one after the other (:data:`ONE_AT_A_TIME`); DSSM-LSTM,
+    MDL and HIKE in ``workers`` processes (``grid_runs.system_runs``), the largest training sets
     first so that the longest runs do not start last. The records are the same either way."""
     grid = configs(profile, labels, sizes, seeds)
-    serial = [i for i, (_, _, c) in enumerate(grid) if c.system == "sosl" and c.encoder != "lstm"]
+    serial = [i for i, (label, _, _) in enumerate(grid) if label in ONE_AT_A_TIME]
     pooled = sorted((i for i in range(len(grid)) if i not in serial), key=lambda i: (-grid[i][1], i))
     records: dict[int, dict[str, Any]] = {}
     for idx, w in ((serial, 1), (pooled, workers)):
