@@ -83,7 +83,7 @@ def test_the_grid_has_every_system_at_every_size_and_all_seeds_where_the_profile
         for n in s["sizes"]:
             seeds = sorted(c.seed for lab, m, c in grid if lab == label and m == n)
             assert seeds == (list(s["seeds"]) if n == 3000 else [s["seeds"][0]])
-    # 6 systems x (1 + 1 + 3 seeds) + HIKE's grown point: session 34's 31 runs
+    # 6 systems x (1 + 1 + 3 seeds) + HIKE's grown point
     assert len(grid) == 6 * 5 + 1 == 31
     # paper keeps all four sizes of issue 26, three seeds at 10,000
     paper = curves.configs("paper")
