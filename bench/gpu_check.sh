@@ -7,7 +7,7 @@
 set -u
 export PYTHONUNBUFFERED=1 CLIRLIB_PROGRESS=0 PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1
 T0=$(date +%s); t() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
-if [ -d .whl ]; then  # packages the machine lacks, carried as wheels
+if [ -d .whl ]; then  # packages the machine lacks, carried as wheels (the H200 image: bm25s, for verify's BM25 record)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
 export PYTHONPATH=$PWD:/tmp/site OUT=${OUT:-bench/gpu_check}
