@@ -202,6 +202,22 @@ def test_table3_is_decided_where_both_dssm_models_learn():
     assert len(t3) == 9 and t3 == own
 
 
+def test_table3_runs_hands_the_longest_runs_to_the_pool_first_and_returns_them_in_config_order(monkeypatch):
+    seen = {}
+
+    def fake_system_runs(configs, *, force=None, desc="", workers=None, collection=True):
+        seen["order"], seen["workers"] = [(c.encoder, c.seed) for c in configs], workers
+        return [{"config": {"encoder": c.encoder, "seed": c.seed}} for c in configs]
+
+    monkeypatch.setattr(curves.grid_runs, "system_runs", fake_system_runs)
+    got = curves.table3_runs("paper", 3000, workers=2)
+    # the pool gets DSSM-LSTM's three seeds, then DSSM-CNN's, then average pooling's (longest first)
+    assert seen["order"] == [(e, s) for e in ("lstm", "cnn", "avgpool") for s in (0, 1, 2)] and seen["workers"] == 2
+    # the caller gets them in table3_configs' order: per seed, avgpool, cnn, lstm
+    assert [(r["config"]["encoder"], r["config"]["seed"]) for r in got] == \
+        [(c.encoder, c.seed) for c in curves.table3_configs("paper", 3000)]
+
+
 # --------------------------------------------------------------------------- the same curves on real text
 def test_realtext_curves_grid_reuses_notebook_13s_runs_at_the_whole_split():
     from clirlib.studies import realtext, realtext_curves as rc

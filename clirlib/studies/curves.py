@@ -278,9 +278,17 @@ def table3_configs(profile: str, n: int) -> list[Any]:
             for seed in s["seeds"] for enc in ENCODER_ORDER]
 
 
-def table3_runs(profile: str, n: int, force: bool | None = None) -> list[dict[str, Any]]:
-    """The records of :func:`table3_configs` (cached; trained one after the other)."""
-    return grid_runs.system_runs(table3_configs(profile, n), force=force, desc="Table 3 where DSSM learns", workers=1)
+def table3_runs(profile: str, n: int, force: bool | None = None, workers: int | None = None) -> list[dict[str, Any]]:
+    """The records of :func:`table3_configs`, in its order (cached). Those not in the cache train
+    ``workers`` at a time (``grid_runs.system_runs``; ``None``: ``CLIRLIB_SYSTEM_WORKERS``, default 2),
+    DSSM-LSTM's first, then DSSM-CNN's, then average pooling's, so that the longest runs do not start
+    last. The records are the same in any order and process (``executors.PoolExecutor``)."""
+    configs = table3_configs(profile, n)
+    order = sorted(range(len(configs)), key=lambda i: (-ENCODER_ORDER.index(configs[i].encoder), i))
+    got = grid_runs.system_runs([configs[i] for i in order], force=force, desc="Table 3 where DSSM learns",
+                                workers=workers)
+    records: dict[int, dict[str, Any]] = dict(zip(order, got))
+    return [records[i] for i in range(len(configs))]
 
 
 def paper_epochs_minutes(records: Iterable[dict[str, Any]]) -> float:
