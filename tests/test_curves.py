@@ -195,11 +195,18 @@ def test_table3_is_decided_where_both_dssm_models_learn():
     assert [(c.encoder, c.resolved().epochs) for c in configs[:3]] == [("avgpool", 30), ("cnn", 30), ("lstm", 15)]
     assert {c.seed for c in configs} == {0, 1, 2} and {c.train_queries for c in configs} == {3000}
     assert {(c.dataset, c.lang, c.patience) for c in configs} == {("curves", "fr", 5)}
-    # default: default's epochs (30, 3, 2), so Table 3 there is the curves' own runs at that size (the same keys)
+    # default: the same runs as paper's (the same keys); of the curves' runs at 3,000 only average pooling's
+    # are among them (30 epochs either way): the DSSM curves runs keep default's 3 / 2 epochs
     t3 = {experiments.cache_key(c) for c in curves.table3_configs("default", 3000)}
     own = {experiments.cache_key(c) for label, n, c in curves.configs("default")
            if n == 3000 and label in ("SOSL, average pooling", "DSSM-CNN (SOSL)", "DSSM-LSTM (SOSL)")}
-    assert len(t3) == 9 and t3 == own
+    assert len(t3) == len(own) == 9 and t3 == {experiments.cache_key(c) for c in configs}
+    assert t3 & own == {experiments.cache_key(c) for c in configs if c.encoder == "avgpool"}
+    # ci: its settings profile's epochs, so Table 3 there is the curves' own runs at that size (the same keys)
+    ci_t3 = {experiments.cache_key(c) for c in curves.table3_configs("ci", 72)}
+    ci_own = {experiments.cache_key(c) for label, n, c in curves.configs("ci")
+              if n == 72 and label in ("SOSL, average pooling", "DSSM-CNN (SOSL)", "DSSM-LSTM (SOSL)")}
+    assert len(ci_t3) == 6 and ci_t3 == ci_own
 
 
 def test_table3_runs_hands_the_longest_runs_to_the_pool_first_and_returns_them_in_config_order(monkeypatch):

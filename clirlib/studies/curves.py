@@ -293,8 +293,8 @@ def table3_runs(profile: str, n: int, force: bool | None = None, workers: int | 
 
 def paper_epochs_minutes(records: Iterable[dict[str, Any]]) -> float:
     """Minutes Table 3's runs would take with the paper's epochs and no early stop, from each
-    run's own seconds per epoch (its ``seconds`` over the epochs it ran): the estimate behind
-    ``CURVES["default"]["table3_epochs"]``."""
+    run's own seconds per epoch (its ``seconds`` over the epochs it ran): notebook 16 prints it where
+    Table 3 keeps the settings profile's epochs (``CURVES[profile]["table3_epochs"]``)."""
     from ..train import PAPER_SETTINGS
 
     return sum(r["seconds"] / r["epochs_run"] * PAPER_SETTINGS[r["config"]["encoder"]]["epochs"]
