@@ -291,16 +291,6 @@ def table3_runs(profile: str, n: int, force: bool | None = None, workers: int | 
     return [records[i] for i in range(len(configs))]
 
 
-def paper_epochs_minutes(records: Iterable[dict[str, Any]]) -> float:
-    """Minutes Table 3's runs would take with the paper's epochs and no early stop, from each
-    run's own seconds per epoch (its ``seconds`` over the epochs it ran): notebook 16 prints it where
-    Table 3 keeps the settings profile's epochs (``CURVES[profile]["table3_epochs"]``)."""
-    from ..train import PAPER_SETTINGS
-
-    return sum(r["seconds"] / r["epochs_run"] * PAPER_SETTINGS[r["config"]["encoder"]]["epochs"]
-               for r in records) / 60
-
-
 def main(argv: list[str] | None = None) -> int:
     """Train (or read) the curves' runs: ``python -m clirlib.studies.curves --profile default``."""
     ap = argparse.ArgumentParser(description="train the learning curves' runs (notebook 16) into the cache")
