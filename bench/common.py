@@ -28,14 +28,13 @@ def set_threads(n: int = THREADS) -> None:
 
 def machine() -> dict[str, str]:
     """CPU model, cores, memory, library versions and the load when measured."""
-    cpu = platform.processor() or "unknown CPU"
+    from clirlib.runs.shipped import cpu_from_cpuinfo  # the records' own name for the CPU
+
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        cpu = cpu_from_cpuinfo(Path("/proc/cpuinfo").read_text())
     except OSError:
-        pass
+        cpu = None
+    cpu = cpu or platform.processor() or "unknown CPU"
     mem = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

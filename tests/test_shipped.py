@@ -169,6 +169,31 @@ def test_verify_retrains_a_shipped_ci_record_to_the_same_numbers(dirs, capsys):
     assert "[verify] OK " in out and "1 of 1 passed" in out
 
 
+# /proc/cpuinfo as Linux writes it (two processors; tab before the colon), shortened to the fields read
+CPUINFO_EPYC = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                "model name\t: AMD EPYC\nstepping\t: 1\n\n"
+                "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                "model name\t: AMD EPYC\n\n")
+
+
+def test_cpu_from_cpuinfo_names_the_first_cpu_with_its_family_and_model():
+    # the first processor's block: its model (17), not the second's (1)
+    assert shipped.cpu_from_cpuinfo(CPUINFO_EPYC) == "AMD EPYC (family 25, model 17)"
+    xeon = "processor\t: 0\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+    assert shipped.cpu_from_cpuinfo(xeon) == "Intel(R) Xeon(R) Platinum 8480+ (family 6, model 143)"
+    assert shipped.cpu_from_cpuinfo("processor\t: 0\nmodel name\t: Some CPU\n") == "Some CPU"  # no numbers given
+    assert shipped.cpu_from_cpuinfo("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n") is None  # arm64: no name
+    assert shipped.cpu_from_cpuinfo("") is None
+
+
+def test_same_cpu_matches_a_name_recorded_before_the_numbers_were():
+    now = "AMD EPYC (family 25, model 17)"
+    assert shipped.same_cpu(now, now)
+    assert shipped.same_cpu("AMD EPYC", now) and shipped.same_cpu(now, "AMD EPYC")  # older records: the name alone
+    assert not shipped.same_cpu("AMD EPYC (family 25, model 1)", now)  # another generation, one name
+    assert not shipped.same_cpu("Intel(R) Xeon(R) CPU", now) and not shipped.same_cpu("AMD EPYC 7B13", "AMD EPYC")
+
+
 def test_verify_names_the_cpu_that_trained_a_failing_record(dirs, monkeypatch, capsys):
     # A record the manifest says was trained on another CPU: a FAIL stays a FAIL (exit 1), and the
     # line says where it was trained, with a hint on telling the code from the CPU
@@ -186,6 +211,13 @@ def test_verify_names_the_cpu_that_trained_a_failing_record(dirs, monkeypatch, c
     assert "1 of the FAILs retrained a record trained on another CPU" in out
     # the same record trained on this machine's CPU: the FAIL without the note
     rec["provenance"]["cpu"] = shipped.provenance()["cpu"]
+    rec["checksum"] = cache.checksum(rec)
+    shipped.pack([rec], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    assert verify.run(1, seed=0) == 1
+    out = capsys.readouterr().out
+    assert "[verify] FAIL " in out and "another CPU" not in out
+    # a record trained on this CPU before the family and model were recorded: its name alone, no note
+    rec["provenance"]["cpu"] = shipped.provenance()["cpu"].split(" (family ", 1)[0]
     rec["checksum"] = cache.checksum(rec)
     shipped.pack([rec], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
     assert verify.run(1, seed=0) == 1

@@ -457,7 +457,7 @@ _provenance: dict[str, str] = {}
 
 def provenance() -> dict[str, str]:
     """What trains a record here: the commit of the checkout (``+modified`` when ``clirlib/``
-    has uncommitted changes; ``unknown`` outside a git checkout) and the CPU model."""
+    has uncommitted changes; ``unknown`` outside a git checkout) and the CPU (:func:`cpu_from_cpuinfo`)."""
     if not _provenance:
         code = "unknown"
         try:
@@ -468,15 +468,43 @@ def provenance() -> dict[str, str]:
                 code = head.stdout.strip() + ("+modified" if dirty.stdout.strip() else "")
         except (OSError, subprocess.SubprocessError):
             pass
-        cpu = platform.processor() or platform.machine()
         try:
             with open("/proc/cpuinfo", encoding="utf-8") as f:
-                names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
-            cpu = names[0] if names else cpu
+                cpu = cpu_from_cpuinfo(f.read())
         except OSError:
-            pass
-        _provenance.update(code=code, cpu=cpu)
+            cpu = None
+        _provenance.update(code=code, cpu=cpu or platform.processor() or platform.machine())
     return dict(_provenance)
+
+
+def cpu_from_cpuinfo(text: str) -> str | None:
+    """The first CPU of a ``/proc/cpuinfo`` text: its model name, followed by its family and model
+    numbers where the text gives them (``AMD EPYC (family 25, model 17)``); None without a model
+    name. The numbers are there because two generations of one vendor can report the same name
+    (a virtual machine's "AMD EPYC") and round differently (records/README.md)."""
+    first: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if first:
+                break  # the first processor's block ends
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            first.setdefault(key.strip(), value.strip())
+    name = first.get("model name")
+    if not name:
+        return None
+    family, model = first.get("cpu family"), first.get("model")
+    return f"{name} (family {family}, model {model})" if family and model else name
+
+
+def same_cpu(a: str, b: str) -> bool:
+    """Whether two provenance CPUs are one: equal strings, or equal names where one of them was
+    recorded before the family and model were (:func:`cpu_from_cpuinfo`), as the older records' were."""
+    if a == b:
+        return True
+    numbered = [" (family " in s for s in (a, b)]
+    return not all(numbered) and a.split(" (family ", 1)[0] == b.split(" (family ", 1)[0]
 
 
 def pack_local(profile: str = "default", folder: Path | None = None, code: str | None = None) -> dict[str, Any]:

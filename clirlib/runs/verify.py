@@ -185,7 +185,7 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
         c = compare(records[k], retrain(records[k]), tolerance)
         failed += c.verdict == "FAIL"
         cpu = shipped_on.get(k, {}).get("cpu")  # what the manifest says trained it
-        other = cpu is not None and cpu != here
+        other = cpu is not None and not shipped.same_cpu(cpu, here)
         elsewhere += other and c.verdict == "FAIL"
         print(f"[verify] {c.verdict:5s} {c.kind:18s} {k}  largest mean difference {c.largest_mean:.2g}, "
               f"per query {c.largest_per_query:.2g}{'  (' + c.worst + ')' if c.worst else ''}  "
