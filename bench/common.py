@@ -28,13 +28,9 @@ def set_threads(n: int = THREADS) -> None:
 
 def machine() -> dict[str, str]:
     """CPU model, cores, memory, library versions and the load when measured."""
-    from clirlib.runs.shipped import cpu_from_cpuinfo  # the records' own name for the CPU
+    from clirlib.runs.shipped import cpu_name  # the records' own name for the CPU
 
-    try:
-        cpu = cpu_from_cpuinfo(Path("/proc/cpuinfo").read_text())
-    except OSError:
-        cpu = None
-    cpu = cpu or platform.processor() or "unknown CPU"
+    cpu = cpu_name()
     mem = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -468,13 +468,19 @@ def provenance() -> dict[str, str]:
                 code = head.stdout.strip() + ("+modified" if dirty.stdout.strip() else "")
         except (OSError, subprocess.SubprocessError):
             pass
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as f:
-                cpu = cpu_from_cpuinfo(f.read())
-        except OSError:
-            cpu = None
-        _provenance.update(code=code, cpu=cpu or platform.processor() or platform.machine())
+        _provenance.update(code=code, cpu=cpu_name())
     return dict(_provenance)
+
+
+def cpu_name() -> str:
+    """This machine's CPU as records name it: :func:`cpu_from_cpuinfo` of ``/proc/cpuinfo``, else
+    what ``platform`` says (no such file, or no model name in it)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = cpu_from_cpuinfo(f.read())
+    except OSError:
+        cpu = None
+    return cpu or platform.processor() or platform.machine()
 
 
 def cpu_from_cpuinfo(text: str) -> str | None:
@@ -501,10 +507,10 @@ def cpu_from_cpuinfo(text: str) -> str | None:
 def same_cpu(a: str, b: str) -> bool:
     """Whether two provenance CPUs are one: equal strings, or equal names where one of them was
     recorded before the family and model were (:func:`cpu_from_cpuinfo`), as the older records' were."""
-    if a == b:
-        return True
-    numbered = [" (family " in s for s in (a, b)]
-    return not all(numbered) and a.split(" (family ", 1)[0] == b.split(" (family ", 1)[0]
+    def bare(cpu: str) -> str:
+        return cpu.split(" (family ", 1)[0]
+
+    return a == b or (bare(a) == bare(b) and (a == bare(a) or b == bare(b)))
 
 
 def pack_local(profile: str = "default", folder: Path | None = None, code: str | None = None) -> dict[str, Any]:
