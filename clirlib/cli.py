@@ -101,6 +101,7 @@ def _generate(args: argparse.Namespace) -> int:
 def _data_debian(args: argparse.Namespace) -> int:
     from .data.debian import build, find_index_files, stats_table  # torch-heavy, as above
     from .data.debian.build import document_code
+    from .data.wikiclir import PAPER_N_NR
 
     if args.no_embeddings and args.seed is not None:
         raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
@@ -119,6 +120,8 @@ def _data_debian(args: argparse.Namespace) -> int:
               f"{info['translations_without_english']} translations without an English description left out) in "
               f"{time.perf_counter() - t0:.1f}s -> {args.out}")
     print(stats_table(args.out, args.lang).to_string(index=False))
+    print(f"candidates_per_query: the MR document, the SR documents and {PAPER_N_NR} NR documents, as the loader "
+          "samples them (fewer NR where the collection has fewer)")
     return 0
 
 
@@ -222,14 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="write an embedded-benchmark profile to data/")
     g.add_argument("--profile", default="default", choices=list(profiles.NAMES), help="its sizes (default: default)")
-    g.add_argument("--lang", nargs="+", default=list(LANGS), help=f"document languages (default: {' '.join(LANGS)})")
+    g.add_argument("--lang", nargs="+", default=list(LANGS),
+                   help=f"document languages whose folders to print (default: {' '.join(LANGS)}); a profile is "
+                        "written for all of them at once")
     g.add_argument("--seed", type=int, default=0, help="the benchmark's seed (train's --data-seed); default 0")
     g.set_defaults(func=_generate)
 
     d = sub.add_parser("data", help="build a real-text benchmark from local files")
     dsub = d.add_subparsers(dest="source", required=True, parser_class=_Parser)
     deb = dsub.add_parser("debian", help="Debian's translated package descriptions in the WikiCLIR layout")
-    deb.add_argument("--lang", nargs="+", default=["fr"], help="document languages (fr, it, de, ...)")
+    deb.add_argument("--lang", nargs="+", default=["fr"], help="document languages (fr, it, de, ...; default: fr)")
     deb.add_argument("--out", required=True, help="the folder to write (wiki-clir/, polyglot/, debian-<lang>.json)")
     deb.add_argument("--from", help="a folder with Packages, Translation-en and Translation-<lang> (plain or .lz4); "
                                     "default: apt's lists folder")

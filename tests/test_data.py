@@ -332,13 +332,14 @@ def test_missing_file(tmp_path, which):
     with pytest.raises(MissingDataError) as e:
         load_wikiclir(root, "fr")
     assert str(path) in str(e.value) and "missing WikiCLIR file" in str(e.value)
+    assert "get WikiCLIR (Sasaki et al. 2018)" in str(e.value)  # where to get it, as the README promises
     assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, ValueError)
 
 
 def test_missing_root_and_unknown_language(tmp_path):
     with pytest.raises(MissingDataError, match="does not exist"):
         load_wikiclir(tmp_path / "nope", "fr")
-    with pytest.raises(MissingDataError, match="not a WikiCLIR folder"):
+    with pytest.raises(MissingDataError, match=r"not a WikiCLIR folder: .*; get WikiCLIR \(Sasaki"):
         load_wikiclir(tmp_path, "fr")
     root = write_wikiclir(tmp_path / "x")
     with pytest.raises(DataFormatError, match="unknown WikiCLIR language 'xx'; known codes: ar, ca"):

@@ -79,6 +79,11 @@ def ir_datasets_source() -> Path:
     return env.ir_datasets_home() / "wikiclir" / "source"
 
 
+#: Where a missing WikiCLIR file comes from, for the readers' errors.
+GET_WIKICLIR = ("get WikiCLIR (Sasaki et al. 2018) from its authors or as ir_datasets' wikiclir/<lang> "
+                "(docs/real-data.md)")
+
+
 def resolve_root(root: str | Path | None) -> Path:
     """The ``wiki-clir`` folder for ``root``: a folder holding ``wiki-clir/``, the
     ``wiki-clir`` folder itself, or ``None`` for the ir_datasets cache."""
@@ -101,7 +106,7 @@ def resolve_root(root: str | Path | None) -> Path:
     if (root / QUERIES_FILE).is_file() or root.name == "wiki-clir":
         return root
     raise MissingDataError(
-        f"not a WikiCLIR folder: expected {root / 'wiki-clir'} or {root / QUERIES_FILE}", root)
+        f"not a WikiCLIR folder: expected {root / 'wiki-clir'} or {root / QUERIES_FILE}; {GET_WIKICLIR}", root)
 
 
 def wikiclir_files(root: str | Path | None, lang: str, *, check: bool = True) -> WikiClirFiles:
@@ -122,7 +127,7 @@ def wikiclir_files(root: str | Path | None, lang: str, *, check: bool = True) ->
                 # the language's folder missing: say which languages are there; one file missing: the path says it
                 hint = (f" (languages present: {', '.join(have) or 'none'})"
                         if p != files.queries and not p.parent.is_dir() else "")
-                raise MissingDataError(f"missing WikiCLIR file for language {code!r}{hint}", p)
+                raise MissingDataError(f"missing WikiCLIR file for language {code!r}{hint}; {GET_WIKICLIR}", p)
     return files
 
 

@@ -40,6 +40,7 @@ from ...cache import clean_stale
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
 from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
+from ..wikiclir import PAPER_N_NR
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from ..text import tokenize
 from ...validate import check_seed
@@ -419,7 +420,7 @@ STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "c
                  "query_tokens_in_mr", "translations_merged", "queries_without_sr")
 
 
-def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = 40):
+def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = PAPER_N_NR):
     """Table 1 for the built languages under ``out`` (from their ``debian-<lang>.json``):
     queries (with an MR document), documents, SR per query (mean, median), candidates per
     query with ``n_nr`` NR documents, the share of query tokens that occur in the MR document
