@@ -190,6 +190,15 @@ def test_every_row_moves_every_step_like_dense_adam(row_adam):
     assert set(state) == {"step", "exp_avg", "exp_avg_sq"} and float(state["step"]) == 2.0
 
 
+@pytest.mark.parametrize("encoder, pools", [("avgpool", True), ("cnn", False), ("lstm", False)])
+def test_only_mean_pooling_encoders_run_in_the_bag_mean_mode(encoder, pools):
+    # the mode rewrites embedding_bag(mode="mean") calls alone: DSSM's forward has none
+    data, split, model = _setup(encoder)
+    params = [p for p in model.parameters() if p.requires_grad]
+    stepper = fast.make_step(model, params, data, split, torch.device("cpu"), torch.optim.Adam(params, fused=True))
+    assert (stepper.bag_mode is not None) == (pools and bagmean.bag_mean_exact())
+
+
 def test_gather_renumbers_ids_and_keeps_padding_zero():
     w = torch.nn.Parameter(torch.arange(20, dtype=torch.float32).reshape(10, 2))
     t = CompactRows(w)

@@ -54,8 +54,12 @@ class FastStep:
         # the optimizer's own step on a dense gradient buffer when RowAdam does not apply.
         self.row_adam = RowAdam(optimizer, self.compact) if RowAdam.supports(optimizer, self.compact) else None
         # Mean-pooling lookups on the leaves get a leaner backward with torch's exact result
-        # (bagmean.BagMean), where the check against torch's own backward passes.
-        self.bag_mode = BagMeanMode if self.compact and device.type == "cpu" and bag_mean_exact() else None
+        # (bagmean.BagMean), where the check against torch's own backward passes. Only an
+        # encoder with such lookups (an EmbeddingBag) runs in the mode: in DSSM's, which have
+        # none, it only added a Python call to each of the forward's torch calls.
+        pools = any(isinstance(m, torch.nn.EmbeddingBag) for side in (model.query_encoder, model.doc_encoder)
+                    for m in side.modules())
+        self.bag_mode = BagMeanMode if self.compact and pools and device.type == "cpu" and bag_mean_exact() else None
         # Average pooling's per-batch work is a few sub-millisecond kernels, DSSM-LSTM's a
         # chain of small per-token ones: one thread runs them faster than waking the pool for
         # each when OpenMP's threads wait passively (make test, the process pool) or other
