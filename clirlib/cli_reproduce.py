@@ -130,24 +130,31 @@ def reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(line: str, stream=None) -> None:
+    """``line`` and its newline in one write: notebooks run on two threads, and ``print``
+    writes the text and the newline apart, so two lines could run together."""
+    stream = sys.stdout if stream is None else stream
+    stream.write(line + "\n")
+    stream.flush()
+
+
 def _run_notebook(pm, nb: Path, args: argparse.Namespace, params: dict, out_dir: Path, in_place: bool) -> bool:
     """Execute one notebook with papermill; on failure say so in one line and return False."""
     from . import notebook  # imports torch and the studies: only when notebooks run
 
-    print(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...", flush=True)
+    _say(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...")
     try:
         pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
                             cwd=str(nb.parent), progress_bar=False, log_output=False)
     except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
         what = (str(e.evalue).strip().splitlines() or [""])[0]
-        print(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
-              f"the traceback: {out_dir / nb.name})", file=sys.stderr, flush=True)
+        _say(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
+             f"the traceback: {out_dir / nb.name})", sys.stderr)
         return False
     except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
         what = (str(e).strip().splitlines() or [""])[0]
-        print(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
-              f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})",
-              file=sys.stderr, flush=True)
+        _say(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+             f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})", sys.stderr)
         return False
     if in_place:
         atomic.write_bytes(nb, (out_dir / nb.name).read_bytes())  # a kill leaves the old notebook, never a cut one
@@ -176,8 +183,8 @@ def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: 
                 if not fut.result():
                     failed = True
                     continue
-                print(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
-                      f"{eta.after(nb, time.perf_counter() - total) if eta else ''}", flush=True)
+                _say(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
+                     f"{eta.after(nb, time.perf_counter() - total) if eta else ''}")
     return failed
 
 

@@ -825,3 +825,21 @@ def test_every_product_file_is_written_through_clirlib_atomic():
             if m:
                 found.add((rel, next(g for g in m.groups() if g), line.strip()))
     assert {(rel, kind) for rel, kind, _ in found} <= allowed, sorted(found)
+
+
+def test_reproduce_lines_are_one_write_each():
+    # two notebooks run on two threads: a line and its newline must leave in one write, or the
+    # two threads' lines run together ("... 01_table1_data.ipynb (profile=default) ...[reproduce] ...")
+    class Stream:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+
+    out = Stream()
+    cli_reproduce._say("[reproduce] 01_table1_data.ipynb done in 3s", out)
+    assert out.writes == ["[reproduce] 01_table1_data.ipynb done in 3s\n"]

@@ -55,10 +55,9 @@ def max_gradient_norm(eps: float, n: int = 20_000, p: int = 64, seed: int = 0, a
         (-torch.log(norms + 1e-300).sum()).backward()
         opt.step()
     best = max(best, float(_grad_norms(qa.detach(), da.detach(), eps).max()))
-    # 200 Adam steps amplify last-bit differences between CPUs to about 1e-11 of the
-    # maximum found (3.967160130748 on an Intel Xeon, 3.967160130794 on an AMD EPYC at eps
-    # 0.25), which changed the saved table's bytes; 10 significant digits are the same on
-    # both and keep far more than the comparison with 2 / eps can use.
+    # 200 Adam steps carry last-bit differences between CPUs to about 1e-11 of the maximum
+    # found, which changed the saved table's bytes (docs/timings.md, session 38); 10
+    # significant digits hide them and keep far more than the comparison with 2 / eps uses.
     random_max, tiny_max, best = (_significant(v) for v in (random_max, tiny_max, best))
     return {"eps": eps, "random": random_max, "tiny_norm": tiny_max, "adversarial": best,
             "largest": max(random_max, tiny_max, best),

@@ -40,9 +40,9 @@ from ...cache import clean_stale
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
 from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
-from ..wikiclir import PAPER_N_NR
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from ..text import tokenize
+from ..wikiclir import PAPER_N_NR
 from ...validate import check_seed
 from .index import Description, IndexFiles, description, find_index_files, paragraphs, relation_names
 
