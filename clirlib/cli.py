@@ -101,7 +101,7 @@ def _generate(args: argparse.Namespace) -> int:
 def _data_debian(args: argparse.Namespace) -> int:
     from .data.debian import build, find_index_files, stats_table  # torch-heavy, as above
     from .data.debian.build import document_code
-    from .data.wikiclir import PAPER_N_NR
+    from .labels import N_NR
 
     if args.no_embeddings and args.seed is not None:
         raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
@@ -120,7 +120,7 @@ def _data_debian(args: argparse.Namespace) -> int:
               f"{info['translations_without_english']} translations without an English description left out) in "
               f"{time.perf_counter() - t0:.1f}s -> {args.out}")
     print(stats_table(args.out, args.lang).to_string(index=False))
-    print(f"candidates_per_query: the MR document, the SR documents and {PAPER_N_NR} NR documents, as the loader "
+    print(f"candidates_per_query: the MR document, the SR documents and {N_NR} NR documents, as the loader "
           "samples them (fewer NR where the collection has fewer)")
     return 0
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 NR, SR, MR = 0, 1, 2
+#: NR documents sampled into each query's candidate list, beside its MR and SR documents
+#: (Section 5: 40, as in WikiCLIR's protocol; Figure 5 varies it).
+N_NR = 40
 #: Short names of the labels, for tables and legends.
 NAMES = {NR: "NR", SR: "SR", MR: "MR"}
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .labels import N_NR
+
 #: The profiles, smallest first (the command line's ``--profile`` choices).
 NAMES = ("ci", "default", "paper")
 #: The paper's four document languages (Section 5, "Datasets"), the embedded benchmark's too:
@@ -79,7 +81,7 @@ class Profile:
     query_len: tuple[int, int] = (8, 30)  # min, max tokens of a first sentence (before title removal)
     n_meanings: int = 1500  # latent meanings (the content vocabulary; more training data supports more)
     embed_tokens: int = 6_000_000  # at most this many tokens of text per language for the embeddings
-    n_nr: int = 40
+    n_nr: int = N_NR
 
     @property
     def n_queries(self) -> dict[str, int]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .encoders import ENCODERS, LSTM_READOUTS
+from .labels import N_NR
 from .losses import DEFAULT_THRESHOLDS, get_loss
 from .metrics import METRIC_NAMES
 from .validate import check_config, floats_as_floats
@@ -82,7 +83,7 @@ class TrainConfig:
     seed: int = 0  # model initialisation and shuffling
     data_seed: int = 0  # benchmark generation, query sampling, splits, NR sampling
     n_queries: int | None = None  # None: the profile's (or 25,000 for real data)
-    n_nr: int = 40  # NR documents per query
+    n_nr: int = N_NR  # NR documents per query
     train_fraction: float = 1.0  # keep this share of the training queries (Theorem 3 study)
     train_queries: int | None = None  # keep this many training queries, nested subsets (learning curves; None: all)
     select_metric: str = "NDCG@5"  # dev metric that picks the epoch

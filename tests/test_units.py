@@ -114,3 +114,20 @@ def test_threshold_edges_flag_pairs_at_the_grids_ends():
         "At 3 of 4 values of eps the thresholds chosen on dev include the grid's smallest or largest value, so the best "
         "pair there may lie outside the grid: (0.3, 0.8) (lower largest of the grid's values) at eps 0; (0.1, 0.5) "
         "(both smallest of the grid's values) at eps 1; (0.2, 0.9) (upper largest of the grid's values) at eps 1.5.")
+
+
+def test_one_definition_of_the_nr_documents_per_query():
+    # labels.N_NR (Section 5: 40) is every reader's, config's and profile's default
+    import inspect
+
+    from clirlib import labels, profiles, systems
+    from clirlib.data import clirmatrix, load, wikiclir
+    from clirlib.studies import realtext
+    from clirlib.train_config import TrainConfig
+
+    assert labels.N_NR == 40
+    defaults = [inspect.signature(f).parameters["n_nr"].default
+                for f in (load.load_dataset, wikiclir.load_wikiclir, clirmatrix.load_clirmatrix)]
+    defaults += [TrainConfig().n_nr, systems.SystemConfig().n_nr, realtext.N_NR]
+    defaults += [size.n_nr for size in profiles.SIZES.values()]
+    assert set(defaults) == {labels.N_NR}

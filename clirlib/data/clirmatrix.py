@@ -30,6 +30,7 @@ from .sampling import sample_nr, split_queries
 from .sampling import split_sizes as split_sizes_of
 from .text import tokenize
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
+from ..labels import N_NR
 from ..validate import check_reader_options
 
 #: CLIRMatrix relevance level -> benchmark label (2 = MR, 1 = SR, 0 = NR); see the module docstring.
@@ -209,7 +210,7 @@ def _check_sizes(queries: dict[str, Path] | Path, documents: Path, want: dict[st
 
 
 def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str, *, query_lang: str = "en",
-                    n_queries: int | None = None, n_nr: int = 40, seed: int = 0, min_count: int = 1,
+                    n_queries: int | None = None, n_nr: int = N_NR, seed: int = 0, min_count: int = 1,
                     max_vocab: int = 100_000, max_doc_tokens: int | None = None,
                     split_sizes: tuple[int, int, int] | None = None) -> RankingDataset:
     """Read CLIRMatrix files into a :class:`RankingDataset` of document language ``lang``.

@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 
 from .. import env
+from ..labels import N_NR
 from .digests import input_digests
 from .dataset import RankingDataset
 from .errors import DataFormatError, MissingDataError
@@ -51,7 +52,7 @@ def load_for(config) -> RankingDataset:
     return load_dataset(config.dataset, config.lang, n_queries=config.n_queries, n_nr=config.n_nr, seed=config.data_seed)
 
 
-def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: int | None = None, n_nr: int = 40,
+def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: int | None = None, n_nr: int = N_NR,
                  seed: int = 0, min_count: int = 1, max_vocab: int = 100_000, embeddings: str = "polyglot",
                  embeddings_dir: str | Path | None = None, max_doc_tokens: int | None = None,
                  strict: bool = True) -> RankingDataset:

@@ -43,6 +43,7 @@ import numpy as np
 
 from .dataset import RankingDataset
 from .errors import DataFormatError, SkipCounter
+from ..labels import N_NR
 from .languages import wikiclir_files
 from .sampling import split_sizes as split_sizes_of
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
@@ -51,11 +52,10 @@ from .wikiclir_select import build_splits, judged_sr, no_usable_query, read_text
 from ..validate import check_reader_options
 
 PAPER_N_QUERIES = 25_000
-PAPER_N_NR = 40
 
 
 def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries: int | None = PAPER_N_QUERIES,
-                  n_nr: int = PAPER_N_NR, seed: int = 0, min_count: int = 1, max_vocab: int = 100_000,
+                  n_nr: int = N_NR, seed: int = 0, min_count: int = 1, max_vocab: int = 100_000,
                   max_doc_tokens: int | None = None, strict: bool = True,
                   split_sizes: tuple[int, int, int] | None = None) -> RankingDataset:
     """Read WikiCLIR files of document language ``lang`` into a :class:`RankingDataset`.

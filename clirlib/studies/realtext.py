@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import paths, profiles, systems
+from .. import labels, paths, profiles, systems
 from ..data import load_dataset
 from ..data.load import input_digests_of
 from ..metrics import METRIC_NAMES
@@ -45,7 +45,7 @@ from .verdicts import evaluate as paper_decide
 #: The folder every config names (relative to the repository root, so keys agree across machines).
 DEBIAN = paths.DEBIAN_DATASET
 #: Queries per language (split 3:1:1 into 1,200 / 400 / 400) and NR documents per query.
-N_QUERIES, N_NR = 2000, 40
+N_QUERIES, N_NR = 2000, labels.N_NR
 SEEDS = (0, 1, 2)
 #: Languages with shipped records (each built by ``python -m clirlib data debian``).
 LANGS = ("fr", "de", "it")

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..labels import N_NR
 from ..validate import check_system_config, floats_as_floats
 
 SYSTEMS: dict[str, type["System"]] = {}
@@ -55,7 +56,7 @@ class SystemConfig:
     seed: int = 0  # the system's own randomness (initialisation, shuffling, doc2vec, LDA)
     data_seed: int = 0  # benchmark generation, split, NR sampling (as TrainConfig.data_seed)
     n_queries: int | None = None
-    n_nr: int = 40
+    n_nr: int = N_NR
     #: Keep this many training queries (``train.keep_train_queries``: nested seeded subsets,
     #: the learning curves); None: all, and then left out of the key and the saved config,
     #: so runs keep the keys they had before the field existed.

@@ -37,12 +37,12 @@ import pandas as pd
 
 from ... import atomic
 from ...cache import clean_stale
+from ...labels import N_NR
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
 from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from ..text import tokenize
-from ..wikiclir import PAPER_N_NR
 from ...validate import check_seed
 from .index import Description, IndexFiles, description, find_index_files, paragraphs, relation_names
 
@@ -420,7 +420,7 @@ STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "c
                  "query_tokens_in_mr", "translations_merged", "queries_without_sr")
 
 
-def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = PAPER_N_NR):
+def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = N_NR):
     """Table 1 for the built languages under ``out`` (from their ``debian-<lang>.json``):
     queries (with an MR document), documents, SR per query (mean, median), candidates per
     query with ``n_nr`` NR documents, the share of query tokens that occur in the MR document
