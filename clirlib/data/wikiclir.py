@@ -43,12 +43,12 @@ import numpy as np
 
 from .dataset import RankingDataset
 from .errors import DataFormatError, SkipCounter
-from ..labels import N_NR
 from .languages import wikiclir_files
 from .sampling import split_sizes as split_sizes_of
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
 from .wikiclir_format import DocIndex, MRIndex, has_bom
 from .wikiclir_select import build_splits, judged_sr, no_usable_query, read_texts, sample_query_nr, select_queries
+from ..labels import N_NR
 from ..validate import check_reader_options
 
 PAPER_N_QUERIES = 25_000

@@ -504,13 +504,15 @@ def cpu_from_cpuinfo(text: str) -> str | None:
     return f"{name} (family {family}, model {model})" if family and model else name
 
 
+def bare_cpu(cpu: str) -> str:
+    """A provenance CPU without its family and model: the name older records hold."""
+    return cpu.split(" (family ", 1)[0]
+
+
 def same_cpu(a: str, b: str) -> bool:
     """Whether two provenance CPUs are one: equal strings, or equal names where one of them was
     recorded before the family and model were (:func:`cpu_from_cpuinfo`), as the older records' were."""
-    def bare(cpu: str) -> str:
-        return cpu.split(" (family ", 1)[0]
-
-    return a == b or (bare(a) == bare(b) and (a == bare(a) or b == bare(b)))
+    return a == b or (bare_cpu(a) == bare_cpu(b) and (a == bare_cpu(a) or b == bare_cpu(b)))
 
 
 def pack_local(profile: str = "default", folder: Path | None = None, code: str | None = None) -> dict[str, Any]:
