@@ -62,15 +62,21 @@ def paired_randomization(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, 
     return (hits + 1) / (n_resamples + 1)
 
 
+def _resamples(g: np.random.Generator, n: int, n_resamples: int, chunk: int):
+    """``(rows, idx)`` per chunk of a paired bootstrap: ``idx`` ``(k, n)`` query positions drawn
+    with replacement, the draws of resamples ``rows`` (a slice); chunks bound the memory."""
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        yield slice(start, start + k), g.integers(0, n, size=(k, n))
+
+
 def bootstrap_paired(d: np.ndarray, n_resamples: int = 10_000, seed: int = 0, chunk: int = 1000) -> np.ndarray:
     """Bootstrap distribution ``(n_resamples,)`` of mean(d), resampling the paired differences ``d``."""
     d = np.asarray(d, dtype=float)  # (n,)
     _finite(d)
-    g = rng(seed, "bootstrap")
     means = np.empty(n_resamples)
-    for start in range(0, n_resamples, chunk):
-        k = min(chunk, n_resamples - start)
-        means[start:start + k] = d[g.integers(0, len(d), size=(k, len(d)))].mean(axis=1)  # (k,)
+    for rows, idx in _resamples(rng(seed, "bootstrap"), len(d), n_resamples, chunk):
+        means[rows] = d[idx].mean(axis=1)  # (k,)
     return means
 
 
@@ -80,14 +86,11 @@ def bootstrap_paired_ratio(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_0
     resampling queries (pairs) jointly."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     _finite(a, b)
-    g = rng(seed, "bootstrap-ratio")
     out = np.empty(n_resamples)
-    for start in range(0, n_resamples, chunk):
-        k = min(chunk, n_resamples - start)
-        idx = g.integers(0, len(a), size=(k, len(a)))  # (k, n)
+    for rows, idx in _resamples(rng(seed, "bootstrap-ratio"), len(a), n_resamples, chunk):
         ma, mb = a[idx].mean(axis=1), b[idx].mean(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[start:start + k] = (ma - mb) / ma
+            out[rows] = (ma - mb) / ma
     return out
 
 
@@ -98,14 +101,11 @@ def bootstrap_gap_share(a: np.ndarray, b: np.ndarray, ref: np.ndarray, n_resampl
     (triples) jointly; NaN in a resample where ``ref`` is not above ``b`` (no gap to close)."""
     a, b, ref = (np.asarray(x, dtype=float) for x in (a, b, ref))
     _finite(a, b, ref)
-    g = rng(seed, "bootstrap-gap-share")
     out = np.empty(n_resamples)
-    for start in range(0, n_resamples, chunk):
-        k = min(chunk, n_resamples - start)
-        idx = g.integers(0, len(a), size=(k, len(a)))  # (k, n)
+    for rows, idx in _resamples(rng(seed, "bootstrap-gap-share"), len(a), n_resamples, chunk):
         ma, mb, mr = a[idx].mean(axis=1), b[idx].mean(axis=1), ref[idx].mean(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[start:start + k] = np.where(mr > mb, (ma - mb) / (mr - mb), np.nan)
+            out[rows] = np.where(mr > mb, (ma - mb) / (mr - mb), np.nan)
     return out
 
 
