@@ -125,11 +125,22 @@ def test_attribute_honest_none():
 
 
 def test_verdict_rule():
-    assert ablations.verdict(0.2, 0.15, 0.001, 0.6) == "accounts for the gap"
-    assert ablations.verdict(0.2, 0.05, 0.001, 0.1) == "accounts for part of the gap"
-    assert ablations.verdict(0.2, 0.15, 0.2, 0.6) == "no significant effect"
-    assert ablations.verdict(0.2, -0.1, 0.001, -0.9) == "widens the gap"
-    assert ablations.verdict(-0.02, 0.1, 0.001, np.nan).startswith("significantly higher")
+    # the module docstring's rule, arguments (gap, effect, p_holm, share_lo): significant means Holm p <
+    # ALPHA = 0.05; a significant positive effect on a positive gap "accounts for the gap" when the share's
+    # lower end is >= MOST = 0.5, else for part of it
+    assert (ablations.MOST, ablations.ALPHA) == (0.5, 0.05)
+    assert ablations.verdict(0.2, 0.15, 0.001, 0.6) == "accounts for the gap"  # 0.6 >= 0.5
+    assert ablations.verdict(0.2, 0.15, 0.001, 0.5) == "accounts for the gap"  # at MOST itself: >=
+    assert ablations.verdict(0.2, 0.15, 0.001, 0.49) == "accounts for part of the gap"  # just below MOST
+    assert ablations.verdict(0.2, 0.05, 0.001, 0.1) == "accounts for part of the gap"  # 0.1 < 0.5
+    assert ablations.verdict(0.2, 0.15, 0.2, 0.6) == "no significant effect"  # p 0.2 >= 0.05
+    assert ablations.verdict(0.2, 0.15, 0.05, 0.6) == "no significant effect"  # p = ALPHA is not below it
+    assert ablations.verdict(0.2, 0.15, 0.0499, 0.6) == "accounts for the gap"  # just below ALPHA
+    assert ablations.verdict(0.2, -0.1, 0.001, -0.9) == "widens the gap"  # negative effect, positive gap
+    assert ablations.verdict(-0.02, -0.1, 0.001, np.nan) == "significantly lower"  # negative effect, no gap
+    # positive effect but the baseline is already at or above the paper (gap <= 0): nothing to explain
+    assert ablations.verdict(-0.02, 0.1, 0.001, np.nan) == "significantly higher (no gap to explain)"
+    assert ablations.verdict(0.0, 0.1, 0.001, np.nan) == "significantly higher (no gap to explain)"
 
 
 def test_thresholds_sentence_reads_the_code():

@@ -86,6 +86,9 @@ def test_cluster_plan_rows_and_lpt():
     res = {"rows": [{"workers": w, "cpu_s": 86400.0 * 64 / w, "gpu_s": 86400.0 * 8 / w} for w in cluster_plan.WORKERS],
            "gpu_speedup_assumed": 10.0}
     rows = {r["key"]: r["number"] for r in cluster_plan.summary(res)}
+    # by hand: days = seconds / 86400, so CPU 64 / w and GPU 8 / w days; the summary keeps w = 1 and
+    # w = 64 only: 64 and 8 days on one worker, 64 / 64 = 1 and 8 / 64 = 0.125 days on 64 workers
+    assert [r["workers"] for r in res["rows"]] == [1, 4, 16, 64]
     assert rows == {"paper_grid_days_1_worker": 64.0, "paper_grid_days_1_worker_gpu": 8.0,
                     "paper_grid_days_64_workers": 1.0, "paper_grid_days_64_workers_gpu": 0.125}
 

@@ -43,17 +43,24 @@ def test_distribution_is_exact():
     values, probs = gate.distribution(n_nr=1, n_sr=1, n_mr=1, k=2)
     assert values == pytest.approx([0.239812, 0.380094, 0.479625, 0.760188, 0.859719, 1.0], abs=1e-6)
     assert probs == pytest.approx([1 / 6] * 6)
-    # 1 MR, 1 SR and 8 NR at k = 5: the mean is random_ndcg's 0.336207 and the probabilities sum to 1
+    # 1 MR, 1 SR and 8 NR at k = 5 (by hand, tests/_gate_lists.py): each rank's expected gain is
+    # (2 + 1) / 10, so E[DCG@5] = 0.3 x 2.948459 = 0.884538 over IDCG@5 = 2.630930: mean 0.336207.
+    # Its sd, by hand over the 90 equally likely (MR, SR) places, D_i the discount of rank i (0 past 5),
+    # S = sum D_i = 2.948459, Q = sum D_i^2 = 1.983210: E[DCG^2] = 4 E[D_m^2] + 4 E[D_m D_s] + E[D_s^2]
+    # = 5 Q / 10 + 4 (S^2 - Q) / 90 = 0.991605 + 0.298231 = 1.289836; / IDCG^2 (6.921791) = 0.186344;
+    # sd = sqrt(0.186344 - 0.336207^2) = 0.270756 (checked by a plain-Python enumeration of the 90 places)
     values, probs = gate.distribution(8, 1, 1)
     assert probs.sum() == pytest.approx(1.0)
     assert (values * probs).sum() == pytest.approx(random_ndcg(5, [2, 1] + [0] * 8, [0] * 10)[0])
     assert (values * probs).sum() == pytest.approx(0.336207, abs=1e-6)
+    assert (values ** 2 * probs).sum() == pytest.approx(0.186344, abs=1e-6)
+    assert np.sqrt((values ** 2 * probs).sum() - (values * probs).sum() ** 2) == pytest.approx(0.270756, abs=1e-6)
     with pytest.raises(ValueError, match="at least one document"):
         gate.distribution(0, 0, 0)
 
 
 LISTS = gate.Lists.of(np.tile([2, 1] + [0] * 8, 20), np.repeat(np.arange(20), 10))
-# Per query NDCG@5 has mean 0.336207 and sd 0.270756 (from gate.distribution(8, 1, 1)); one run's
+# Per query NDCG@5 has mean 0.336207 and sd 0.270756 (by hand in test_distribution_is_exact); one run's
 # mean over 20 queries has sd 0.270756 / sqrt(20) = 0.060543.
 
 

@@ -145,7 +145,16 @@ def test_figure2_sosl_and_mse_per_label():
     assert len(curves) == 3 * 2 * 5
     # SOSL is zero inside its class's interval: label NR (0) for r <= 0, MR (2) for r >= 0.5
     sosl = curves[curves["name"] == "SOSL"].set_index(["label", "r"])["loss"]
-    assert sosl.loc[(0, -1.0)] == 0 and sosl.loc[(2, 1.0)] == 0 and sosl.loc[(0, 1.0)] > 0
+    assert sosl.loc[(0, -1.0)] == 0 and sosl.loc[(2, 1.0)] == 0
+    # outside it, the squared distance to the segment, by hand: NR at r = 1 (1 - 0)^2 = 1, SR at r = 1
+    # (1 - 0.5)^2 = 0.25, SR at r = -1 (0 + 1)^2 = 1, MR at r = -1 (0.5 + 1)^2 = 2.25
+    assert [sosl.loc[(0, 1.0)], sosl.loc[(1, 1.0)], sosl.loc[(1, -1.0)], sosl.loc[(2, -1.0)]] == \
+        pytest.approx([1.0, 0.25, 1.0, 2.25])
+    # MSE: the squared distance to the midpoints -0.5, 0.25, 0.75: NR at r = 1 1.5^2 = 2.25, SR at r = 1
+    # 0.75^2 = 0.5625, MR at r = 1 0.25^2 = 0.0625, MR at r = -1 1.75^2 = 3.0625
+    mse = curves[curves["name"] == "MSE"].set_index(["label", "r"])["loss"]
+    assert [mse.loc[(0, 1.0)], mse.loc[(1, 1.0)], mse.loc[(2, 1.0)], mse.loc[(2, -1.0)]] == \
+        pytest.approx([2.25, 0.5625, 0.0625, 3.0625])
     # the default grid of 401 points holds 0 exactly, so SR's SOSL is zero on all of [0, 0.5]
     # (notebook 03 prints where SOSL is exactly zero; torch.linspace's midpoint is -2e-17)
     full = plots.fig2_curves((0.0, 0.5))
