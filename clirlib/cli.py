@@ -27,6 +27,7 @@ from pathlib import Path
 from . import cli_reproduce, cli_train, env, paths, profiles, systems
 from .atomic import WriteError, describe
 from .cli_train import OPTION_OF_FIELD
+from .labels import N_NR
 from .metrics import METRIC_NAMES
 from .profiles import LANGS
 from .validate import ConfigError, check_seed
@@ -156,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the data's: benchmark generation, split, NR sampling (generate's --seed); default 0")
     t.add_argument("--n-queries", type=int,
                    help="queries to read (default: the profile's; on real data the first 25,000 usable)")
-    t.add_argument("--n-nr", type=int, default=40, help="sampled NR documents per query (default 40, the paper's)")
+    t.add_argument("--n-nr", type=int, default=N_NR,
+                   help=f"sampled NR documents per query (default {N_NR}, the paper's)")
     t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES))
     t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "

@@ -117,10 +117,10 @@ def test_threshold_edges_flag_pairs_at_the_grids_ends():
 
 
 def test_one_definition_of_the_nr_documents_per_query():
-    # labels.N_NR (Section 5: 40) is every reader's, config's and profile's default
+    # labels.N_NR (Section 5: 40) is every reader's, config's, profile's and the command line's default
     import inspect
 
-    from clirlib import labels, profiles, systems
+    from clirlib import cli, labels, profiles, systems
     from clirlib.data import clirmatrix, load, wikiclir
     from clirlib.studies import realtext
     from clirlib.train_config import TrainConfig
@@ -130,4 +130,5 @@ def test_one_definition_of_the_nr_documents_per_query():
                 for f in (load.load_dataset, wikiclir.load_wikiclir, clirmatrix.load_clirmatrix)]
     defaults += [TrainConfig().n_nr, systems.SystemConfig().n_nr, realtext.N_NR]
     defaults += [size.n_nr for size in profiles.SIZES.values()]
+    defaults += [cli.build_parser().parse_args(["train"]).n_nr]
     assert set(defaults) == {labels.N_NR}

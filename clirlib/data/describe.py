@@ -22,6 +22,7 @@ from statistics import NormalDist
 import pandas as pd
 
 from .. import reported
+from ..labels import N_NR
 from ..profiles import NAMES, SIZES
 from .dataset import RankingDataset
 
@@ -111,7 +112,8 @@ def table1(datasets: RankingDataset | Iterable[RankingDataset] | Mapping[str, Ra
         row["paper_queries"] = int(ref["queries"]) if ref is not None else pd.NA
         row["paper_sr_per_query"] = float(ref["sr_per_query"]) if ref is not None else pd.NA
         row["paper_documents"] = int(ref["documents"]) if ref is not None else pd.NA
-        # The paper samples 40 NR per query and keeps every MR and SR document.
-        row["paper_candidates_per_query"] = round(1 + float(ref["sr_per_query"]) + 40, 1) if ref is not None else pd.NA
+        # The paper samples N_NR (40) NR per query and keeps every MR and SR document.
+        row["paper_candidates_per_query"] = (round(1 + float(ref["sr_per_query"]) + N_NR, 1) if ref is not None
+                                             else pd.NA)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -29,7 +29,7 @@ import pandas as pd
 from . import verdicts
 from ..metrics import METRIC_NAMES
 from ..stats import mean_std
-from .hypotheses import ENCODER_LABELS, HYPOTHESES, LOSS_LABELS, POWER, Hypothesis, pairs
+from .hypotheses import ALPHA, ENCODER_LABELS, HYPOTHESES, LOSS_LABELS, POWER, Hypothesis, pairs
 
 # --------------------------------------------------------------------------- notebook 09
 #: The claims of Tables 2 and 3 (their grids are the runs of notebook 09).
@@ -330,12 +330,12 @@ def stability_sentences(summary: pd.DataFrame, versus: pd.DataFrame, trace: pd.D
     if len(versus):
         better = versus["NDCG@5 SCS"] > versus["NDCG@5 cosine"]
         tested = versus["p_value"].notna()
-        sig, sig_h = tested & (versus["p_value"] < 0.05), tested & (versus["p_holm"] < 0.05)
+        sig, sig_h = tested & (versus["p_value"] < ALPHA), tested & (versus["p_holm"] < ALPHA)
         per = "; ".join(f"{regime} {int(b.sum())}/{len(b)}" for regime, b in better.groupby(versus["regime"], sort=False))
         lines.append(
             f"- **SCS against plain cosine, test NDCG@5:** SCS is higher in {int(better.sum())} of "
             f"{_count(len(versus), '(regime, clipping, eps) cell')} (per regime: {per}). Paired randomization test "
-            f"over test queries: p < 0.05 in {int((sig & better).sum())} cells for SCS and "
+            f"over test queries: p < {ALPHA:g} in {int((sig & better).sum())} cells for SCS and "
             f"{int((sig & ~better).sum())} for cosine; after Holm over the {int(tested.sum())} cells, "
             f"{int((sig_h & better).sum())} for SCS and {int((sig_h & ~better).sum())} for cosine.")
 

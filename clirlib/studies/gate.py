@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import determinism
 from ..data import load_dataset
-from ..labels import MR, NR, SR, label_counts
+from ..labels import MR, N_NR, NR, SR, label_counts
 from ..metrics import random_ndcg
 
 METRIC = "NDCG@5"
@@ -150,8 +150,9 @@ def epochs_chosen_from(record: Mapping[str, Any]) -> int:
 
 
 def data_key(config: Mapping[str, Any]) -> tuple:
-    """The fields that fix a run's candidate lists (``data.load_for``'s)."""
-    return (config.get("dataset"), config.get("lang"), config.get("n_queries"), int(config.get("n_nr", 40)),
+    """The fields that fix a run's candidate lists (``data.load_for``'s); a field a config leaves
+    out has the configs' default."""
+    return (config.get("dataset"), config.get("lang"), config.get("n_queries"), int(config.get("n_nr", N_NR)),
             int(config.get("data_seed", 0)))
 
 

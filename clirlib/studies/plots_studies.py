@@ -14,6 +14,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..metrics import METRIC_NAMES
 from ..reported import LOSS_NAMES
+from . import hypotheses
 from .gate import ALPHA
 from .plots import CHANCE_LABEL, language_axis, need
 
@@ -98,8 +99,8 @@ def theorem3_gap(gaps: pd.DataFrame) -> plt.Figure:
 def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Figure:
     """Effect of each cause's variant on ``metric`` (variant minus baseline) with its 95 %
     bootstrap interval, one panel per loss; the dashed line is the gap to the paper
-    (paper minus baseline); green bars have a Holm-adjusted p-value below 0.05. Tidy input:
-    the CSV of ``ablations.attribute``."""
+    (paper minus baseline); green bars have a Holm-adjusted p-value below the verdicts'
+    ``hypotheses.ALPHA`` (0.05). Tidy input: the CSV of ``ablations.attribute``."""
     losses = list(dict.fromkeys(table["loss"]))
     fig, axes = plt.subplots(1, len(losses), figsize=(3.3 * len(losses), 3.0), sharey=True,
                              constrained_layout=True)
@@ -107,7 +108,7 @@ def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Fig
         g = table[table["loss"] == loss].reset_index(drop=True)
         x = np.arange(len(g))
         err = np.vstack([g["effect"] - g["ci_lo"], g["ci_hi"] - g["effect"]])  # (2, n)
-        colors = ["tab:green" if p < 0.05 else "tab:gray" for p in g["p_holm"]]
+        colors = ["tab:green" if p < hypotheses.ALPHA else "tab:gray" for p in g["p_holm"]]
         ax.bar(x, g["effect"], yerr=err, color=colors, capsize=4, alpha=0.8)
         for xi, v in zip(x, g["effect"]):
             if v == 0:  # a bar of height 0 is seen, not lost
@@ -120,8 +121,9 @@ def collapse_attribution(table: pd.DataFrame, metric: str = "P_mr@1") -> plt.Fig
         ax.set_xlabel("cause: its variant against the baseline")
         ax.set_title(f"{LOSS_NAMES.get(loss, loss)}: baseline {float(g['baseline'].iloc[0]):.3f}", fontsize=9)
         ax.legend(handles=[Line2D([], [], color="tab:red", ls="--", lw=1, label=f"gap to paper ({gap:+.3f})"),
-                           Patch(color="tab:green", alpha=0.8, label="Holm p < 0.05"),
-                           Patch(color="tab:gray", alpha=0.8, label="Holm p >= 0.05")], fontsize=7, loc="upper right")
+                           Patch(color="tab:green", alpha=0.8, label=f"Holm p < {hypotheses.ALPHA:g}"),
+                           Patch(color="tab:gray", alpha=0.8, label=f"Holm p >= {hypotheses.ALPHA:g}")],
+                  fontsize=7, loc="upper right")
     np.atleast_1d(axes)[0].set_ylabel(f"{metric}: variant - baseline (95 % CI)")
     return fig
 
