@@ -328,3 +328,16 @@ def test_kinds_that_resample_queries_jointly_need_paired_sides():
         with pytest.raises(ValueError, match=f"kind {kind} resamples queries jointly, so it needs paired sides"):
             hypotheses.Hypothesis("h", "claim", "test", "g", {"loss": "mse"}, {"loss": "po"}, ("P_mr@1",), kind=kind,
                                   paired=False, ref=ref)
+
+
+def test_at_most_counts_undefined_drops_against_the_claim():
+    # 12 queries, A = 1 on the first only, B = 0.95 A: every defined resampled drop is 0.05 < 0.15, but a
+    # resample that misses query 0 has mean(A) = 0 and no drop (NaN), with probability (11 / 12)^12 = 0.352
+    # (by hand). It supports neither answer, so p is about 0.352 (+-0.005, one sd at 10,000 resamples),
+    # not 1 / 10,001 as when NaN counted for the claim.
+    h = hypotheses.Hypothesis("r", "drop at most 15 %", "test", "g", {"n_nr": 20}, {"n_nr": 100}, ("MAP",),
+                              kind="at_most", margin=0.15, match=())
+    a = pd.Series([1.0] + [0.0] * 11, index=[f"q{i}" for i in range(12)])
+    r = verdicts._compare(h, a, a * 0.95, seed=0)
+    assert r["effect"] == pytest.approx(0.05) and r["p"] == pytest.approx((11 / 12) ** 12, abs=0.02)
+    assert r["p_against"] == pytest.approx(1.0)  # no resample has a drop above 0.15

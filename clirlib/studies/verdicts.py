@@ -63,10 +63,11 @@ def _compare(h: Hypothesis, a: pd.Series, b: pd.Series, seed: int, ref: pd.Serie
         p = _boot_p(max((boot <= -m).mean(), (boot >= m).mean()))
         p_against = _boot_p(min((boot <= m).mean(), (boot >= -m).mean()))
     elif h.kind == "at_most":
-        p = _boot_p((boot >= m).mean())
-        p_against = _boot_p((boot <= m).mean())
+        # a resample whose mean(A) is 0 has no relative drop (NaN): it counts against either answer
+        p = _boot_p(np.mean(~(boot < m)))
+        p_against = _boot_p(np.mean(~(boot > m)))
     else:  # closes_gap
-        p = _boot_p(np.mean(~(boot > m)))  # a resample with no gap (NaN) counts against the claim
+        p = _boot_p(np.mean(~(boot > m)))  # a resample with no gap (NaN) counts against either answer
         p_against = _boot_p(np.mean(~(boot < m)))
     out = {"effect": effect, "ci_low": float(lo), "ci_high": float(hi), "p": p, "p_against": p_against,
            "se": se, "n_queries": n, "mean_a": mean_a, "mean_b": mean_b}
