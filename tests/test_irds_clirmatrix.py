@@ -415,9 +415,30 @@ def test_split_sizes_short_after_empty_documents_name_the_queries_file(tmp_path)
     for name, qid in (("dev", 10), ("test", 11)):  # one good query each
         other[name] = tmp_path / f"{name}.jl"
         other[name].write_text(json.dumps({"src_id": str(qid), "src_query": "city", "tgt_results": [["3", 6]]}) + "\n")
-    with pytest.raises(DataFormatError) as err:  # the train file's first 2 usable queries are 0 and 1; 1 is dropped
-        clirmatrix.load_clirmatrix({"train": q, **other}, docs, "fr", split_sizes=(2, 1, 1), n_nr=1)
+    # the train file's first 2 queries are 0 and 1; 1's MR document has no word, so 2 takes its place
+    ds = clirmatrix.load_clirmatrix({"train": q, **other}, docs, "fr", split_sizes=(2, 1, 1), n_nr=1)
+    assert ds.query_ids == ["0", "2", "10", "11"]
+    assert ds.info["skipped"] == {"queries whose every level-6 document has an empty text": 1,  # query 1
+                                  "queries with fewer than 1 level-0 documents (all of them kept)": 2}  # 10 and 11
+    with pytest.raises(DataFormatError) as err:  # 5 asked of a train file with 4 usable queries
+        clirmatrix.load_clirmatrix({"train": q, **other}, docs, "fr", split_sizes=(5, 1, 1), n_nr=1)
     assert err.value.path == str(q)
-    assert err.value.problem == ("the train split needs 2 queries with a level-6 document with a word in its text; "
-                                 "the file has only 1 (1 of its selected queries have only level-6 documents without "
+    assert err.value.problem == ("the train split needs 5 queries with a level-6 document with a word in its text; "
+                                 "the file has only 4 (1 of its selected queries have only level-6 documents without "
                                  "a word in their text in fr.tsv)")
+
+
+def test_n_queries_are_the_first_usable_ones_when_an_mr_document_has_no_word(tmp_path):
+    """A selected query whose only MR document has no word is replaced by the next usable one
+    (fewer queries than asked came back before): 20 queries, query 0's MR document wordless."""
+    docs = tmp_path / "fr.tsv"
+    docs.write_text("1\tle fleuve\n2\t...\n3\tla ville\n")
+    q = tmp_path / "q.jl"
+    q.write_text("".join(json.dumps({"src_id": str(i), "src_query": f"river {i}",
+                                     "tgt_results": [["2" if i == 0 else "1", 6], ["3", 0]]}) + "\n" for i in range(20)))
+    ds = clirmatrix.load_clirmatrix(q, docs, "fr", n_queries=10, n_nr=1)
+    assert sorted(ds.query_ids, key=int) == [str(i) for i in range(1, 11)]  # 1-10: 0 passed over, 11-19 not needed
+    assert ds.info["split_sizes"] == {"train": 6, "dev": 2, "test": 2}  # 3:1:1 of 10
+    assert ds.info["selection"]["query_lines_read"] == {"q.jl": 11}
+    assert clirmatrix.load_clirmatrix(q, docs, "fr", split_sizes=(6, 2, 2), n_nr=1).info["n_queries"] == 10
+    assert clirmatrix.load_clirmatrix(q, docs, "fr", n_nr=1).info["n_queries"] == 19  # all: 0 is dropped

@@ -28,7 +28,7 @@ from .dataset import SPLITS, RankingDataset, Split
 from .errors import DataFormatError, MissingDataError, SkipCounter
 from .sampling import sample_nr, split_queries
 from .sampling import split_sizes as split_sizes_of
-from .text import tokenize
+from .text import has_word, tokenize
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
 from ..labels import N_NR
 from ..validate import check_reader_options
@@ -139,11 +139,14 @@ def read_queries(path: Path) -> Iterator[_Query]:
         yield _Query(qid, j["src_query"], lineno, judged)
 
 
-def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query], int]:
+def _select(path: Path, k: int | None, skips: SkipCounter,
+            wordless: frozenset[str] | None = None) -> tuple[list[_Query], int, int]:
     """The first ``k`` queries (all for ``None``) with a level-6 judgement and a word in
-    their text; and how many queries were read before them. Every line is checked; a file
-    without a query line is an error whatever ``k`` (an empty split file is a broken download)."""
-    out, read, lines = [], 0, 0
+    their text, and, where ``wordless`` (the documents without a word) is known, a level-6
+    document outside it; how many queries were read before them; and how many were passed
+    over for ``wordless``. Every line is checked; a file without a query line is an error
+    whatever ``k`` (an empty split file is a broken download)."""
+    out, read, lines, passed = [], 0, 0, 0
     queries = read_queries(path)
     for q in queries:
         lines += 1
@@ -159,10 +162,14 @@ def _select(path: Path, k: int | None, skips: SkipCounter) -> tuple[list[_Query]
         if not q.tokens:
             skips.add(f"queries with an empty text in {path.name}", f"{path.name} line {q.line}")
             continue
+        if wordless is not None and all(d in wordless for d, level, _ in q.judged if level == MR_LEVEL):
+            skips.add(f"queries whose every level-{MR_LEVEL} document has an empty text", f"query {q.qid}")
+            passed += 1
+            continue
         out.append(q)
     if not lines:
         raise DataFormatError("no query lines (the file is empty or holds only blank lines)", path)
-    return out, read
+    return out, read, passed
 
 
 def iter_documents(path: Path) -> Iterator[tuple[int, str, str]]:
@@ -223,7 +230,6 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     split_sizes = tuple(split_sizes) if split_sizes is not None else None  # read once (it may be an iterator)
     check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
                          split_sizes=split_sizes)
-    skips = SkipCounter()
     official = isinstance(queries, dict)
     if official:
         if set(queries) != set(SPLITS):
@@ -234,57 +240,73 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
             want = split_sizes_of(n_queries)
         else:
             want = dict.fromkeys(SPLITS)
-        per_split = {}
-        read = {}
-        for name in SPLITS:
-            per_split[name], read[name] = _select(Path(queries[name]), want[name], skips)
-            if want[name] is not None and len(per_split[name]) < want[name]:
-                raise DataFormatError(f"the {name} split needs {want[name]} queries with a level-{MR_LEVEL} document; "
-                                      f"the file has {len(per_split[name])}", queries[name])
-            if not per_split[name] and want[name] != 0:  # (a file with no query line stopped in _select)
-                raise DataFormatError(f"no query of the {name} split has a level-{MR_LEVEL} document and a word in "
-                                      f"its text", queries[name])
-        selected = [q for name in SPLITS for q in per_split[name]]
-        sel_from = {id(q): name for name in SPLITS for q in per_split[name]}
-    else:
-        path = Path(queries)
-        k = sum(split_sizes) if split_sizes is not None else n_queries
-        selected, n_read = _select(path, k, skips)
-        read = {path.name: n_read}
-        if not selected:
-            raise DataFormatError(f"no query has a level-{MR_LEVEL} document and a word in its text", path)
-    first_of: dict[str, _Query] = {}
-    for q in selected:  # one file has no duplicate (read_queries): a repeat is in a later split's file
-        if q.qid in first_of:
-            a = first_of[q.qid]
-            raise DataFormatError(f"query id {q.qid!r} is also in {Path(queries[sel_from[id(a)]]).name} (line {a.line})",
-                                  queries[sel_from[id(q)]], q.line)
-        first_of[q.qid] = q
-    qids = [q.qid for q in selected]
+    # Select, sample and read. If a selected query's every level-6 document then has no word in its
+    # text, and fewer queries than asked would remain, select once more knowing every wordless
+    # document (one more pass over the documents file, only then): the first k usable queries are kept.
+    wordless: frozenset[str] | None = None
+    while True:
+        skips = SkipCounter()
+        passed: dict[str, int] = {}  # queries passed over for wordless level-6 documents, per split file
+        if official:
+            per_split = {}
+            read = {}
+            for name in SPLITS:
+                per_split[name], read[name], passed[name] = _select(Path(queries[name]), want[name], skips, wordless)
+                if wordless is not None:  # short of documents with a word: _check_sizes says so below
+                    continue
+                if want[name] is not None and len(per_split[name]) < want[name]:
+                    raise DataFormatError(f"the {name} split needs {want[name]} queries with a level-{MR_LEVEL} "
+                                          f"document; the file has {len(per_split[name])}", queries[name])
+                if not per_split[name] and want[name] != 0:  # (a file with no query line stopped in _select)
+                    raise DataFormatError(f"no query of the {name} split has a level-{MR_LEVEL} document and a word "
+                                          f"in its text", queries[name])
+            selected = [q for name in SPLITS for q in per_split[name]]
+            sel_from = {id(q): name for name in SPLITS for q in per_split[name]}
+        else:
+            path = Path(queries)
+            k = sum(split_sizes) if split_sizes is not None else n_queries
+            selected, n_read, passed[""] = _select(path, k, skips, wordless)
+            read = {path.name: n_read}
+            if not selected:
+                raise DataFormatError(f"no query has a level-{MR_LEVEL} document and a word in its text", path)
+        first_of: dict[str, _Query] = {}
+        for q in selected:  # one file has no duplicate (read_queries): a repeat is in a later split's file
+            if q.qid in first_of:
+                a = first_of[q.qid]
+                raise DataFormatError(f"query id {q.qid!r} is also in {Path(queries[sel_from[id(a)]]).name} "
+                                      f"(line {a.line})", queries[sel_from[id(q)]], q.line)
+            first_of[q.qid] = q
+        qids = [q.qid for q in selected]
 
-    # Sample the NR documents among each query's judged level-0 documents.
-    q_mr, q_sr, q_nr = [], [], []
-    short = 0
-    for q in selected:
-        q_mr.append([d for d, level, _ in q.judged if level == MR_LEVEL])
-        q_sr.append([d for d, level, _ in q.judged if 1 <= level < MR_LEVEL])
-        zero = [d for d, level, _ in q.judged if level == 0]
-        pos = sample_nr(len(zero), np.zeros(0, np.int64), n_nr, seed, q.qid)
-        short += len(pos) < n_nr
-        q_nr.append([zero[p] for p in pos])
-    if short:
-        skips.add(f"queries with fewer than {n_nr} level-0 documents (all of them kept)", n=short, kept=True)
+        # Sample the NR documents among each query's judged level-0 documents.
+        q_mr, q_sr, q_nr = [], [], []
+        short = 0
+        for q in selected:
+            q_mr.append([d for d, level, _ in q.judged if level == MR_LEVEL])
+            q_sr.append([d for d, level, _ in q.judged if 1 <= level < MR_LEVEL])
+            zero = [d for d, level, _ in q.judged if level == 0]
+            pos = sample_nr(len(zero), np.zeros(0, np.int64), n_nr, seed, q.qid)
+            short += len(pos) < n_nr
+            q_nr.append([zero[p] for p in pos])
+        if short:
+            skips.add(f"queries with fewer than {n_nr} level-0 documents (all of them kept)", n=short, kept=True)
 
-    needed = {d for lists in (q_mr, q_sr, q_nr) for ds in lists for d in ds}
-    texts = _read_docs(Path(documents), needed)
-    for q in selected:  # every judged document a query uses must be in the collection
-        for did, _, lineno in q.judged:
-            if did in needed and did not in texts:
-                src = queries[sel_from[id(q)]] if official else queries
-                raise DataFormatError(f"query {q.qid}: judged document {did!r} is not in {documents}", src, lineno)
-    empty = {d for d in needed if not texts[d]}
-    if empty:
-        skips.add("judged documents with an empty text", n=len(empty))
+        needed = {d for lists in (q_mr, q_sr, q_nr) for ds in lists for d in ds}
+        texts = _read_docs(Path(documents), needed)
+        for q in selected:  # every judged document a query uses must be in the collection
+            for did, _, lineno in q.judged:
+                if did in needed and did not in texts:
+                    src = queries[sel_from[id(q)]] if official else queries
+                    raise DataFormatError(f"query {q.qid}: judged document {did!r} is not in {documents}", src,
+                                          lineno)
+        empty = {d for d in needed if not texts[d]}
+        if empty:
+            skips.add("judged documents with an empty text", n=len(empty))
+        capped = any(w is not None for w in want.values()) if official else k is not None
+        lost = any(all(d in empty for d in mr) for mr in q_mr)
+        if not (lost and capped and wordless is None):
+            break
+        wordless = frozenset(did for _, did, text in iter_documents(Path(documents)) if not has_word(text))
 
     # Keep the queries that still have an MR document; drop empty documents from the pools.
     n_sampled = [len(nr) for nr in q_nr]  # level-0 documents drawn, before dropping empty texts
@@ -302,7 +324,8 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
         raise DataFormatError("no query has a level-6 document with a word in its text", documents)
     kept = set(keep)
     _check_sizes(queries, documents, want if official else None, split_sizes, names,
-                 [sel_from[id(q)] if official else "" for i, q in enumerate(selected) if i not in kept])
+                 [sel_from[id(q)] if official else "" for i, q in enumerate(selected) if i not in kept]
+                 + [name for name, n in passed.items() for _ in range(n)])
     selected = [selected[i] for i in keep]
     q_mr, q_sr, q_nr, n_sampled = ([lst[i] for i in keep] for lst in (q_mr, q_sr, q_nr, n_sampled))
     level_counts = np.bincount([lv for q in selected for _, lv, _ in q.judged], minlength=7)  # (7,)
