@@ -65,8 +65,10 @@ def _switch(name: str) -> bool | None:
 
 
 def home(default: Path) -> Path:
-    """The repository root: ``CLIRLIB_HOME`` or ``default``."""
-    return Path(os.environ.get(HOME, default)).resolve()
+    """The repository root: ``CLIRLIB_HOME`` or, unset or empty as every variable here, ``default``
+    (an empty value was the working folder)."""
+    value = os.environ.get(HOME, "").strip()
+    return Path(value).expanduser().resolve() if value else Path(default).resolve()
 
 
 def force() -> bool:

@@ -45,6 +45,9 @@ def test_threads_and_paths(monkeypatch, tmp_path):
             env.threads(2)
     monkeypatch.setenv("CLIRLIB_HOME", str(tmp_path))
     assert env.home(Path("/elsewhere")) == tmp_path.resolve()
+    for unset in ("", "  "):  # empty is unset, as for every other variable (it was the working folder)
+        monkeypatch.setenv("CLIRLIB_HOME", unset)
+        assert env.home(tmp_path / "default") == (tmp_path / "default").resolve()
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
     assert env.ir_datasets_home() == tmp_path
 
