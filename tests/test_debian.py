@@ -475,3 +475,16 @@ def test_a_build_is_installed_whole_or_not_at_all(tmp_path, monkeypatch):
     monkeypatch.setattr(bm.os.path, "ismount", lambda p: bm.os.path.realpath(p) == str(out.resolve()))
     with pytest.raises(FileExistsError, match="a mount point"):
         build(out, "de", lists)
+
+
+def test_a_lone_carriage_return_is_text_and_line_numbers_stay_the_files(tmp_path):
+    """Only "\\n" ends a line (CRLF's "\\r" is dropped): a lone "\\r" inside a value is text, so a
+    bad line after it is named by its own number (it read as two lines, and the error named
+    line 4 of a 3-line file)."""
+    f = tmp_path / "Translation-fr"
+    f.write_bytes(b"Package: a\r\nDescription-md5: 0123\r\nDescription-fr: un\rdeux\r\n\r\nbad line\r\n")
+    with pytest.raises(DataFormatError, match=r"Translation-fr, line 5: expected 'Field: value'"):
+        list(paragraphs(f))
+    f.write_bytes(b"Package: a\r\nDescription-md5: 0123\r\nDescription-fr: un\rdeux\r\n")
+    paras = list(paragraphs(f))
+    assert paras == [(1, {"Package": "a", "Description-md5": "0123", "Description-fr": "un\rdeux"})]

@@ -58,8 +58,9 @@ def open_binary(path: Path) -> io.BufferedIOBase:
 
 
 def open_text(path: Path) -> io.TextIOBase:
-    """The file as text (UTF-8, byte-order mark dropped, CRLF read as "\\n")."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", newline=None)
+    """The file as text (UTF-8, byte-order mark dropped), lines ended by "\\n" only: a lone "\\r"
+    is text, so line numbers are the file's (:func:`paragraphs` drops the "\\r" of a CRLF)."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", newline="\n")
 
 
 def _bad_line(path: Path) -> int | None:
@@ -86,7 +87,7 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
         try:
             for lineno, line in enumerate(f, 1):
                 ended = line.endswith("\n")
-                line = line.rstrip("\n")
+                line = line.removesuffix("\n").removesuffix("\r")  # CRLF reads as LF
                 if not line.strip(" \t"):  # deb822: only spaces and tabs (a no-break space is text)
                     if names:
                         yield start, para
