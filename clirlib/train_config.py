@@ -97,6 +97,11 @@ class TrainConfig:
     target_scale: float = 1.0  # loss on the score axis stretched by 1 / s: s^2 * loss(r / s) (cut points -1, theta, 1 times s)
     engine: str = "fast"  # "fast" (clirlib.fast) | "reference" (plain autograd + torch.optim.Adam): same training
 
+    @property
+    def reads_word_vectors(self) -> bool:
+        """Whether training starts from the Polyglot-format word vectors (``data.load_for``)."""
+        return self.pretrained
+
     def resolved(self) -> "TrainConfig":
         """The same config with every ``None`` replaced by the paper's setting."""
         if self.encoder not in ENCODERS:

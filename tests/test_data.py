@@ -16,7 +16,7 @@ import pytest
 
 from clirlib.data import (
     DataFormatError, DataSkipWarning, MissingDataError, Vocab, available_languages, build_vocab, clear_cache,
-    SOURCES, load_dataset, load_polyglot, load_wikiclir, source_of, table1, tokenize,
+    SOURCES, load_dataset, load_for, load_polyglot, load_wikiclir, source_of, table1, tokenize,
 )
 from clirlib.data import sources, wikiclir_select
 from clirlib.data.polyglot import EmbeddingCoverageWarning
@@ -450,6 +450,21 @@ def test_load_dataset_on_a_fixture_dir(tmp_path):
         ds3 = load_dataset(root, "fr", n_nr=5)
     assert ds3.q_vectors is None and ds3.d_vectors is None
     assert ds3.info["embeddings"]["d"]["source"].startswith("random (no polyglot-fr.pkl")
+    # A system that reads no word vectors (BM25; the ranker without pretrained vectors) is not warned,
+    # a later one that does is, though the dataset then comes from the in-process cache; once per process
+    from clirlib import systems
+    from clirlib.train_config import TrainConfig
+
+    clear_cache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingCoverageWarning)
+        load_for(systems.get("bm25").Config(dataset=str(root), n_nr=5))
+        load_for(TrainConfig(dataset=str(root), n_nr=5, pretrained=False))
+    with pytest.warns(EmbeddingCoverageWarning, match="every en word"):
+        assert load_for(TrainConfig(dataset=str(root), n_nr=5)).docs is load_dataset(root, "fr", n_nr=5).docs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingCoverageWarning)
+        load_for(TrainConfig(dataset=str(root), n_nr=5))
     # a misspelt embeddings folder is an error, not random vectors
     clear_cache()
     with pytest.raises(MissingDataError, match=r"no-such-emb: embeddings folder does not exist"):

@@ -16,7 +16,8 @@ reader is the one of the source registered for ``data`` (:mod:`clirlib.data.sour
   ``polyglot-en.pkl``, or Polyglot files found under ``embeddings_dir``; a language
   without a file gets ``None`` (the trainer then initialises randomly), noted in
   ``info["embeddings"]`` and warned about (``EmbeddingCoverageWarning``, naming the folders
-  searched); an ``embeddings_dir`` that does not exist raises.
+  searched; not to a system that reads no word vectors, ``load_for``); an ``embeddings_dir``
+  that does not exist raises.
 
 Loaded datasets are cached in-process on the arguments, because many experiments reuse
 one dataset; every call returns a copy whose ``info`` can be changed freely (the arrays
@@ -48,20 +49,26 @@ EMBEDDINGS = ("polyglot", "none")
 
 def load_for(config) -> RankingDataset:
     """The dataset a run's config names: its ``data, lang, n_queries, n_nr, data_seed`` fields
-    (a ``TrainConfig`` or a ``systems.SystemConfig``)."""
-    return load_dataset(config.dataset, config.lang, n_queries=config.n_queries, n_nr=config.n_nr, seed=config.data_seed)
+    (a ``TrainConfig`` or a ``systems.SystemConfig``). A system that starts from no word vectors
+    (``config.reads_word_vectors`` False: BM25, MDL, e5) is not warned about their files."""
+    return load_dataset(config.dataset, config.lang, n_queries=config.n_queries, n_nr=config.n_nr, seed=config.data_seed,
+                        embedding_warnings=config.reads_word_vectors)
 
 
 def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: int | None = None, n_nr: int = N_NR,
                  seed: int = 0, min_count: int = 1, max_vocab: int = 100_000, embeddings: str = "polyglot",
                  embeddings_dir: str | Path | None = None, max_doc_tokens: int | None = None,
-                 strict: bool = True) -> RankingDataset:
+                 strict: bool = True, embedding_warnings: bool = True) -> RankingDataset:
     """The dataset of document language ``lang`` from ``data`` (profile name or WikiCLIR folder).
 
     ``n_queries``: ``None`` = the profile's queries with its split sizes (25,000 split 3:1:1
     for real data); a number = that many queries split 3:1:1. ``seed``: the data
     seed (benchmark generation, split, NR sampling). ``embeddings``: ``"polyglot"`` (the
-    Polyglot-format files, see the module docstring) or ``"none"``.
+    Polyglot-format files, see the module docstring) or ``"none"``. Each of the reader's warnings
+    is given once per dataset and process, at the first call that wants it:
+    ``embedding_warnings=False`` leaves out those about the word vectors' files
+    (``EmbeddingCoverageWarning``), for a caller that reads none, and a later caller that reads
+    them is still warned.
     """
     if embeddings not in EMBEDDINGS:
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
@@ -73,8 +80,14 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     home = str(env.ir_datasets_home()) if is_irds(str(data)) else None  # the same id in another cache is other data
     # Real data: the files' digests are part of the in-process key (a changed file is read again).
     inputs = None if source.files is None else tuple(input_digests_of(data, lang, embeddings_dir, embeddings).items())
-    ds = _cached(key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir,
-                 max_doc_tokens, strict, home, inputs)
+    args = (key, str(lang), n_queries, n_nr, seed, min_count, max_vocab, embeddings, emb_dir, max_doc_tokens, strict,
+            home, inputs)
+    ds, caught = _cached(*args)
+    for category, message in caught:
+        if (embedding_warnings or not issubclass(category, EmbeddingCoverageWarning)) and \
+                (args, category, message) not in _GIVEN:
+            _GIVEN.add((args, category, message))
+            warnings.warn(message, category, stacklevel=2)  # load_dataset's caller
     return dataclasses.replace(ds, info=copy.deepcopy(ds.info))
 
 
@@ -110,10 +123,23 @@ def input_digests_of(data: str | Path, lang: str, embeddings_dir: str | Path | N
     return input_digests(base, files)
 
 
+#: The warnings ``load_dataset`` has given, with the arguments of the dataset they are about.
+_GIVEN: set[tuple] = set()
+
+
 @functools.lru_cache(maxsize=8)
-def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
-            embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool,
-            irds_home: str | None = None, inputs: tuple | None = None) -> RankingDataset:
+def _cached(*args) -> tuple[RankingDataset, tuple[tuple[type[Warning], str], ...]]:
+    """:func:`_read` once per arguments, with the warnings it gave (``load_dataset`` gives each
+    at the first call that wants it: a later caller of a cached dataset may be another system)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = _read(*args)
+    return ds, tuple((w.category, str(w.message)) for w in caught)
+
+
+def _read(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min_count: int, max_vocab: int,
+          embeddings: str, embeddings_dir: str | None, max_doc_tokens: int | None, strict: bool,
+          irds_home: str | None = None, inputs: tuple | None = None) -> RankingDataset:
     source = source_of(data)
     ds = source.read(data, lang, n_queries=n_queries, n_nr=n_nr, seed=seed, min_count=min_count,
                      max_vocab=max_vocab, max_doc_tokens=max_doc_tokens, strict=strict)
@@ -133,7 +159,7 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
                 emb_info[side] = {"source": "random (no polyglot-%s.pkl found)" % code, "coverage": 0.0}
                 warnings.warn(f"no polyglot-{code}.pkl (or polyglot_{code}.pkl) in or below "
                               f"{', '.join(map(str, search))}: every {code} word starts from a random vector",
-                              EmbeddingCoverageWarning, stacklevel=3)  # load_dataset's caller
+                              EmbeddingCoverageWarning)
                 continue
             matrix, coverage = load_polyglot(path, vocab, seed=seed)
             read.append(path)
@@ -158,5 +184,6 @@ def _cached(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, m
 
 
 def clear_cache() -> None:
-    """Forget every cached dataset (for example after regenerating a profile)."""
+    """Forget every cached dataset (for example after regenerating a profile) and the warnings given."""
     _cached.cache_clear()
+    _GIVEN.clear()

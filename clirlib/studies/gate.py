@@ -162,7 +162,8 @@ def dev_lists(key: tuple) -> tuple[np.ndarray, np.ndarray]:
     dataset, lang, n_queries, n_nr, data_seed = key
     if dataset is None or lang is None:
         raise ValueError(f"a run's config names no dataset or language ({key}): its dev lists cannot be loaded")
-    dev = load_dataset(dataset, lang, n_queries=n_queries, n_nr=n_nr, seed=data_seed).splits["dev"]
+    dev = load_dataset(dataset, lang, n_queries=n_queries, n_nr=n_nr, seed=data_seed,
+                       embedding_warnings=False).splits["dev"]  # its labels only: no word vectors read
     return dev.labels, dev.qidx
 
 

@@ -72,6 +72,12 @@ class SystemConfig:
     #: refuses ``--seed`` for it rather than train the same run under another key).
     seeded: ClassVar[bool] = True
 
+    @property
+    def reads_word_vectors(self) -> bool:
+        """Whether fitting starts from the dataset's Polyglot-format word vectors (only then is a
+        missing or thin embeddings file worth a warning: ``data.load_for``); not for BM25, MDL, e5."""
+        return False
+
     def run_id(self) -> str:
         """The config's part of the cache key: ``<system>-<hash of the resolved config>``."""
         return f"{self.system}-{self.key()}"

@@ -93,6 +93,10 @@ class HikeConfig(SystemConfig):
     # less padding, the same model; a config field because the dropout draws, so the trained
     # weights, depend on it (cache key). 1: one pack.
     train_buckets: int = 4
+
+    @property
+    def reads_word_vectors(self) -> bool:
+        return self.encoder == "small"  # its embeddings start from the Polyglot files; BERT has its own
     # None: candidate lists only (a cross-encoder cannot score a whole collection); "e5": over the
     # whole collection HIKE re-ranks the top RERANK_DEPTH documents of zero-shot e5 (real text).
     first_stage: str | None = None

@@ -34,6 +34,10 @@ class SOSLConfig(SystemConfig):
     patience: int | None = None  # early stopping on dev NDCG@5 (None: never)
     pretrained: bool = True
 
+    @property
+    def reads_word_vectors(self) -> bool:
+        return self.pretrained
+
     def train_config(self):
         """The ``train.TrainConfig`` this run trains."""
         return TrainConfig(dataset=self.dataset, lang=self.lang, loss=self.loss, encoder=self.encoder, epsilon=self.epsilon,
