@@ -179,21 +179,28 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
         print(f"  {k}  {shipped.record_kind(records[k])}", flush=True)
     here, shipped_on = shipped.provenance()["cpu"], shipped.manifest(folder)["records"]
     print(f"[verify] this machine's CPU: {here}", flush=True)
-    failed, elsewhere = 0, 0
+    failed, elsewhere, unsure = 0, 0, 0
     for k in keys:
         t0 = time.perf_counter()
         c = compare(records[k], retrain(records[k]), tolerance)
         failed += c.verdict == "FAIL"
         cpu = shipped_on.get(k, {}).get("cpu")  # what the manifest says trained it
         other = cpu is not None and not shipped.same_cpu(cpu, here)
+        # the name alone (recorded before family and model): this CPU or another generation of that name
+        maybe = cpu is not None and not other and cpu != here and c.verdict == "FAIL"
         elsewhere += other and c.verdict == "FAIL"
+        unsure += maybe
+        where = (f"  trained on {cpu}" if other else
+                 f"  trained on {cpu} (family and model not recorded: this CPU or another of that name)" if maybe
+                 else "")
         print(f"[verify] {c.verdict:5s} {c.kind:18s} {k}  largest mean difference {c.largest_mean:.2g}, "
               f"per query {c.largest_per_query:.2g}{'  (' + c.worst + ')' if c.worst else ''}  "
-              f"[{time.perf_counter() - t0:.0f}s]{f'  trained on {cpu}' if other else ''}", flush=True)
+              f"[{time.perf_counter() - t0:.0f}s]{where}", flush=True)
     print(f"[verify] {len(keys) - failed} of {len(keys)} passed", flush=True)
-    if elsewhere:
-        print(f"[verify] {elsewhere} of the FAILs retrained a record trained on another CPU: a model near "
-              "chance can move past the tolerance on another CPU with the same code. To tell the code from the "
-              "CPU, retrain it here with the commit that trained it (MANIFEST.json's code; records/README.md).",
-              flush=True)
+    if elsewhere or unsure:
+        said = [f"{elsewhere} retrained a record trained on another CPU"] if elsewhere else []
+        said += [f"{unsure} retrained a record whose CPU's family and model were not recorded"] if unsure else []
+        print(f"[verify] Of the FAILs, {' and '.join(said)}: a model near chance can move past the tolerance on "
+              "another CPU with the same code. To tell the code from the CPU, retrain it here with the commit "
+              "that trained it (MANIFEST.json's code; records/README.md).", flush=True)
     return 1 if failed else 0
