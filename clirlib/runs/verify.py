@@ -187,7 +187,7 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
         cpu = shipped_on.get(k, {}).get("cpu")  # what the manifest says trained it
         other = cpu is not None and not shipped.same_cpu(cpu, here)
         # the name alone (recorded before family and model): this CPU or another generation of that name
-        maybe = cpu is not None and not other and cpu != here and c.verdict == "FAIL"
+        maybe = cpu is not None and not other and cpu == shipped.bare_cpu(cpu) != here and c.verdict == "FAIL"
         elsewhere += other and c.verdict == "FAIL"
         unsure += maybe
         where = (f"  trained on {cpu}" if other else
