@@ -243,6 +243,8 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     # Select, sample and read. If a selected query's every level-6 document then has no word in its
     # text, and fewer queries than asked would remain, select once more knowing every wordless
     # document (one more pass over the documents file, only then): the first k usable queries are kept.
+    k = None if official else (sum(split_sizes) if split_sizes is not None else n_queries)
+    capped = any(w is not None for w in want.values()) if official else k is not None
     wordless: frozenset[str] | None = None
     while True:
         skips = SkipCounter()
@@ -264,7 +266,6 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
             sel_from = {id(q): name for name in SPLITS for q in per_split[name]}
         else:
             path = Path(queries)
-            k = sum(split_sizes) if split_sizes is not None else n_queries
             selected, n_read, passed[""] = _select(path, k, skips, wordless)
             read = {path.name: n_read}
             if not selected:
@@ -276,7 +277,6 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
                 raise DataFormatError(f"query id {q.qid!r} is also in {Path(queries[sel_from[id(a)]]).name} "
                                       f"(line {a.line})", queries[sel_from[id(q)]], q.line)
             first_of[q.qid] = q
-        qids = [q.qid for q in selected]
 
         # Sample the NR documents among each query's judged level-0 documents.
         q_mr, q_sr, q_nr = [], [], []
@@ -302,7 +302,6 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
         empty = {d for d in needed if not texts[d]}
         if empty:
             skips.add("judged documents with an empty text", n=len(empty))
-        capped = any(w is not None for w in want.values()) if official else k is not None
         lost = any(all(d in empty for d in mr) for mr in q_mr)
         if not (lost and capped and wordless is None):
             break
