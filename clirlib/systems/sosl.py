@@ -36,7 +36,7 @@ class SOSLConfig(SystemConfig):
 
     @property
     def reads_word_vectors(self) -> bool:
-        return self.pretrained
+        return self.train_config().reads_word_vectors  # the run it trains decides
 
     def train_config(self):
         """The ``train.TrainConfig`` this run trains."""
