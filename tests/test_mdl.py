@@ -15,6 +15,7 @@ import torch
 
 from clirlib import profiles
 from clirlib.data import load_dataset, synthetic
+from clirlib.data.errors import DataFormatError
 from clirlib.data.synthetic.concepts import query_ids
 from clirlib.systems import mdl
 
@@ -117,6 +118,18 @@ def test_true_domains_are_read_from_the_benchmark():
                    if lg == "sw" and mr}
     with pytest.raises(ValueError, match="needs the embedded benchmark"):
         mdl.true_domains(dataclasses.replace(ds, info={**ds.info, "source": "wikiclir"}))
+
+
+def test_true_labels_refuse_a_training_query_without_its_topic(monkeypatch):
+    ds = load_dataset("ci", "sw")
+    dom = mdl.true_domains(ds)
+    qrows = np.arange(3)  # three training rows of the ci benchmark's queries
+    gone = ds.query_ids[1]  # as if its line were missing from domains/sw.tsv
+    monkeypatch.setattr(mdl, "true_domains", lambda d: {q: v for q, v in dom.items() if q != gone})
+    system = mdl.MDL(mdl.MDLConfig(labels="true", m=1, dataset="ci", lang="sw"))
+    with pytest.raises(DataFormatError, match=rf"domains/sw.tsv: query '{gone}' has a training MR document "
+                                              rf"but no line with mr=1 here \(1 such queries\)"):
+        system._labels(ds, qrows, qrows, 0)
 
 
 def test_random_label_control_fails_the_learning_gate_on_ci(tmp_path, monkeypatch):

@@ -53,7 +53,8 @@ import torch
 from torch import nn
 
 from .. import determinism
-from ..data.domains import mr_query_domains
+from ..data.domains import domains_file, mr_query_domains
+from ..data.errors import DataFormatError
 from ..validate import ConfigError
 from . import System, SystemConfig, register, token_texts
 from .doc2vec import Representations, infer, train_doc2vec  # noqa: F401 (re-exported)
@@ -326,6 +327,11 @@ class MDL(System):
             return random_labels(len(qrows), C, cfg.m, seed)
         if cfg.labels == "true":
             dom = true_domains(dataset)
+            missing = [dataset.query_ids[q] for q in qrows if dataset.query_ids[q] not in dom]
+            if missing:  # a training pair's query must have its topic: none is guessed
+                raise DataFormatError(f"{domains_file(dataset.info['benchmark_root'], dataset.lang)}: query "
+                                      f"{missing[0]!r} has a training MR document but no line with mr=1 here "
+                                      f"({len(missing)} such queries): regenerate the benchmark")
             d = np.array([dom[dataset.query_ids[q]] for q in qrows])
             y = np.zeros((len(d), int(max(dom.values())) + 1), dtype=np.float32)
             y[np.arange(len(d)), d] = 1.0
