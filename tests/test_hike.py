@@ -377,6 +377,22 @@ def test_fast_scoring_equals_the_per_pair_reference(ci_fr):
         assert torch.allclose(split, h.model.fuse["s"](stacked), atol=1e-5)
 
 
+def test_a_kg_that_links_nothing_or_lacks_the_document_language_is_said(ci_fr, tmp_path):
+    from clirlib.data.kg import KnowledgeGraph, write_kg
+
+    # English labels that no query word matches, and no French label: both warnings, then HIKE trains
+    kg = KnowledgeGraph(["Q1", "Q2"], ["", ""], {"en": ["zzqx", "qqzx"], "de": ["a", "b"]},
+                        {"en": ["", ""], "de": ["", ""]}, [0], [0], [1], ["P17"])
+    folder = write_kg(kg, tmp_path / "kg")
+    h = Hike(HikeConfig(**{**TINY, "kg_dir": str(folder)}))
+    with pytest.warns(UserWarning) as seen:
+        h.build(ci_fr, 0)
+    said = [str(w.message) for w in seen]
+    assert any("labels.tsv: no label in language 'fr' (languages found: de, en)" in m for m in said), said
+    assert any("no query links to any of the KG's 2 entities" in m for m in said), said
+    assert h.knowledge.info["queries_with_links"] == 0
+
+
 @pytest.mark.parametrize("kg", ["full", "none"])
 def test_two_scoring_threads_give_the_same_bits(ci_fr, kg):
     # workers=2 computes each chunk exactly as workers=1 (one torch thread, no-grad fast path,

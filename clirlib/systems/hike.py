@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import determinism, env
+from ..data.errors import DataFormatError
 from ..data.kg import benchmark_kg_folder, read_gold_links, read_kg
 from ..data.text import tokenize
 from .entity_linking import label_index, link, link_quality
@@ -180,6 +182,9 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
         links = np.where(links >= 0, perm[np.maximum(links, 0)], -1)
     info: dict[str, Any] = {"entities": len(kg), "triples": int(len(kg.heads)),
                             "queries_with_links": int((links[:, 0] >= 0).sum()), "queries": len(dataset.query_ids)}
+    if not info["queries_with_links"]:
+        warnings.warn(f"HIKE: no query links to any of the KG's {len(kg)} entities (its English labels match "
+                      f"no query word): the knowledge module adds nothing", stacklevel=2)
     if kg.skipped:  # what the KG reader left out or repaired (a BOM, triples outside a dump slice)
         info["skipped"] = dict(kg.skipped)
     if gold is not None:
@@ -268,6 +273,13 @@ class Hike(System):
             raise ValueError("HIKE with a knowledge graph on real data needs kg_dir (--kg DIR); "
                              "without it use kg='none' (the vanilla cross-encoder)")
         kg = read_kg(folder)
+        found = ", ".join(sorted(kg.labels)) or "none"
+        if not any(kg.labels.get("en", ())):  # a KG in other codes ('EN', 'eng') would link no query
+            raise DataFormatError(f"{folder / 'labels.tsv'}: no label in language 'en', and the queries are "
+                                  f"linked by their English labels (languages found: {found})")
+        if not any(kg.labels.get(dataset.lang, ())):
+            warnings.warn(f"{folder / 'labels.tsv'}: no label in language {dataset.lang!r} (languages found: "
+                          f"{found}): the entities' document-side texts are their descriptions alone", stacklevel=2)
         gold = read_gold_links(folder, kg)
         if cfg.kg == "gold" and gold is None:
             raise ValueError(f"kg='gold' needs {folder / 'gold_links.tsv'} (only the embedded benchmark has one)")
