@@ -5,6 +5,7 @@ record keeps the provenance of the first manifest that shipped it."""
 
 import gzip
 import json
+import re
 import subprocess
 
 import pytest
@@ -217,6 +218,27 @@ def test_a_manifest_without_a_shards_digest_or_table_is_refused(packed):
     path.write_text(json.dumps(data))
     shipped.forget()
     with pytest.raises(ValueError, match=r"MANIFEST.json: its 'shards' is not a table of shard files"):
+        shipped.manifest()
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("shard", 5, "has shard 5 and SHA-256 '"),  # a number where a file name belongs: a TypeError before
+    ("shard", "../shard.jsonl.gz", r"has shard '\.\./shard\.jsonl\.gz'"),  # a path out of records/
+    ("sha256", [1], r"has shard '.*' and SHA-256 \[1\], not a shard file name and a text"),  # unhashable before
+    ("shards", "abc", "the entry of shard .* is not a table with a SHA-256 text"),  # an AttributeError before
+])
+def test_a_manifest_entry_of_the_wrong_type_is_named(packed, field, value, problem):
+    _, recs, _ = packed
+    path = paths.RECORDS_DIR / shipped.MANIFEST
+    data = json.loads(path.read_text())
+    if field == "shards":
+        data["shards"] = {name: value for name in data["shards"]}
+    else:
+        data["records"][recs[0]["key"]][field] = value
+    path.write_text(json.dumps(data))
+    shipped.forget()
+    where = "" if field == "shards" else re.escape(f"the entry of record {recs[0]['key']} ")
+    with pytest.raises(ValueError, match=rf"MANIFEST.json: {where}{problem}.*git checkout"):
         shipped.manifest()
 
 
