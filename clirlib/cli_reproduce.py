@@ -195,10 +195,12 @@ def _force_marker(results: Path) -> Path:
     results.mkdir(parents=True, exist_ok=True)
     marker = results / "force-since"
     try:
-        since = float(marker.read_text().strip())
+        since = env.unix_time(marker.read_text().strip())
         print(f"[reproduce] resuming the forced retrain begun at {time.ctime(since)} "
               f"(runs retrained since then are kept; delete {marker} to start over)", flush=True)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as e:
+        if isinstance(e, ValueError):  # a damaged marker: nothing to resume from, so start over, and say so
+            print(f"[reproduce] {marker} holds no start time ({e}): the forced retrain starts over", flush=True)
         since = time.time()
         atomic.write_text(marker, f"{since}\n")
     env.set_for_children(**{env.FORCE_SINCE: repr(since)})

@@ -42,6 +42,7 @@ for deterministic GPU matmuls (``clirlib.determinism``).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from pathlib import Path
 from typing import Iterator
@@ -82,9 +83,18 @@ def force_since() -> float | None:
     if not value:
         return None
     try:
-        return float(value)
+        return unix_time(value)
     except ValueError:
         raise ValueError(f"environment variable {FORCE_SINCE}={value!r}: use a Unix time in seconds") from None
+
+
+def unix_time(text: str) -> float:
+    """``text`` as a Unix time in seconds; ValueError unless a finite number from 0 (a NaN or
+    -inf would be earlier than no file, and every cached entry would pass as retrained)."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} is not a Unix time in seconds")
+    return value
 
 
 def progress_disabled() -> bool | None:

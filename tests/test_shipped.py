@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import time
 
 import pytest
@@ -254,6 +255,22 @@ def test_force_marker_is_kept_until_done_and_resumed(tmp_path, monkeypatch, caps
     monkeypatch.delenv(env.FORCE_SINCE)
     assert cli_reproduce._force_marker(tmp_path) == marker and env.force_since() == since  # started again: resumed
     assert "resuming the forced retrain" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["nan", "-inf", "-5", "soon"])
+def test_a_force_time_that_is_no_unix_time_is_refused(tmp_path, monkeypatch, capsys, text):
+    from clirlib import cli_reproduce
+
+    # NaN and -inf compare as earlier than every file: each cached entry would pass as retrained
+    monkeypatch.setenv(env.FORCE_SINCE, text)
+    with pytest.raises(ValueError, match=rf"{env.FORCE_SINCE}='{re.escape(text)}': use a Unix time in seconds"):
+        env.force_since()
+    monkeypatch.setenv(env.FORCE_SINCE, "")
+    (tmp_path / "force-since").write_text(f"{text}\n")  # a damaged marker: start over, not resume
+    before = time.time()
+    since = float(cli_reproduce._force_marker(tmp_path).read_text())
+    assert since >= before and env.force_since() == since
+    assert "holds no start time" in capsys.readouterr().out
 
 
 def test_eta_scales_the_measured_times_by_this_runs_pace(tmp_path):
