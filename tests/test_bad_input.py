@@ -612,6 +612,15 @@ def test_stale_generate_folders_are_cleaned(tmp_path, monkeypatch):
     assert not dead.exists() and live.exists() and other.exists()
 
 
+@pytest.mark.parametrize("text", ["[]", "null", "5", '"x"', "{not json"])
+def test_a_benchmark_manifest_that_is_no_table_means_regenerate(tmp_path, text):
+    from clirlib import profiles
+    from clirlib.data import synthetic
+
+    (tmp_path / "manifest.json").write_text(text)  # valid JSON but no table: an AttributeError before
+    assert synthetic.writing.manifest_ok(tmp_path, profiles.SIZES["ci"], 0) is False
+
+
 # --------------------------------------------------------------------------- 4. reproduce
 @pytest.fixture()
 def sandbox(tmp_path, monkeypatch):

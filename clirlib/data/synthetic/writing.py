@@ -60,7 +60,7 @@ def manifest_ok(root: Path, profile: Profile, seed: int) -> bool:
         m = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError):
         return False
-    return (m.get("generator_version") == GENERATOR_VERSION and m.get("seed") == seed
+    return isinstance(m, dict) and (m.get("generator_version") == GENERATOR_VERSION and m.get("seed") == seed
             and m.get("profile") == _jsonable(asdict(profile)) and m.get("difficulty") == _jsonable(asdict(DIFFICULTY)))
 
 
