@@ -206,6 +206,22 @@ def test_wikidata_reader_on_dump_lines(tmp_path):
     assert read_wikidata_json(path, ["en"]).labels == {"en": [""]}
 
 
+def test_wikidata_reader_reads_older_numeric_ids_and_counts_claims_naming_no_entity():
+    def claim(value):
+        return [{"mainsnak": {"datavalue": {"type": "wikibase-entityid", "value": value}}}]
+
+    lines = ["[", json.dumps({"type": "item", "id": "Q1", "labels": {"en": {"value": "Paris"}},
+                              "claims": {"P31": claim({"entity-type": "item", "numeric-id": 2}),  # an older dump
+                                         "P17": claim({"entity-type": "item"})}}) + ",",  # no entity at all
+             json.dumps({"type": "item", "id": "Q2", "labels": {"en": {"value": "city"}}}), "]"]
+    with pytest.warns(DataSkipWarning, match="1 claims without an entity id"):
+        kg = read_wikidata_json(lines, ["en"])
+    # Q1 -P31-> Q2 from numeric-id 2 (before, the claim was dropped without a word and Q1 had no type)
+    assert kg.types == ["Q2", ""] and kg.relations == ["P31"]
+    assert [(kg.ids[h], kg.ids[t]) for h, t in zip(kg.heads, kg.tails)] == [("Q1", "Q2")]
+    assert kg.skipped == {"claims_without_an_entity_id": 1}
+
+
 def test_longest_match_linking_on_a_tiny_kg():
     labels = ["New York", "New York City", "York", "Paris", "Paris", "Lyon"]
     prior = np.array([5, 1, 1, 2, 9, 1])  # entity 4 is the more popular "Paris"

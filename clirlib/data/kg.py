@@ -265,16 +265,30 @@ def _json_as(value, kind: type, what: str, where: str):
 
 
 # --------------------------------------------------------------------------- Wikidata
+#: The letter that prefixes an entity's number in its id, by ``entity-type`` (Wikidata's JSON).
+ID_PREFIX = {"item": "Q", "property": "P", "lexeme": "L"}
+
+
+def _entity_id(value: dict) -> str | None:
+    """``Q<numeric-id>`` (or ``P``, ``L`` by ``entity-type``) of an entity-valued claim written
+    without ``id``, as older dumps write them; None when the value names no entity."""
+    number, kind = value.get("numeric-id"), value.get("entity-type", "item")
+    if isinstance(number, bool) or not isinstance(number, int) or kind not in ID_PREFIX:
+        return None
+    return f"{ID_PREFIX[kind]}{number}"
+
+
 def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
                        relations: Iterable[str] | None = None) -> KnowledgeGraph:
     """A KG from Wikidata JSON dump lines (``latest-all.json``: one entity per line inside ``[``/``]``).
 
     Reads ``id``, ``labels[lang].value``, ``descriptions[lang].value`` for ``langs``,
     ``claims[P].mainsnak.datavalue.value.id`` of item-valued claims (all properties, or only
-    ``relations``) and the first ``P31`` (instance of) value as the type. Triples whose tail
-    is not among the read entities are left out (a dump slice links outside itself), and so
-    are properties and lexemes; both are counted in the graph's ``skipped`` and reported in
-    one ``DataSkipWarning``. ``lines`` is a path or an iterable of lines.
+    ``relations``; older dumps' ``numeric-id`` where ``id`` is absent) and the first ``P31``
+    (instance of) value as the type. Triples whose tail is not among the read entities are
+    left out (a dump slice links outside itself), and so are properties, lexemes and claims
+    naming no entity; each is counted in the graph's ``skipped`` and reported in one
+    ``DataSkipWarning``. ``lines`` is a path or an iterable of lines.
     """
     langs = list(langs)
     wanted = set(relations) if relations is not None else None
@@ -319,7 +333,10 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
                 if dv.get("type") != "wikibase-entityid" or not isinstance(dv.get("value"), dict):
                     continue
                 tail = dv["value"].get("id")
+                if tail is None:  # older dumps give only "numeric-id" and "entity-type"
+                    tail = _entity_id(dv["value"])
                 if tail is None:
+                    skipped["claims_without_an_entity_id"] = skipped.get("claims_without_an_entity_id", 0) + 1
                     continue
                 _json_as(tail, str, f"claims[{prop!r}][{k}]: the item id", where)
                 if prop == "P31" and not typ:
