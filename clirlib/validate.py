@@ -95,8 +95,23 @@ def check_thresholds(loss: str, thresholds) -> None:
             raise ConfigError("thresholds", f"3part_l2 thresholds must increase strictly, got {ts}")
 
 
+def check_types(cfg) -> None:
+    """Refuse a config field annotated ``bool`` that is not True or False (``pretrained=1``
+    would key another run than True, ``"no"`` would count as True) and one annotated ``str``
+    (or ``str | None``) that is not a text (a ``Path`` cannot be keyed: ``str(path)``)."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.type == "bool" and not isinstance(value, bool):
+            raise ConfigError(f.name, f"must be True or False, got {value!r}")
+        if f.type in ("str", "str | None") and not (isinstance(value, str) or (value is None and f.type != "str")):
+            hint = " (str(path) for a folder)" if isinstance(value, os.PathLike) else ""
+            raise ConfigError(f.name, f"must be a text{' or None' if f.type != 'str' else ''}, got "
+                                      f"{type(value).__name__} {value!r}{hint}")
+
+
 def check_config(cfg) -> None:
     """Refuse a resolved ``TrainConfig`` with an invalid value (``ConfigError``)."""
+    check_types(cfg)
     eps = _number("epsilon", cfg.epsilon)
     if eps < 0:
         raise ConfigError("epsilon", f"must be >= 0 (0 = plain cosine), got {cfg.epsilon}")
@@ -175,6 +190,7 @@ def check_system_config(cfg) -> None:
     every system has, then its own (BM25's k1 and b, MDL's m < C and schedule, HIKE's
     schedule and learning rates). Names and labels (``kg``, ``labels``...) are checked by
     the config's ``resolved()``, which calls this first."""
+    check_types(cfg)
     for name in ("seed", "data_seed"):
         check_seed(name, getattr(cfg, name))
     _at_least("n_nr", cfg.n_nr, 0, integer=True)

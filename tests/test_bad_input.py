@@ -242,6 +242,22 @@ def test_library_system_configs_are_checked_too():
         systems.config("hike", margin=float("nan")).resolved()
 
 
+def test_library_configs_take_true_or_false_and_texts_only(tmp_path):
+    from clirlib import systems
+
+    # pretrained=1 keyed another run than True, and "no" trained with vectors; a Path failed in json
+    for value in (1, "no", None):
+        with pytest.raises(ConfigError, match=rf"^pretrained: must be True or False, got {re.escape(repr(value))}"):
+            TrainConfig(pretrained=value).resolved()
+    with pytest.raises(ConfigError, match=r"^dataset: must be a text, got PosixPath .*\(str\(path\) for a folder\)"):
+        TrainConfig(dataset=tmp_path).resolved()
+    with pytest.raises(ConfigError, match=r"^lang: must be a text, got int 5"):
+        systems.config("bm25", lang=5).resolved()
+    with pytest.raises(ConfigError, match=r"^kg_dir: must be a text or None, got PosixPath"):
+        systems.config("hike", kg_dir=tmp_path).resolved()
+    assert TrainConfig(dataset=str(tmp_path), pretrained=False).resolved().dataset == str(tmp_path)
+
+
 def test_system_setting_from_the_shell_has_no_traceback(tmp_path):
     p = subprocess.run([sys.executable, "-m", "clirlib", "train", "--system", "mdl", "--loss", "mse"], capture_output=True,
                        text=True, env={**os.environ, "CLIRLIB_PROGRESS": "0"}, timeout=300, cwd=tmp_path)
