@@ -39,11 +39,11 @@ NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # notebook on the profile its committed parameters name (default, from records/) and
 # compares every output cell, after tests/nbval_sanitize.cfg's sanitizers. A crashed worker
 # ends the run (--max-worker-restart 0): with --dist loadfile, xdist can otherwise wait forever
-# for the crashed worker's file (pytest-dev/pytest-xdist#784; seen here 2026-11-26).
+# for the crashed worker's file (pytest-dev/pytest-xdist#784; docs/timings.md).
 XDIST      ?= -n 2 --dist loadfile --max-worker-restart 0
 # The two workers' torch threads outnumber the cores; OpenMP's default is to spin while it waits,
-# which starves the other worker (an LSTM test: 7 s alone, 251 s beside another, 2026-11-28).
-# Passive waits change no number, only how an idle thread waits (docs/timings.md).
+# which starves the other worker (an LSTM test many times slower beside another: docs/timings.md).
+# Passive waits change no number, only how an idle thread waits.
 SHARED     := OMP_WAIT_POLICY=PASSIVE
 
 export PYTHONHASHSEED := 0

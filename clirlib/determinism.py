@@ -35,8 +35,8 @@ def configure(threads: int = DEFAULT_THREADS) -> None:
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
     """Run small kernels on one torch thread, then restore the count. For speed: on a loaded
-    2-core machine two spinning OpenMP threads made TransE's 200 tiny steps take 42 s instead
-    of 1.5 s, and an MDL autoencoder step 2.6 s instead of 0.36 s. The code that uses it
+    2-core machine two spinning OpenMP threads make tiny steps (TransE's, an MDL autoencoder's)
+    many times slower (docs/timings.md, "Speed notes behind the code"). The code that uses it
     always runs inside it, so its results do not depend on the machine's thread count."""
     n = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -89,8 +89,9 @@ def _dropout(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
 
     The mask is ``rand >= p`` scaled by ``1 / (1 - p)``: the same Bernoulli(1 - p)
     distribution and scaling as ``nn.Dropout``, drawn from torch's generator (so seeded
-    runs repeat), but about 3-5x faster on CPU than ``bernoulli_``, which was the largest
-    single cost of a DSSM training step after the matrix products.
+    runs repeat), but several times faster on CPU than ``bernoulli_``, which was the largest
+    single cost of a DSSM training step after the matrix products (docs/timings.md, "Speed
+    notes behind the code").
     """
     if not module.training or module.p == 0:
         return x
@@ -233,15 +234,15 @@ class LSTMEncoder(nn.Module):
 
     def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         # Each direction runs as one fused LSTM call per group of texts of similar length
-        # (a PackedSequence is stepped token by token, about 2x slower on CPU). Within a
+        # (a PackedSequence is stepped token by token, slower on CPU). Within a
         # group, padding sits after each text, so the forward states up to the text's last
         # token are exact; the backward direction reads each text reversed in place, so it
         # too starts at the text's end and never sees padding. Same values as the
         # bidirectional LSTM on a PackedSequence (tests/test_encoders.py). The texts are
         # sorted by length and cut into up to ``LENGTH_GROUPS`` equal groups, each padded
         # to its own longest text: documents vary 30-120 tokens, so one padded batch would
-        # spend about half its steps on padding (~30 % faster training on the default
-        # profile).
+        # spend about half its steps on padding (docs/timings.md, "Speed notes behind the
+        # code").
         p = self.embedding.embedding_dim
         lengths = offsets[1:] - offsets[:-1]  # (B,)
         b = len(lengths)

@@ -12,8 +12,8 @@
   them, kept in a small in-process memo keyed by the training texts, the seed and the
   doc2vec settings. A vector depends on nothing else, so MDL.1, MDL.6, the label controls
   and every cell of the m x C sweep of one (language, seed) share one doc2vec training and
-  one inference per text instead of repeating them (on ``default`` these were about half
-  of a fit: measured 5.5 s training and 6.3 s inference of 24.2 s, French, seed 0).
+  one inference per text instead of repeating them (on ``default`` about half of a fit:
+  docs/systems.md).
 - :func:`infer_all`: many texts, half of them in a forked process (``workers=2``).
 """
 
