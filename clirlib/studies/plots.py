@@ -121,7 +121,11 @@ def figure1(grids: dict[float, np.ndarray], xs: np.ndarray, clip: float = 6.0) -
 
 # Figure 2 -------------------------------------------------------------------------------
 
-def fig2_curves(thresholds=(0.0, 0.5), n: int = 401) -> pd.DataFrame:
+#: Figure 2's illustrative thresholds, the paper's (every experiment uses losses.PAPER_THRESHOLDS).
+FIGURE2_THRESHOLDS = (0.0, 0.5)
+
+
+def fig2_curves(thresholds=FIGURE2_THRESHOLDS, n: int = 401) -> pd.DataFrame:
     """SOSL and MSE of each label as functions of the score r in [-1, 1] (tidy). The grid is
     (2k - (n - 1)) / (n - 1), k = 0..n-1, so that 0 and the quarter points are exact
     (``torch.linspace`` puts its midpoint at -2e-17, where SR's SOSL is not zero)."""
@@ -135,7 +139,7 @@ def fig2_curves(thresholds=(0.0, 0.5), n: int = 401) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def figure2(curves: pd.DataFrame, thresholds=(0.0, 0.5)) -> plt.Figure:
+def figure2(curves: pd.DataFrame, thresholds=FIGURE2_THRESHOLDS) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True, constrained_layout=True)
     for ax, (y, g) in zip(axes, curves.groupby("label")):
         for name, h in g.groupby("name", sort=False):

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..losses import sosl, sosl_grad_bound
+from ..losses import PAPER_THRESHOLDS, sosl, sosl_grad_bound
 from ..similarity import smooth_cosine
 
 
@@ -112,7 +112,7 @@ BOUND_RTOL = 1e-9
 SCS_HESSIAN_N = 4.0
 
 
-def lemma2_constants(eps: float, label: int, thresholds=(0.2, 0.7)) -> dict[str, float]:
+def lemma2_constants(eps: float, label: int, thresholds=PAPER_THRESHOLDS) -> dict[str, float]:
     """The constants of Proposition 1 and Lemma 2 for one eps > 0 and label (Appendix A.1).
 
     ``sosl_lipschitz_r`` (Prop. 1, G_y), ``sosl_smooth_r`` (Prop. 1, 2), ``scs_lipschitz``
@@ -129,7 +129,7 @@ def lemma2_constants(eps: float, label: int, thresholds=(0.2, 0.7)) -> dict[str,
             "loss_smooth_f_chain_rule": l_r**2 * 2.0 + g * b_r}
 
 
-def sosl_r_extremes(label: int, thresholds=(0.2, 0.7), n: int = 20_001) -> dict[str, float]:
+def sosl_r_extremes(label: int, thresholds=PAPER_THRESHOLDS, n: int = 20_001) -> dict[str, float]:
     """Largest |d SOSL / d r| (Definition A.1's Lipschitz constant) and largest difference
     quotient |l'(a) - l'(b)| / |a - b| (Definition A.2's smoothness) over ``n`` evenly spaced r
     in [-1, 1] (ends included), derivatives by autograd in float64."""
@@ -172,7 +172,7 @@ def _grad_and_hessian_norms(fn, q: torch.Tensor, d: torch.Tensor, iters: int, se
     return g.detach().norm(dim=1), best
 
 
-def lemma2_check(epsilons=(0.1, 1.0), thresholds=(0.2, 0.7), n: int = 4000, p: int = 64,
+def lemma2_check(epsilons=(0.1, 1.0), thresholds=PAPER_THRESHOLDS, n: int = 4000, p: int = 64,
                  power_iters: int = 20, seed: int = 0) -> pd.DataFrame:
     """Every constant of Proposition 1 and Lemma 2 against the largest value sampled.
 
