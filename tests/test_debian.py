@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from clirlib.data.debian import build, stats_table
+from clirlib.data.debian import build, index, stats_table
 from clirlib.data.debian.build import first_sentence, query_text, remove_names
 from clirlib.data.debian.index import description, find_index_files, paragraphs, relation_names
 from clirlib.data.errors import DataFormatError, MissingDataError
@@ -285,9 +285,14 @@ def test_embeddings_are_monolingual_polyglot_files(tmp_path):
     assert info["embeddings"]["fr"]["texts"] == 6 and info["embeddings"]["en"]["texts"] == 8
 
 
-def test_missing_or_bad_files_say_what_to_do(tmp_path):
-    with pytest.raises(MissingDataError, match="apt-get update -o Acquire::Languages=en,fr,de,it"):
+def test_missing_or_bad_files_say_what_to_do(tmp_path, monkeypatch):
+    with pytest.raises(MissingDataError, match=r"--from needs Packages, Translation-en and Translation-fr .*"
+                                               r"`sudo apt-get update -o Acquire::Languages=en,fr` puts them in"):
         find_index_files(tmp_path, "fr")
+    monkeypatch.setattr(index, "APT_LISTS", tmp_path)  # no --from: apt's lists, and the command for that language
+    with pytest.raises(MissingDataError, match=r"no Translation-es index file \(get them with "
+                                               r"`sudo apt-get update -o Acquire::Languages=en,es`"):
+        find_index_files(None, "es")
     (tmp_path / "a-file").write_text("x")  # --from a file, not a folder: said so
     with pytest.raises(MissingDataError, match="a-file: a file, not a folder"):
         find_index_files(tmp_path / "a-file", "fr")
@@ -348,7 +353,8 @@ def test_damaged_empty_or_unpaired_files_are_named_before_anything_is_written(tm
     whole = lz4.frame.compress(ENGLISH.encode())
     for damaged in (whole[:-8], whole[:7] + b"\xff\xff\xff\x7f" + whole[11:]):  # truncated; a header byte changed
         (lists / "Translation-en.lz4").write_bytes(damaged)
-        with pytest.raises(DataFormatError, match=r"Translation-en.lz4: damaged lz4 file.*apt-get update"):
+        with pytest.raises(DataFormatError, match=r"Translation-en.lz4: damaged lz4 file.*replace it \(apt fetches "
+                                                  r"it with `sudo apt-get update -o Acquire::Languages=en`\)"):
             build(out, "fr", lists, embeddings=False)
     write_index(lists, lz4=True)
     for name, problem in (("Packages", "no package paragraph"), ("Translation-fr", "no description paragraph")):

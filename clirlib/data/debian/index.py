@@ -32,8 +32,20 @@ from ..errors import DataFormatError, MissingDataError
 
 #: apt's lists folder, where ``apt-get update`` puts the index files.
 APT_LISTS = Path("/var/lib/apt/lists")
-#: How to get the index files (said in one line when they are absent).
+#: How to get the index files of the benchmark's three languages (``how_to_get`` for others).
 HOW_TO_GET = "sudo apt-get update -o Acquire::Languages=en,fr,de,it"
+
+
+def how_to_get(*langs: str) -> str:
+    """The apt command that fetches the English index file and those of ``langs``."""
+    return f"sudo apt-get update -o Acquire::Languages={','.join(dict.fromkeys(('en', *langs)))}"
+
+
+def _fetch_again(path: Path) -> str:
+    """How to replace a damaged index file: apt's copy is fetched again once deleted."""
+    lang = re.search(r"Translation-([A-Za-z_]+?)(?:\.lz4)?$", path.name)
+    cmd = how_to_get(lang.group(1)) if lang else how_to_get()
+    return f"delete it and fetch it again: {cmd}" if path.parent == APT_LISTS else f"replace it (apt fetches it with `{cmd}`)"
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _FIELD = re.compile(r"([^\s:][^:\s]*):(.*)")
 
@@ -121,10 +133,10 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
             if not _is_lz4(path):
                 raise
             where = f", readable up to line {lineno}" if lineno else ""
-            raise DataFormatError(f"damaged lz4 file{where} ({e}); fetch it again: {HOW_TO_GET}", path) from None
+            raise DataFormatError(f"damaged lz4 file{where} ({e}); {_fetch_again(path)}", path) from None
     if not ended:
-        raise DataFormatError(f"the file ends inside this line (no line end after it): cut short? fetch it again: "
-                              f"{HOW_TO_GET}", path, lineno)
+        raise DataFormatError(f"the file ends inside this line (no line end after it): cut short? "
+                              f"{_fetch_again(path)}", path, lineno)
     if names:
         yield start, para
 
@@ -193,7 +205,12 @@ def find_index_files(folder: str | Path | None, lang: str) -> IndexFiles:
     files raise one :class:`MissingDataError` that says how to get them.
     """
     base = Path(folder).expanduser() if folder is not None else APT_LISTS
-    how = f"(get them with `{HOW_TO_GET}`, or pass --from a folder holding Packages, Translation-en and Translation-{lang})"
+    if folder is None:
+        how = (f"(get them with `{how_to_get(lang)}`, or pass --from a folder holding Packages, Translation-en "
+               f"and Translation-{lang})")
+    else:  # the user's folder: what it must hold, and where apt would put the files
+        how = (f"(--from needs Packages, Translation-en and Translation-{lang} of one archive area, plain or "
+               f".lz4; `{how_to_get(lang)}` puts them in {APT_LISTS})")
     if not base.is_dir():
         raise MissingDataError(f"{'a file, not a folder' if base.exists() else 'no such folder'} {how}", base)
     hits = sorted(p for p in base.iterdir() if p.name.endswith((f"Translation-{lang}", f"Translation-{lang}.lz4")))
