@@ -346,6 +346,22 @@ def test_invalid_utf8_is_named(tmp_path):
         build(tmp_path / "out", "fr", tmp_path)
 
 
+def test_a_language_missing_from_a_build_or_raw_index_files_point_to_the_builder(tmp_path):
+    from clirlib.data import load_dataset
+
+    lists = write_index(tmp_path / "lists")
+    build(tmp_path / "out", "fr", lists, embeddings=False)
+    # German was not built: the builder's command, not "get WikiCLIR from its authors"
+    with pytest.raises(MissingDataError, match=r"missing WikiCLIR file for language 'de' \(languages present: fr\); "
+                                               r"add it to this Debian build with `python -m clirlib data debian "
+                                               rf"--lang de --out {tmp_path / 'out'}`"):
+        load_dataset(str(tmp_path / "out"), "de")
+    # apt's index files given as the data: build first
+    with pytest.raises(MissingDataError, match=r"not a WikiCLIR folder but Debian index files: build the benchmark "
+                                               rf"from them first, `python -m clirlib data debian --from {lists} "):
+        load_dataset(str(lists), "fr")
+
+
 def test_damaged_empty_or_unpaired_files_are_named_before_anything_is_written(tmp_path):
     import lz4.frame
 

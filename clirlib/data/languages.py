@@ -82,6 +82,17 @@ def ir_datasets_source() -> Path:
 #: Where a missing WikiCLIR file comes from, for the readers' errors.
 GET_WIKICLIR = ("get WikiCLIR (Sasaki et al. 2018) from its authors or as ir_datasets' wikiclir/<lang> "
                 "(docs/real-data.md)")
+#: The summary the Debian builder (``clirlib.data.debian``) leaves beside ``wiki-clir/``, per language.
+DEBIAN_INFO = "debian-{code}.json"
+
+
+def _get_language(base: Path, code: str) -> str:
+    """How to get language ``code`` into the WikiCLIR folder ``base``: the Debian builder's
+    command where that builder wrote the folder, else where WikiCLIR comes from."""
+    top = base.parent if base.name == "wiki-clir" else base
+    if any(top.glob(DEBIAN_INFO.format(code="*"))):
+        return f"add it to this Debian build with `python -m clirlib data debian --lang {code} --out {top}` (docs/debian.md)"
+    return GET_WIKICLIR
 
 
 def resolve_root(root: str | Path | None) -> Path:
@@ -105,6 +116,10 @@ def resolve_root(root: str | Path | None) -> Path:
         return root / "wiki-clir"
     if (root / QUERIES_FILE).is_file() or root.name == "wiki-clir":
         return root
+    if any(root.glob("*Translation-*")):  # apt's index files: the builder's input, not its output
+        raise MissingDataError(f"not a WikiCLIR folder but Debian index files: build the benchmark from them first, "
+                               f"`python -m clirlib data debian --from {root} --lang <lang> --out DIR`, then --data DIR "
+                               f"(docs/debian.md)", root)
     raise MissingDataError(
         f"not a WikiCLIR folder: expected {root / 'wiki-clir'} or {root / QUERIES_FILE}; {GET_WIKICLIR}", root)
 
@@ -127,7 +142,8 @@ def wikiclir_files(root: str | Path | None, lang: str, *, check: bool = True) ->
                 # the language's folder missing: say which languages are there; one file missing: the path says it
                 hint = (f" (languages present: {', '.join(have) or 'none'})"
                         if p != files.queries and not p.parent.is_dir() else "")
-                raise MissingDataError(f"missing WikiCLIR file for language {code!r}{hint}; {GET_WIKICLIR}", p)
+                raise MissingDataError(f"missing WikiCLIR file for language {code!r}{hint}; {_get_language(base, code)}",
+                                       p)
     return files
 
 

@@ -40,7 +40,7 @@ from ...cache import clean_stale
 from ...labels import N_NR
 from ..embeddings import train_embeddings
 from ..errors import DataFormatError
-from ..languages import QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
+from ..languages import DEBIAN_INFO, QUERIES_FILE, WIKICLIR_LANGUAGES, language_code
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from ..text import tokenize
 from ...validate import check_seed
@@ -297,7 +297,7 @@ def build(out: str | Path, lang: str = "fr", source: str | Path | None = None, *
                                   "seed": seed} for k, c in corpora.items()}
     _install(out, texts, {f"polyglot/polyglot-{k}.pkl": v for k, v in vectors.items()},
              () if embeddings else (f"polyglot/polyglot-{code}.pkl",),
-             f"debian-{code}.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
+             DEBIAN_INFO.format(code=code), json.dumps(info, indent=1, sort_keys=True) + "\n")
     return info
 
 
@@ -427,7 +427,7 @@ def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it
     (mean over queries), translations merged into a shared document, queries without SR."""
     rows = []
     for lang in langs:
-        p = Path(out) / f"debian-{language_code(lang)}.json"
+        p = Path(out) / DEBIAN_INFO.format(code=language_code(lang))
         if not p.is_file():
             continue
         info = json.loads(p.read_text())
