@@ -315,6 +315,9 @@ def test_make_verify_study_draws_from_the_studys_folder(dirs, monkeypatch, capsy
     assert verify.run(3, 0, study="curves") == 0
     out = capsys.readouterr().out
     assert "1 of 1 shipped records drawn" in out and curves_rec["key"] in out and main_rec["key"] not in out
+    # N above the records there are: said, with the time their records took (an hours-long draw is no surprise)
+    assert "N = 3 is more than the 1 records here: each is retrained once" in out
+    assert f"their records' training took {curves_rec['seconds'] / 3600:.1f} h in all" in out
     with pytest.raises(ValueError, match="unknown study 'nope'; choose from curves"):
         verify.run(1, 0, study="nope")
 
