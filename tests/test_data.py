@@ -109,6 +109,19 @@ def pools(ds):
 
 
 # --------------------------------------------------------------------------- text
+def test_dataset_repr_is_a_summary():
+    from clirlib.data.dataset import Ragged, RankingDataset, Split, Vocab
+
+    # two queries, three documents; train holds query 0 with three pairs, test query 1 with two
+    ds = RankingDataset(lang="fr", query_ids=["q0", "q1"], doc_ids=["d0", "d1", "d2"],
+                        queries=Ragged.from_lists([[2], [2, 3]]), docs=Ragged.from_lists([[2], [3], [2, 3]]),
+                        q_vocab=Vocab(["<PAD>", "<UNK>", "a", "b"]), d_vocab=Vocab(["<PAD>", "<UNK>", "x", "y", "z"]),
+                        splits={"train": Split([0, 0, 0], [0, 1, 2], [2, 1, 0]), "test": Split([1, 1], [1, 2], [2, 0])},
+                        info={"source": "wikiclir"})
+    assert repr(ds) == ("RankingDataset(lang='fr', source='wikiclir', 2 queries, 3 documents, vocabularies 4 / 5, "
+                        "word vectors none; train 1 queries / 3 pairs, test 1 queries / 2 pairs)")
+
+
 def test_tokenize_nfkc_casefold_and_word_regex():
     # NFKC turns the "ﬁ" ligature into "fi" and full-width letters into ASCII;
     # casefold maps "Straße" to "strasse"; punctuation separates tokens.
