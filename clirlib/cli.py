@@ -106,6 +106,7 @@ def _data_debian(args: argparse.Namespace) -> int:
 
     if args.no_embeddings and args.seed is not None:
         raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
+    args.lang = list(dict.fromkeys(args.lang))  # --lang fr fr builds French once
     for lang in args.lang:  # every language's files found before any is built
         try:
             code = document_code(lang)
@@ -122,7 +123,7 @@ def _data_debian(args: argparse.Namespace) -> int:
               f"{time.perf_counter() - t0:.1f}s -> {args.out}")
     print(stats_table(args.out, args.lang).to_string(index=False))
     print(f"candidates_per_query: the MR document, the SR documents and {N_NR} NR documents, as the loader "
-          "samples them (fewer NR where the collection has fewer)")
+          f"samples them; NaN where a query has fewer than {N_NR} other documents to draw from (it gets fewer NR)")
     return 0
 
 

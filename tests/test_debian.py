@@ -323,7 +323,9 @@ def test_cli_builds_and_prints_the_statistics(tmp_path):
     assert "1 translations without an English description left out" in p.stdout  # orphan's
     table = stats_table(tmp_path / "out", ["fr", "it"])
     assert list(table["lang"]) == ["fr"] and table["queries"].iloc[0] == 7
-    assert table["candidates_per_query"].iloc[0] == round(1 + 8 / 7 + 40, 1)
+    # six French documents: no query has 40 others to draw NR from, so no "1 + SR + 40" (42.1 before)
+    assert np.isnan(table["candidates_per_query"].iloc[0]) and "NaN where a query has fewer than 40" in p.stdout
+    assert stats_table(tmp_path / "out", ["fr"], n_nr=2)["candidates_per_query"].iloc[0] == round(1 + 8 / 7 + 2, 1)
     p = _cli("--lang", "fr", "--out", str(tmp_path / "out"), "--from", str(tmp_path / "empty"))
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "apt-get update" in p.stderr

@@ -423,7 +423,7 @@ STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "c
 def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = N_NR):
     """Table 1 for the built languages under ``out`` (from their ``debian-<lang>.json``):
     queries (with an MR document), documents, SR per query (mean, median), candidates per
-    query with ``n_nr`` NR documents, the share of query tokens that occur in the MR document
+    query with ``n_nr`` NR documents (NaN where some query's collection has fewer), the share of query tokens that occur in the MR document
     (mean over queries), translations merged into a shared document, queries without SR."""
     rows = []
     for lang in langs:
@@ -431,7 +431,9 @@ def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it
         if not p.is_file():
             continue
         info = json.loads(p.read_text())
-        info["candidates_per_query"] = 1 + info["sr_per_query"] + n_nr
+        # every query gets n_nr NR only where the collection holds that many beside its MR and SR
+        enough = info["documents"] - 1 - info.get("sr_max", 0) >= n_nr
+        info["candidates_per_query"] = 1 + info["sr_per_query"] + n_nr if enough else float("nan")
         rows.append({c: info[c] for c in STATS_COLUMNS})
     df = pd.DataFrame(rows, columns=list(STATS_COLUMNS))
     return df.round({"sr_per_query": 2, "candidates_per_query": 1, "query_tokens_in_mr": 3})
