@@ -94,7 +94,9 @@ def train_command(args: argparse.Namespace) -> int:
     if args.out:  # first: a fitted result is never lost to what follows
         write_out(args.out, jsonable(rec))
     test = load_for(cfg).splits["test"]  # in-process cache: free after a fit, one load after a cache hit
-    print_record(args.system, cfg, rec, chance_p_mr1(test.labels, test.qidx), started=started)
+    typed = tuple(f.name for f in dataclasses.fields(cfg) if dest_of(f.name) in getattr(args, "given", ()))
+    print_record(args.system, cfg, rec, chance_p_mr1(test.labels, test.qidx), started=started, typed=typed,
+                 test_queries=len(set(test.qidx.tolist())))
     return 0
 
 
@@ -104,8 +106,10 @@ SHOWN = ("loss", "encoder", "epsilon", "thresholds", "epochs", "m", "n_topics", 
          "temperature")
 
 
-def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, started: str | None = None) -> None:
-    """The run's settings, whether it was trained now or read (a record created before
+def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, started: str | None = None,
+                 typed: tuple[str, ...] = (), test_queries: int | None = None) -> None:
+    """The run's settings (``SHOWN`` and the ``typed`` ones, the options given), whether it was
+    trained now or read (a record created before
     ``started``: from ``results/`` or the shipped records), the test split's chance P_mr@1
     (``metrics.chance_p_mr1``: the mean over queries of #MR / #candidates, not 1 / the mean
     list length, which is lower), KG facts (HIKE), test metrics and whole-collection ones."""
@@ -115,6 +119,8 @@ def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, 
                     if k in c and c[k] is not None and (k != "temperature" or c.get("loss") == "infonce"))
     if c.get("kg_dir"):
         extra += f" ({c['kg_dir']})"
+    extra += "".join(f" {k}={c[k] if k in c else getattr(cfg, k, None)}" for k in typed
+                     if k not in (*SHOWN, "dataset", "lang", "seed", "kg_dir"))
     how = f"{rec['seconds']:.1f}s on {rec.get('provenance', {}).get('device', 'cpu')}"
     if started is not None and rec.get("created", started) < started:
         how = f"read, not trained: trained {rec['created']} in {how}"
@@ -133,6 +139,8 @@ def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, 
               f"queries linked" + (f"; linking on test queries: precision {lk['precision']:.3f}, recall {lk['recall']:.3f}"
                                    if lk else ""))
     width = max(len(m) for m in (*metrics, *rec.get("collection", {}).get("metrics", {})))  # one column for both
+    if test_queries is not None:
+        print(f"test ({test_queries} queries):")
     for m in metrics:
         print(f"{m:<{width}}  {rec['test'][m]:.4f}")
     if "collection" in rec:

@@ -226,6 +226,14 @@ def test_train_says_when_it_read_the_run_and_which_mdl_it_was(capsys):
     assert lines[-1] == "MAP@1000  0.2500"
     cli_train.print_record("bm25", cfg, {**rec, "config": {}, "best_epoch": 0}, started="2026-11-20 09:59:59")
     assert capsys.readouterr().out.splitlines()[0] == "system=bm25 data=ci lang=fr seed=0 (9.0s on cpu)"  # trained now
+    # the options typed are shown too (--space label and the default MDL printed the same line), and the
+    # candidate-list metrics get a heading as the whole-collection ones do
+    mdl_rec = {**rec, "config": {**rec["config"], "space": "label", "n_nr": 10}}
+    cli_train.print_record("mdl", cfg, mdl_rec, started="2026-11-29 02:00:00", typed=("space", "n_nr", "m", "lang"),
+                           test_queries=24)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("system=mdl data=ci lang=fr epochs=50 m=1 labels=lda space=label n_nr=10 seed=0 ")
+    assert lines[1:3] == ["test (24 queries):", "P_mr@1    0.5000"]
 
 
 @pytest.mark.parametrize("args", [["train", "--help"], ["reproduce", "--notebooks", "01"]])
