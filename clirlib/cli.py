@@ -145,11 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--profile", help=argparse.SUPPRESS)  # the other commands' name for it: refused with a pointer
     t.add_argument("--lang", default="fr", help="document language code (fr, it, sw, tl, ...); default: fr")
     t.add_argument("--loss", default="sosl", choices=[*LOSSES, "infonce"],
-                   help="infonce: in-batch InfoNCE, for --system e5head only")
-    t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES))
+                   help="sosl / e5head: the training loss (default sosl); infonce: in-batch InfoNCE, e5head only")
+    t.add_argument("--encoder", default="avgpool", choices=list(ENCODER_NAMES),
+                   help="sosl: average pooling or the DSSM-CNN / DSSM-LSTM encoders (default avgpool)")
     t.add_argument("--epsilon", type=float, default=1.0, help="smoothing of r_eps (0 = plain cosine)")
     t.add_argument("--thresholds", type=float, nargs="+", help="inner thresholds (default: the loss's own)")
-    t.add_argument("--epochs", type=int, help="default: the paper's for the encoder (30 / 30 / 15)")
+    t.add_argument("--epochs", type=int, help=_epochs_help(ENCODER_NAMES))
     t.add_argument("--batch-size", type=int, help="training batch (default: the paper's for the system or encoder)")
     t.add_argument("--lr", type=float, help="learning rate (default: the paper's for the system or encoder)")
     t.add_argument("--clip", type=float, default=5.0, help="gradient-norm clipping (0 disables)")
@@ -160,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="queries to read (default: the profile's; on real data the first 25,000 usable)")
     t.add_argument("--n-nr", type=int, default=N_NR,
                    help=f"sampled NR documents per query (default {N_NR}, the paper's)")
-    t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES))
+    t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES),
+                   help="the dev metric whose best epoch is kept (default NDCG@5)")
     t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
                         "the first (default); paper = the paper's words: forward LSTM's first state + backward's last")
@@ -188,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.train_parser = t  # main() asks it which options were typed (check_options_apply)
 
     r = sub.add_parser("reproduce", help="run every notebook headless (make reproduce)")
-    r.add_argument("--profile", default="default", choices=list(profiles.NAMES))
+    r.add_argument("--profile", default="default", choices=list(profiles.NAMES),
+                   help="sizes and training settings of the embedded benchmark (default: default; docs/profiles.md)")
     r.add_argument("--data", help="real data instead of the embedded benchmark: a WikiCLIR root (the folder holding "
                                   "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
     r.add_argument("--force", action="store_true",
@@ -245,6 +248,16 @@ def build_parser() -> argparse.ArgumentParser:
     deb.add_argument("--seed", type=int, help="seed of the embeddings (default 0; refused with --no-embeddings)")
     deb.set_defaults(func=_data_debian)
     return p
+
+
+def _epochs_help(encoders) -> str:
+    """--epochs' default per system, read from the configs (the paper's per encoder for sosl)."""
+    from .train_config import PAPER_SETTINGS
+
+    own = {name: next(f.default for f in dataclasses.fields(systems.get(name).cli_config) if f.name == "epochs")
+           for name in ("mdl", "hike", "e5head")}
+    return (f"training epochs (default: sosl the paper's {' / '.join(str(PAPER_SETTINGS[e]['epochs']) for e in encoders)}"
+            f" for {' / '.join(encoders)}; " + ", ".join(f"{k} {v}" for k, v in own.items()) + ")")
 
 
 def _options_of_registered_systems(t: argparse.ArgumentParser) -> None:
