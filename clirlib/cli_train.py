@@ -120,7 +120,7 @@ def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, 
     if c.get("kg_dir"):
         extra += f" ({c['kg_dir']})"
     extra += "".join(f" {k}={c[k] if k in c else getattr(cfg, k, None)}" for k in typed
-                     if k not in (*SHOWN, "dataset", "lang", "seed", "kg_dir"))
+                     if k not in (*SHOWN, "system", "dataset", "lang", "seed", "kg_dir"))
     how = f"{rec['seconds']:.1f}s on {rec.get('provenance', {}).get('device', 'cpu')}"
     if started is not None and rec.get("created", started) < started:
         how = f"read, not trained: trained {rec['created']} in {how}"
@@ -139,6 +139,10 @@ def print_record(system: str, cfg, rec: dict, test_chance: float | None = None, 
               f"queries linked" + (f"; linking on test queries: precision {lk['precision']:.3f}, recall {lk['recall']:.3f}"
                                    if lk else ""))
     width = max(len(m) for m in (*metrics, *rec.get("collection", {}).get("metrics", {})))  # one column for both
+    if system == "bm25" and info.get("source") == "synthetic":  # by construction: no string is shared
+        print("note: BM25 matches words, and the embedded benchmark's made-up languages share none with English: "
+              "every candidate scores 0 and ties rank the MR document last (docs/conventions.md), so these are "
+              "the metrics of the worst order, below chance")
     if test_queries is not None:
         print(f"test ({test_queries} queries):")
     for m in metrics:

@@ -41,6 +41,23 @@ def test_bm25_hand_checked():
     assert s == pytest.approx(expect, rel=1e-5)  # the unknown word of query 0 matches nothing
 
 
+def test_bm25_scores_zero_on_the_embedded_benchmark_as_train_says(capsys):
+    # the generator's languages share no string with English: BM25 matches nothing, which train's note says
+    from clirlib import cli_train
+    from clirlib.data import load_dataset
+
+    ds = load_dataset("ci", "fr")
+    bm = systems.get("bm25")(systems.config("bm25")).fit(ds, 0)
+    assert not bm.score(ds, "test").any() and not bm.score(ds, "dev").any()
+    from clirlib.metrics import METRIC_NAMES
+
+    rec = {"config": {}, "seconds": 0.1, "test": dict.fromkeys(METRIC_NAMES, 0.0), "data_info": {"source": "synthetic"}}
+    cli_train.print_record("bm25", systems.config("bm25"), rec)
+    assert "note: BM25 matches words, and the embedded benchmark's made-up languages share none" in capsys.readouterr().out
+    cli_train.print_record("bm25", systems.config("bm25"), {**rec, "data_info": {"source": "wikiclir"}})
+    assert "note:" not in capsys.readouterr().out  # real text shares words
+
+
 def test_bm25_whole_collection_matches_its_candidate_scores():
     ds = _three_docs()
     bm = systems.get("bm25")().fit(ds, 0)
