@@ -34,7 +34,8 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
                 raise ConfigError("notebooks", "an empty prefix would choose every notebook; name them (e.g. 06 07)")
             hits = [nb for nb in notebooks if nb.name.startswith(prefix)]
             if not hits:
-                raise ConfigError("notebooks", f"no notebook in {paths.NOTEBOOKS_DIR} starts with {prefix!r}")
+                raise ConfigError("notebooks", f"no notebook in {paths.NOTEBOOKS_DIR} starts with {prefix!r} (they "
+                                               f"start with {', '.join(nb.name[:2] for nb in notebooks)})")
             chosen += [nb for nb in hits if nb not in chosen]
         notebooks = sorted(chosen)
     if dataset:

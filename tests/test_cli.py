@@ -182,6 +182,7 @@ def test_reproduce_checks_its_prefixes_first():
     p = cli("reproduce", "--profile", "ci", "--notebooks", "01", "99")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "starts with '99'" in p.stderr, p.stderr
+    assert "(they start with 01, 02, 03," in p.stderr and ", 16)" in p.stderr  # the prefixes there are
 
 
 def test_reproduce_refuses_zero_jobs_in_one_line():

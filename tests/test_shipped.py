@@ -318,6 +318,10 @@ def test_make_verify_study_draws_from_the_studys_folder(dirs, monkeypatch, capsy
     # N above the records there are: said, with the time their records took (an hours-long draw is no surprise)
     assert "N = 3 is more than the 1 records here: each is retrained once" in out
     assert f"their records' training took {curves_rec['seconds'] / 3600:.1f} h in all" in out
+    monkeypatch.setattr(paths, "RECORDS_DIR", paths.RECORDS_DIR.parent / "none")
+    monkeypatch.setenv(env.HOME, str(paths.RECORDS_DIR.parent))  # a moved root without records/: said why
+    with pytest.raises(ValueError, match=r"no shipped records in .*none \(CLIRLIB_HOME moves records/ with the root\)"):
+        verify.run(1, 0)
     with pytest.raises(ValueError, match="unknown study 'nope'; choose from curves"):
         verify.run(1, 0, study="nope")
 

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from . import experiments, shipped
-from .. import determinism, profiles, systems
+from .. import determinism, env, profiles, systems
 from ..systems import transe
 from ..data.load import input_digests_of
 
@@ -166,7 +166,8 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
     folder = shipped.study_folder(study) if study is not None else shipped.paths.RECORDS_DIR
     everything = shipped.load_all(folder)
     if not everything:
-        raise ValueError(f"no shipped records in {folder}")
+        where = f" ({env.HOME} moves records/ with the root)" if env.snapshot((env.HOME,)) else ""
+        raise ValueError(f"no shipped records in {folder}{where}")
     records = {k: r for k, r in everything.items() if available(r)}
     if len(records) < len(everything):
         missing = sorted({r["config"]["dataset"] for k, r in everything.items() if k not in records})
