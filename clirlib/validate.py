@@ -95,18 +95,34 @@ def check_thresholds(loss: str, thresholds) -> None:
             raise ConfigError("thresholds", f"3part_l2 thresholds must increase strictly, got {ts}")
 
 
+@functools.cache
+def _typed_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    """(field, "bool" | "str" | "str | None") of the config dataclass ``cls``, from its
+    resolved type hints (annotations written as text or as types), read once per class."""
+    hints, out = typing.get_type_hints(cls), []
+    for f in dataclasses.fields(cls):
+        h = hints[f.name]
+        if h is bool:
+            out.append((f.name, "bool"))
+        elif h is str:
+            out.append((f.name, "str"))
+        elif set(typing.get_args(h)) == {str, type(None)}:  # str | None, Optional[str]
+            out.append((f.name, "str | None"))
+    return tuple(out)
+
+
 def check_types(cfg) -> None:
     """Refuse a config field annotated ``bool`` that is not True or False (``pretrained=1``
     would key another run than True, ``"no"`` would count as True) and one annotated ``str``
     (or ``str | None``) that is not a text (a ``Path`` cannot be keyed: ``str(path)``)."""
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.type == "bool" and not isinstance(value, bool):
-            raise ConfigError(f.name, f"must be True or False, got {value!r}")
-        if f.type in ("str", "str | None") and not (isinstance(value, str) or (value is None and f.type != "str")):
+    for name, kind in _typed_fields(type(cfg)):
+        value = getattr(cfg, name)
+        if kind == "bool" and not isinstance(value, bool):
+            raise ConfigError(name, f"must be True or False, got {value!r}")
+        if kind != "bool" and not (isinstance(value, str) or (value is None and kind == "str | None")):
             hint = " (str(path) for a folder)" if isinstance(value, os.PathLike) else ""
-            raise ConfigError(f.name, f"must be a text{' or None' if f.type != 'str' else ''}, got "
-                                      f"{type(value).__name__} {value!r}{hint}")
+            raise ConfigError(name, f"must be a text{' or None' if kind == 'str | None' else ''}, got "
+                                    f"{type(value).__name__} {value!r}{hint}")
 
 
 def check_config(cfg) -> None:

@@ -256,6 +256,18 @@ def test_library_configs_take_true_or_false_and_texts_only(tmp_path):
     with pytest.raises(ConfigError, match=r"^kg_dir: must be a text or None, got PosixPath"):
         systems.config("hike", kg_dir=tmp_path).resolved()
     assert TrainConfig(dataset=str(tmp_path), pretrained=False).resolved().dataset == str(tmp_path)
+    # a user's config whose annotations are types, not text (no `from __future__ import annotations`)
+    import dataclasses
+    import typing
+
+    from clirlib.validate import check_types
+
+    mine = dataclasses.make_dataclass("Mine", [("flag", bool, False), ("name", typing.Optional[str], None)])
+    with pytest.raises(ConfigError, match=r"^flag: must be True or False, got 1"):
+        check_types(mine(flag=1))
+    with pytest.raises(ConfigError, match=r"^name: must be a text or None, got int 5"):
+        check_types(mine(name=5))
+    check_types(mine(flag=True, name="x"))
 
 
 def test_system_setting_from_the_shell_has_no_traceback(tmp_path):
