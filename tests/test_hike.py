@@ -388,9 +388,29 @@ def test_a_kg_that_links_nothing_or_lacks_the_document_language_is_said(ci_fr, t
     with pytest.warns(UserWarning) as seen:
         h.build(ci_fr, 0)
     said = [str(w.message) for w in seen]
-    assert any("labels.tsv: no label in language 'fr' (languages found: de, en)" in m for m in said), said
+    assert any("labels.tsv: no label in language 'fr' (languages found: de, en): the entities' document-side "
+               "texts are empty" in m for m in said), said  # no French description either
     assert any("no query links to any of the KG's 2 entities" in m for m in said), said
     assert h.knowledge.info["queries_with_links"] == 0
+
+
+def test_gold_links_need_no_english_labels(ci_fr, tmp_path):
+    import shutil
+
+    from clirlib.data.kg import benchmark_kg_folder
+
+    # kg='gold' links queries by gold_links.tsv, not by labels: a KG whose English labels are under 'EN' still
+    # builds (a refusal here would be wrong), with a warning: its English descriptions went with the labels
+    folder = shutil.copytree(benchmark_kg_folder(ci_fr.info["benchmark_root"], "fr"), tmp_path / "kg")
+    lines = (folder / "labels.tsv").read_text(encoding="utf-8").splitlines()
+    fixed = [lines[0]] + ["\t".join(c if i != 1 or c != "en" else "EN" for i, c in enumerate(line.split("\t")))
+                          for line in lines[1:]]
+    (folder / "labels.tsv").write_text("\n".join(fixed) + "\n", encoding="utf-8")
+    h = Hike(HikeConfig(**{**TINY, "kg": "gold", "kg_dir": str(folder)}))
+    with pytest.warns(UserWarning, match=r"no label in language 'en' \(languages found: EN, fr\): the entities' "
+                                         r"query-side texts are empty"):
+        h.build(ci_fr, 0)
+    assert h.knowledge.info["queries_with_links"] > 0
 
 
 @pytest.mark.parametrize("kg", ["full", "none"])

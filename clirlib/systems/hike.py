@@ -274,12 +274,15 @@ class Hike(System):
                              "without it use kg='none' (the vanilla cross-encoder)")
         kg = read_kg(folder)
         found = ", ".join(sorted(kg.labels)) or "none"
-        if not any(kg.labels.get("en", ())):  # a KG in other codes ('EN', 'eng') would link no query
-            raise DataFormatError(f"{folder / 'labels.tsv'}: no label in language 'en', and the queries are "
-                                  f"linked by their English labels (languages found: {found})")
-        if not any(kg.labels.get(dataset.lang, ())):
-            warnings.warn(f"{folder / 'labels.tsv'}: no label in language {dataset.lang!r} (languages found: "
-                          f"{found}): the entities' document-side texts are their descriptions alone", stacklevel=2)
+        for lang, side in (("en", "query"), (dataset.lang, "document")):
+            if any(kg.labels.get(lang, ())):
+                continue
+            if lang == "en" and cfg.kg != "gold":  # a KG in other codes ('EN', 'eng') would link no query
+                raise DataFormatError(f"{folder / 'labels.tsv'}: no label in language 'en', and the queries are "
+                                      f"linked by their English labels (languages found: {found})")
+            texts = "their descriptions alone" if any(kg.descriptions.get(lang, ())) else "empty"
+            warnings.warn(f"{folder / 'labels.tsv'}: no label in language {lang!r} (languages found: {found}): "
+                          f"the entities' {side}-side texts are {texts}", stacklevel=2)
         gold = read_gold_links(folder, kg)
         if cfg.kg == "gold" and gold is None:
             raise ValueError(f"kg='gold' needs {folder / 'gold_links.tsv'} (only the embedded benchmark has one)")
