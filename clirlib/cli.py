@@ -44,6 +44,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, no usage dump
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
+    def format_help(self) -> str:
+        """The help, with the texts that import modules (``lazy_help``: dest -> function)
+        written only now, so that a command that shows no help does not pay for them."""
+        for action in self._actions:  # noqa: SLF001 (argparse has no public list)
+            if action.dest in getattr(self, "lazy_help", {}):
+                action.help = self.lazy_help[action.dest]()
+        return super().format_help()
+
 
 _UNSET = object()
 
@@ -106,13 +114,15 @@ def _data_debian(args: argparse.Namespace) -> int:
 
     if args.no_embeddings and args.seed is not None:
         raise ConfigError("--seed", "seeds the embeddings, which --no-embeddings skips")
-    args.lang = list(dict.fromkeys(args.lang))  # --lang fr fr builds French once
+    codes = []
     for lang in args.lang:  # every language's files found before any is built
         try:
             code = document_code(lang)
         except ValueError as e:
             raise ConfigError("--lang", str(e)) from None
         find_index_files(getattr(args, "from"), code)
+        codes.append(code)
+    args.lang = list(dict.fromkeys(codes))  # --lang fr FR french builds French once
     for lang in args.lang:
         t0 = time.perf_counter()
         info = build(args.out, lang, getattr(args, "from"), embeddings=not args.no_embeddings,
@@ -150,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sosl: average pooling or the DSSM-CNN / DSSM-LSTM encoders (default avgpool)")
     t.add_argument("--epsilon", type=float, default=1.0, help="smoothing of r_eps (0 = plain cosine)")
     t.add_argument("--thresholds", type=float, nargs="+", help="inner thresholds (default: the loss's own)")
-    t.add_argument("--epochs", type=int, help=_epochs_help(ENCODER_NAMES))
+    t.add_argument("--epochs", type=int, help="training epochs")
+    t.lazy_help = {"epochs": lambda: _epochs_help(ENCODER_NAMES)}  # imports every built-in system
     t.add_argument("--batch-size", type=int, help="training batch (default: the paper's for the system or encoder)")
     t.add_argument("--lr", type=float, help="learning rate (default: the paper's for the system or encoder)")
     t.add_argument("--clip", type=float, default=5.0, help="gradient-norm clipping (0 disables)")

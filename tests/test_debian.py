@@ -287,11 +287,11 @@ def test_embeddings_are_monolingual_polyglot_files(tmp_path):
 
 def test_missing_or_bad_files_say_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(MissingDataError, match=r"--from needs Packages, Translation-en and Translation-fr .*"
-                                               r"`sudo apt-get update -o Acquire::Languages=en,fr` puts them in"):
+                                               r"`sudo apt-get update -o Acquire::Languages=en,fr,de,it` puts them in"):
         find_index_files(tmp_path, "fr")
     monkeypatch.setattr(index, "APT_LISTS", tmp_path)  # no --from: apt's lists, and the command for that language
     with pytest.raises(MissingDataError, match=r"no Translation-es index file \(get them with "
-                                               r"`sudo apt-get update -o Acquire::Languages=en,es`"):
+                                               r"`sudo apt-get update -o Acquire::Languages=en,fr,de,it,es`"):
         find_index_files(None, "es")
     (tmp_path / "a-file").write_text("x")  # --from a file, not a folder: said so
     with pytest.raises(MissingDataError, match="a-file: a file, not a folder"):
@@ -317,8 +317,9 @@ def _cli(*args):
 
 def test_cli_builds_and_prints_the_statistics(tmp_path):
     lists = write_index(tmp_path / "lists")
-    p = _cli("--lang", "fr", "--out", str(tmp_path / "out"), "--from", str(lists), "--no-embeddings")
+    p = _cli("--lang", "fr", "FR", "--out", str(tmp_path / "out"), "--from", str(lists), "--no-embeddings")
     assert p.returncode == 0, p.stderr
+    assert p.stdout.count("debian/fr:") == 1  # one language however it is spelt: built once
     assert "queries" in p.stdout and "query_tokens_in_mr" in p.stdout
     assert "1 translations without an English description left out" in p.stdout  # orphan's
     table = stats_table(tmp_path / "out", ["fr", "it"])
@@ -372,7 +373,7 @@ def test_damaged_empty_or_unpaired_files_are_named_before_anything_is_written(tm
     for damaged in (whole[:-8], whole[:7] + b"\xff\xff\xff\x7f" + whole[11:]):  # truncated; a header byte changed
         (lists / "Translation-en.lz4").write_bytes(damaged)
         with pytest.raises(DataFormatError, match=r"Translation-en.lz4: damaged lz4 file.*replace it \(apt fetches "
-                                                  r"it with `sudo apt-get update -o Acquire::Languages=en`\)"):
+                                                  r"it with `sudo apt-get update -o Acquire::Languages=en,fr,de,it`\)"):
             build(out, "fr", lists, embeddings=False)
     write_index(lists, lz4=True)
     for name, problem in (("Packages", "no package paragraph"), ("Translation-fr", "no description paragraph")):

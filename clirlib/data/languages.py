@@ -91,7 +91,8 @@ def _get_language(base: Path, code: str) -> str:
     command where that builder wrote the folder, else where WikiCLIR comes from."""
     top = base.parent if base.name == "wiki-clir" else base
     if any(top.glob(DEBIAN_INFO.format(code="*"))):
-        return f"add it to this Debian build with `python -m clirlib data debian --lang {code} --out {top}` (docs/debian.md)"
+        return (f"add it to this Debian build with `python -m clirlib data debian --lang {code} --out {top}` "
+                f"(and --from DIR if the first build read its index files from DIR; docs/debian.md)")
     return GET_WIKICLIR
 
 

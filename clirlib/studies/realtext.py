@@ -33,6 +33,7 @@ from typing import Any, Iterable
 
 from .. import labels, paths, profiles, systems
 from ..data import load_dataset
+from ..data.debian.index import LANGS as DEBIAN_LANGS
 from ..data.load import input_digests_of
 from ..metrics import METRIC_NAMES
 from ..runs import experiments, shipped
@@ -47,8 +48,8 @@ DEBIAN = paths.DEBIAN_DATASET
 #: Queries per language (split 3:1:1 into 1,200 / 400 / 400) and NR documents per query.
 N_QUERIES, N_NR = 2000, labels.N_NR
 SEEDS = (0, 1, 2)
-#: Languages with shipped records (each built by ``python -m clirlib data debian``).
-LANGS = ("fr", "de", "it")
+#: Languages with shipped records (each built by ``python -m clirlib data debian``): the builder's.
+LANGS = DEBIAN_LANGS
 #: label -> (system, config fields): the heads on frozen e5, one per loss.
 HEADS: dict[str, tuple[str, dict[str, Any]]] = {
     f"e5 + {name}": ("e5head", {"loss": loss})

@@ -364,7 +364,8 @@ def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[li
 
 
 #: What a folder of Debian builds holds (:func:`_refuse_a_foreign_folder`).
-_OUT_ENTRIES = re.compile(r"wiki-clir|polyglot|debian-[^/]+\.json(\.pid.*\.tmp)?")  # (or a killed writer's temporary)
+_OUT_ENTRIES = re.compile(r"wiki-clir|polyglot|" + re.escape(DEBIAN_INFO).replace(re.escape("{code}"), "[^/]+")
+                          + r"(\.pid.*\.tmp)?")  # (or a killed writer's temporary)
 
 
 def _refuse_an_unswappable_folder(out: Path) -> None:
