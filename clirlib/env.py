@@ -92,9 +92,13 @@ def unix_time(text: str) -> float:
     """``text`` as a Unix time in seconds; ValueError unless a finite number from 0 (a NaN or
     -inf would be earlier than no file, and every cached entry would pass as retrained)."""
     value = float(text)
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value) or value < 0 or value > MAX_UNIX_TIME:
         raise ValueError(f"{text!r} is not a Unix time in seconds")
     return value
+
+
+#: 1 January 3000, in seconds: later times are no start time of this machine's (time.ctime overflows near 1e17).
+MAX_UNIX_TIME = 32_503_680_000
 
 
 def progress_disabled() -> bool | None:

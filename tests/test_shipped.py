@@ -257,7 +257,7 @@ def test_force_marker_is_kept_until_done_and_resumed(tmp_path, monkeypatch, caps
     assert "resuming the forced retrain" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("text", ["nan", "-inf", "-5", "soon"])
+@pytest.mark.parametrize("text", ["nan", "-inf", "-5", "soon", "1e20"])  # 1e20: time.ctime overflowed
 def test_a_force_time_that_is_no_unix_time_is_refused(tmp_path, monkeypatch, capsys, text):
     from clirlib import cli_reproduce
 

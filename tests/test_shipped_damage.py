@@ -224,6 +224,7 @@ def test_a_manifest_without_a_shards_digest_or_table_is_refused(packed):
 @pytest.mark.parametrize("field, value, problem", [
     ("shard", 5, "has shard 5 and SHA-256 '"),  # a number where a file name belongs: a TypeError before
     ("shard", "../shard.jsonl.gz", r"has shard '\.\./shard\.jsonl\.gz'"),  # a path out of records/
+    ("shard", "..", r"has shard '\.\.'"),  # Path("..").name is ".."
     ("sha256", [1], r"has shard '.*' and SHA-256 \[1\], not a shard file name and a text"),  # unhashable before
     ("shards", "abc", "the entry of shard .* is not a table with a SHA-256 text"),  # an AttributeError before
 ])

@@ -85,7 +85,8 @@ def manifest(folder: Path | None = None) -> dict[str, Any]:
                 if not isinstance(entry, dict) or not {"shard", "sha256"} <= entry.keys():
                     raise ValueError(f"{path}: the entry of record {key} lacks its shard or SHA-256 {restore}")
                 shard, sha = entry["shard"], entry["sha256"]
-                if not isinstance(shard, str) or not shard or Path(shard).name != shard or not isinstance(sha, str):
+                if (not isinstance(shard, str) or shard in ("", ".", "..") or Path(shard).name != shard
+                        or not isinstance(sha, str)):
                     raise ValueError(f"{path}: the entry of record {key} has shard {shard!r} and SHA-256 {sha!r}, "
                                      f"not a shard file name and a text {restore}")
             for name, entry in data.get("shards", {}).items():
