@@ -169,6 +169,10 @@ def test_language_rows_and_strongest_comparison():
     rows = pd.DataFrame(decide(superiority(), recs).rows())
     assert rows["verdict"].tolist() == ["not tested", "holds", "not tested"]
     assert rows["n_languages_tested"].tolist() == [1, 1, 0]
+    # its sentence says where it was decided (fr) instead of calling its comparisons undecided
+    said = verdict_words.sentences(rows)
+    assert "By language: holds in fr; not tested in it. The comparison that would decide the claim is" in said
+    assert "undecided" not in said
 
 
 def test_closes_gap_with_reference_and_zipped_sides():

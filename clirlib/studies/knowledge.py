@@ -113,11 +113,11 @@ def linking_table(runs: pd.DataFrame) -> pd.DataFrame:
 def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     """Plain words on whether knowledge helps, every number read from the verdict tables."""
     lines = []
-    summary = verdicts.claim_rows(summary)  # the claims' own rows (language rows aside)
+    full, summary = summary, verdicts.claim_rows(summary)  # the claims' own rows (language rows aside)
     row = summary[summary["hypothesis"] == "hike_kg_helps"]
     if len(row):
         r = row.iloc[0]
-        lines.append(f"- {verdict_words.sentence(r)}")
+        lines.append(f"- {verdict_words.sentence(r, verdict_words.by_language(full, r['hypothesis']))}")
         comp = comparisons[(comparisons["hypothesis"] == "hike_kg_helps")]
         for m in ("NDCG@1", "NDCG@5", "NDCG@10"):
             for c in comp[comp["metric"] == m].to_dict("records"):
@@ -125,5 +125,5 @@ def knowledge_sentence(summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
                              f"{c['effect']:+.3f} (95 % CI {c['ci_low']:+.3f} to {c['ci_high']:+.3f}, "
                              f"p_Holm = {c['p_holm']:.3g}).")
     for r in summary[summary["hypothesis"] != "hike_kg_helps"].to_dict("records"):
-        lines.append(f"- {verdict_words.sentence(r)}")
+        lines.append(f"- {verdict_words.sentence(r, verdict_words.by_language(full, r['hypothesis']))}")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from . import paper_tables
-from .hypotheses import HYPOTHESES, POWER
+from .hypotheses import ALL_LANGUAGES, HYPOTHESES, POWER
 from .verdicts import claim_rows
 
 
@@ -36,13 +36,37 @@ def _holds_in(r: Mapping[str, Any]) -> str:
             + (f" ({untested} not tested)" if untested else ""))
 
 
-def sentence(r: Mapping[str, Any]) -> str:
-    """One Markdown sentence for a claim's row of the summary, every number taken from the row."""
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def by_language(summary: pd.DataFrame, hypothesis: str) -> dict[str, list[str]]:
+    """Verdict -> the languages (or language pairs) of ``hypothesis``'s language rows that have it."""
+    rows = summary[(summary["hypothesis"] == hypothesis) & (summary["language"] != ALL_LANGUAGES)]
+    out: dict[str, list[str]] = {}
+    for lang, verdict in zip(rows["language"], rows["verdict"]):
+        out.setdefault(verdict, []).append(str(lang))
+    return out
+
+
+def sentence(r: Mapping[str, Any], languages: Mapping[str, list[str]] | None = None) -> str:
+    """One Markdown sentence for a claim's row of the summary, every number taken from the row;
+    ``languages`` (:func:`by_language`) says where a claim `not tested` as a whole was decided."""
     head = f"**{r['claim']}** ({r['source']}): *{r['verdict']}*."
     n = f"{int(r['n_queries'])} test queries, {int(r['n_seeds'])} seeds, {int(r['n_comparisons'])} comparisons"
     if r["verdict"] == "not tested":
+        decided = {v: ls for v, ls in (languages or {}).items() if v != "not tested"}
+        where = ""
+        if decided:  # some languages pass the gate: their verdicts, not "undecided"
+            parts = [f"{v} in {_and(ls)}" for v, ls in decided.items()]
+            if (languages or {}).get("not tested"):
+                parts.append(f"not tested in {_and(languages['not tested'])}")
+            where = f" By language: {'; '.join(parts)}."
         if not isinstance(r["deciding"], str) or not r["deciding"] or not np.isfinite(r["effect"]):
-            return f"{head} Not tested because {r['reason']}."
+            return f"{head} Not tested because {r['reason']}.{where}"
+        if decided:
+            return (f"{head} Not tested because {r['reason']}.{where} The comparison that would decide the claim "
+                    f"is {r['deciding']}: {_effect_words(r)} ({n}).")
         return (f"{head} Not tested because {r['reason']}. Its comparisons, undecided: the one that "
                 f"would decide it is {r['deciding']}: {_effect_words(r)} ({n}).")
     where = f" It {_holds_in(r)}; strongest {r['strongest']}: {_effect_words(r, 'strongest_')}."
@@ -60,7 +84,8 @@ def sentence(r: Mapping[str, Any]) -> str:
 
 def sentences(summary: pd.DataFrame) -> str:
     """The summary as a Markdown list, one computed sentence per claim (language rows aside)."""
-    return "\n".join(f"- {sentence(r)}" for r in claim_rows(summary).to_dict("records"))
+    return "\n".join(f"- {sentence(r, by_language(summary, r['hypothesis']))}"
+                     for r in claim_rows(summary).to_dict("records"))
 
 
 README_START, README_END = "<!-- claims:start -->", "<!-- claims:end -->"
