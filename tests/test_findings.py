@@ -191,10 +191,30 @@ def test_stability_sentences(stability_frames):
     assert "pretrained, norm 0.001: 3e+03x to 3e+03x" in lines[2]
     assert "pretrained: 0.02 → 2e-06 → 1.1e-06" in lines[3]  # 0.02 * 0.1**4; median of 0.02 * 0.1**k, k < 10
     assert "SCS is higher in 4 of 4 (regime, clipping, eps) cells" in lines[4]
+    assert "by +0.100 to +0.100" in lines[4] and "(one run per setting;" in lines[4]  # 0.5 - 0.4 in every cell
     assert "p < 0.05 in 3 cells for SCS and 0 for cosine; after Holm over the 4 cells, 2 for SCS" in lines[4]
     assert "the largest change is +0.020 (on minus off; pretrained, norm 0.001, eps = 0)" in lines[5]
     assert "plain cosine reaches 0.420 with clipping and 0.400 without; the best SCS setting 0.500 (eps = 1)" in lines[5]
     assert "pretrained, norm 0.001 at eps = 1: 0.0001 against 0.01 in pretrained (0.01x, smaller)" in lines[6]
+
+
+def test_scs_vs_cosine_counts_a_pair_of_reused_runs_once():
+    # without clipping, the pretrained pair reuses the clipped runs (own False for both): no second comparison;
+    # the random pair trained its own cosine run (clipping fired there), so it is a comparison of its own
+    def rec(values):
+        return {"test_per_query": {"query_id": ["q1", "q2", "q3"], "NDCG@5": values}}
+
+    cos, scs = rec([0.1, 0.2, 0.3]), rec([0.4, 0.5, 0.6])
+    grid = {("pretrained", 0.0, "5"): (cos, True), ("pretrained", 1.0, "5"): (scs, True),
+            ("pretrained", 0.0, "none"): (cos, False), ("pretrained", 1.0, "none"): (scs, False),
+            ("random", 0.0, "5"): (cos, True), ("random", 1.0, "5"): (scs, True),
+            ("random", 0.0, "none"): (rec([0.0, 0.0, 0.1]), True), ("random", 1.0, "none"): (scs, False)}
+    summary = pd.DataFrame([{"regime": r, "epsilon": e, "clip": c, "grad_norm_max": 1.0, "clipped_steps": 0,
+                             "NDCG@5": float(np.mean(g[0]["test_per_query"]["NDCG@5"]))}
+                            for (r, e, c), g in grid.items()])
+    versus = stability.scs_vs_cosine(summary, grid, n_resamples=100)
+    assert list(zip(versus["regime"], versus["clip"])) == [("pretrained", "5"), ("random", "5"), ("random", "none")]
+    assert versus["NDCG@5 cosine"].round(6).tolist() == [0.2, 0.2, round(0.1 / 3, 6)]  # means of the lists above
 
 
 def test_stability_sentences_report_stopped_runs(stability_frames):

@@ -173,7 +173,9 @@ def small_norm_pairs(regimes: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
 
 def scs_vs_cosine(summary: pd.DataFrame, grid: Mapping[tuple[str, float, str], tuple[dict[str, Any], bool]],
                   metric: str = "NDCG@5", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
-    """Per (regime, clip) and eps > 0: plain cosine's largest gradient norm over SCS's, the
+    """Per (regime, clip) and eps > 0, leaving out a pair whose two runs both are the clipped
+    setting's (``run_grid``'s ``own`` False: the same comparison again): plain cosine's largest
+    gradient norm over SCS's, the
     clipped steps of both, the test ``metric`` of both, the paired randomization p-value
     over test queries of SCS against plain cosine with the same clipping (NaN when either
     run stopped), and its Holm adjustment over all the rows (``p_holm``)."""
@@ -185,6 +187,8 @@ def scs_vs_cosine(summary: pd.DataFrame, grid: Mapping[tuple[str, float, str], t
         g = g.set_index("epsilon")
         base = grid[regime, 0.0, clip][0]
         for eps in [e for e in g.index if e > 0]:
+            if not grid[regime, eps, clip][1] and not grid[regime, 0.0, clip][1]:
+                continue  # both runs are the clipped setting's own (clipping never fired): not a second comparison
             rec = grid[regime, eps, clip][0]
             p = (paired_randomization(values(rec), values(base), n_resamples, seed)
                  if "error" not in rec and "error" not in base else float("nan"))
