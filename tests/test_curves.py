@@ -152,6 +152,12 @@ def test_the_sentence_names_a_system_that_fails_again_above_its_first_pass():
     assert "first passes the gate at **1,000** training queries (dev NDCG@5 0.210 against 0.190" in hike
     assert "it passes at 1,000, 10,000 of the sizes tried (360, 1,000, 3,000, 10,000)" in hike
     assert "and fails at 3,000 (p = 0.4) after passing at a smaller size: a model at the edge of learning" in hike
+    # seed 0 fails at 3,000 while its three seeds together pass: the sentence says both (it read seed 0 alone)
+    at = (rows["system"] == "HIKE-small") & (rows["n_train"] == 3000)
+    rows["seed"], rows["runs"] = 0, np.where(at, 3, 1)
+    rows["p_all_seeds"], rows["passes_all_seeds"] = np.where(at, 0.0001, np.nan), np.where(at, True, None)
+    hike = curves.sentence(rows).splitlines()[1]
+    assert "fails at 3,000 (p = 0.4 for seed 0; its 3 seeds together pass, p = 0.0001) after passing" in hike
 
 
 def test_ci_curves_run_and_are_gated_per_size(tmp_path, monkeypatch):

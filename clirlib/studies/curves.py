@@ -235,7 +235,12 @@ def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
             after = g[(g["n_train"] > g.loc[passes, "n_train"].min()) & ~passes]  # fails again above its first pass
             edge = ""
             if len(after):
-                fails = ", ".join(f"{int(n):,} (p = {p:.2g})" for n, p in zip(after["n_train"], after["p"]))
+                fails = ", ".join(
+                    f"{int(a['n_train']):,} (p = {a['p']:.2g}"
+                    + (f" for seed {int(a['seed'])}; its {int(a['runs'])} seeds together "
+                       f"{'pass' if a['passes_all_seeds'] is True or a['passes_all_seeds'] == 1 else 'fail too'}, "
+                       f"p = {a['p_all_seeds']:.2g}" if a.get("runs", 1) > 1 else "") + ")"
+                    for a in after.to_dict("records"))
                 edge = (f", and fails at {fails} after passing at a smaller size: a model at the edge of "
                         "learning, whose gate can go either way with another seed or CPU")
             lines.append(f"- **{r['system']}** first passes the gate at **{r['learns_from']}** training queries "
