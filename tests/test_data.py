@@ -490,7 +490,7 @@ def test_table1_columns(wc):
     assert list(t.columns) == ["lang", "source", "queries", "train", "dev", "test", "sr_per_query", "documents",
                                "candidates_per_query",
                                "paper_queries", "paper_sr_per_query", "paper_documents",
-                               "paper_candidates_per_query"]
+                               "paper_implied_candidates_per_query"]
     row = t.iloc[0]
     assert row["queries"] == 10 and row["documents"] == N_DOCS
     assert (row["train"], row["dev"], row["test"]) == (6, 2, 2)

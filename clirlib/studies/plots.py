@@ -217,8 +217,8 @@ def training_curves(hist: pd.DataFrame, hue: str, metric: str = "dev_NDCG@5", la
     handles = ([Line2D([], [], color=colors[k], label=(labels or {}).get(k, k)) for k in keys]
                + [Line2D([], [], color="black", ls=styles[s], label=f"seed {s}") for s in styles])
     fig.legend(handles=handles, loc="outside right upper", fontsize=7)
-    fig.suptitle(f"{title + ': ' if title else ''}one line per run ({len(styles)} seeds; early stopping ends "
-                 "each at its own epoch)", fontsize=9)
+    fig.suptitle(f"{title + ': ' if title else ''}one line per run ({len(styles)} seeds; early stopping or the "
+                 "epoch budget ends each)", fontsize=9)
     return fig
 
 
