@@ -89,15 +89,15 @@ def force_since() -> float | None:
 
 
 def unix_time(text: str) -> float:
-    """``text`` as a Unix time in seconds; ValueError unless a finite number from 0 (a NaN or
-    -inf would be earlier than no file, and every cached entry would pass as retrained)."""
+    """``text`` as a Unix time in seconds; ValueError unless a number from 0 to ``MAX_UNIX_TIME``
+    (a NaN or -inf would be earlier than no file, and every cached entry would pass as retrained)."""
     value = float(text)
     if not math.isfinite(value) or value < 0 or value > MAX_UNIX_TIME:
         raise ValueError(f"{text!r} is not a Unix time in seconds")
     return value
 
 
-#: 1 January 3000, in seconds: later times are no start time of this machine's (time.ctime overflows near 1e17).
+#: 1 January 3000, in seconds: no later time is a run's start (and time.ctime fails near 1e17).
 MAX_UNIX_TIME = 32_503_680_000
 
 

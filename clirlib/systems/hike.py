@@ -183,8 +183,9 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
     info: dict[str, Any] = {"entities": len(kg), "triples": int(len(kg.heads)),
                             "queries_with_links": int((links[:, 0] >= 0).sum()), "queries": len(dataset.query_ids)}
     if not info["queries_with_links"]:
-        warnings.warn(f"HIKE: no query links to any of the KG's {len(kg)} entities (its English labels match "
-                      f"no query word): the knowledge module adds nothing", stacklevel=2)
+        why = "no gold link names one of them" if cfg.kg == "gold" else "its English labels match no query word"
+        warnings.warn(f"HIKE: no query links to any of the KG's {len(kg)} entities ({why}): the knowledge module "
+                      f"adds nothing", stacklevel=2)
     if kg.skipped:  # what the KG reader left out or repaired (a BOM, triples outside a dump slice)
         info["skipped"] = dict(kg.skipped)
     if gold is not None:

@@ -424,8 +424,9 @@ STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "c
 def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = N_NR):
     """Table 1 for the built languages under ``out`` (from their ``debian-<lang>.json``):
     queries (with an MR document), documents, SR per query (mean, median), candidates per
-    query with ``n_nr`` NR documents (NaN where some query's collection has fewer), the share of query tokens that occur in the MR document
-    (mean over queries), translations merged into a shared document, queries without SR."""
+    query with ``n_nr`` NR documents (NaN where some query's collection has fewer), the share
+    of query tokens that occur in the MR document (mean over queries), translations merged
+    into a shared document, queries without SR."""
     rows = []
     for lang in langs:
         p = Path(out) / DEBIAN_INFO.format(code=language_code(lang))

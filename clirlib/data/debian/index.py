@@ -51,7 +51,9 @@ def _fetch_again(path: Path) -> str:
     """How to replace a damaged index file: apt's copy is fetched again once deleted."""
     lang = re.search(r"Translation-([A-Za-z_]+?)(?:\.lz4)?$", path.name)
     cmd = how_to_get(lang.group(1)) if lang else how_to_get()
-    return f"delete it and fetch it again: {cmd}" if path.parent == APT_LISTS else f"replace it (apt fetches it with `{cmd}`)"
+    if path.parent == APT_LISTS:
+        return f"delete it and fetch it again: {cmd}"
+    return f"replace it (apt fetches it with `{cmd}`)"
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _FIELD = re.compile(r"([^\s:][^:\s]*):(.*)")
 
