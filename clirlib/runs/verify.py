@@ -176,9 +176,10 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
     keys = draw(records, n, seed)
     if n > len(records):
         print(f"[verify] N = {n} is more than the {len(records)} records here: each is retrained once", flush=True)
-    hours = sum(float(records[k].get("seconds", 0.0)) for k in keys) / 3600
+    took = sum(float(records[k].get("seconds", 0.0)) for k in keys)
+    took = f"{took / 3600:.1f} h" if took >= 3600 else f"{took / 60:.0f} min"
     print(f"[verify] {len(keys)} of {len(records)} shipped records drawn with seed {seed} "
-          f"(tolerance {tolerance} on means; their records' training took {hours:.1f} h in all):", flush=True)
+          f"(tolerance {tolerance} on means; their records' training took {took} in all):", flush=True)
     for k in keys:
         print(f"  {k}  {shipped.record_kind(records[k])}", flush=True)
     here, shipped_on = shipped.provenance()["cpu"], shipped.manifest(folder)["records"]
