@@ -1,8 +1,8 @@
 """Relevance labels of a (query, document) pair (Section 5, "Datasets"), defined once.
 
 WikiCLIR grades each document for a query: the query's own article in the other language
-is *most relevant* (MR), an article it links to is *second-level relevant* (SR), any other
-sampled article is *not relevant* (NR). The losses treat them as ordered classes
+is *most relevant* (MR; the paper's "relevant"), an article mutually linked with that one is
+*partially relevant* (SR), any other sampled article is *not relevant* (NR). The losses treat them as ordered classes
 0 < 1 < 2, the metrics as graded relevance levels (level 2 = MR, level >= 1 = relevant).
 """
 
