@@ -163,11 +163,6 @@ def run(vocab: int = 100_000, min_seconds: float = 3.0, log=print) -> dict:
     return {"vocab": vocab, "encoders": out}
 
 
-if __name__ == "__main__":
-    run()
-    cnn_flop_rate()
-
-
 # --------------------------------------------------------------------------- section of run_all.py
 KEY = "encoders"
 TARGETS = {"cnn_matmul_fraction": 0.4}
@@ -230,3 +225,14 @@ def markdown(res: dict, report: dict) -> list[str]:
              "the matmul rate.")
     L.append("")
     return L
+
+
+if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description="Scoring pairs/s of the encoders and DSSM-CNN's share of the matmul "
+                                        "rate (no options).").parse_args()
+    run()
+    flops = cnn_flop_rate()
+    print(f"DSSM-CNN training: {flops['fraction']:.0%} of the float32 matmul rate "
+          f"(target >= {TARGETS['cnn_matmul_fraction']:.0%})")

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WALL_CLOCK = ("seconds", "created")
+WALL_CLOCK = ("seconds", "created", "checksum")  # checksum: over the whole record, wall clock included
 
 #: Which cached records to retrain: (description, predicate on the record's config).
 PICKS = [
@@ -63,7 +63,10 @@ def _strip(record: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default=None, help="train through this TrainConfig.engine")
-    ap.add_argument("--cache", default=str(ROOT / "results" / "runs"))
+    # the user's root: CLIRLIB_HOME moves results/ and data/ with it (clirlib itself is imported only
+    # after this script points CLIRLIB_HOME at its own temporary home below)
+    root = Path(os.environ.get("CLIRLIB_HOME", "").strip() or ROOT).expanduser()
+    ap.add_argument("--cache", default=str(root / "results" / "runs"))
     ap.add_argument("--only", nargs="*", default=None, help="retrain only the picks whose description starts so")
     a = ap.parse_args()
     cached = []
@@ -72,7 +75,7 @@ def main() -> int:
         if rec.get("config", {}).get("dataset") == "ci" and "error" not in rec:
             cached.append((p, rec))
     home = tempfile.mkdtemp(prefix="clirlib-same-records-")
-    os.symlink(ROOT / "data", Path(home) / "data")
+    os.symlink(root / "data", Path(home) / "data")
     os.environ["CLIRLIB_HOME"] = home
     os.environ.setdefault("CLIRLIB_PROGRESS", "0")
     from clirlib.runs import experiments
