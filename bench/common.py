@@ -21,6 +21,12 @@ WORK_DIR = BENCH_DIR / "_work"  # scratch space (git-ignored)
 THREADS = 2
 
 
+def user_root() -> Path:
+    """The root clirlib would use (``CLIRLIB_HOME``; unset or empty: this checkout), read from the
+    environment without importing ``clirlib.paths``, which a script may first point elsewhere."""
+    return Path(os.environ.get("CLIRLIB_HOME", "").strip() or ROOT).expanduser()
+
+
 def set_threads(n: int = THREADS) -> None:
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)

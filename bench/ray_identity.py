@@ -40,7 +40,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 sys.path.insert(0, str(BENCH_DIR))
-from common import differing_files, output_files  # noqa: E402
+from common import differing_files, output_files, user_root  # noqa: E402
 KEY = "ray_identity"
 RECORD_JSON = BENCH_DIR / "ray_identity.json"
 RECORD_MD = BENCH_DIR / "ray_identity.md"
@@ -81,19 +81,13 @@ class LoadSampler:
         return {"mean": sum(self.samples) / len(self.samples), "max": max(self.samples)}
 
 
-def _data_dir() -> Path:
-    """The user's ``data/``: ``CLIRLIB_HOME`` moves it with the root (read from the environment,
-    not from ``clirlib.paths``, which this driver must not pin before it points the nodes elsewhere)."""
-    return Path(os.environ.get("CLIRLIB_HOME", "").strip() or ROOT).expanduser() / "data"
-
-
 def make_home(home: Path, data: Path) -> Path:
     """An empty ``CLIRLIB_HOME``: a copy of ``notebooks/``, of the generated ci benchmark and of
     the shipped records but the ci profile's own (``records/ci``, which both runs must train):
     notebook 13's real-text part reads the Debian records, whose text is not in the checkout."""
     home.mkdir(parents=True)
     shutil.copytree(ROOT / "notebooks", home / "notebooks")
-    shutil.copytree(data, home / "data" / data.relative_to(_data_dir()))
+    shutil.copytree(data, home / "data" / data.relative_to(user_root() / "data"))
     shutil.copytree(ROOT / "records", home / "records",
                     ignore=lambda folder, names: [PROFILE] if Path(folder) == ROOT / "records" else [])
     return home
@@ -104,7 +98,7 @@ def ci_data() -> Path:
     neither timed run includes it)."""
     from clirlib import profiles
 
-    folder = _data_dir() / "synthetic" / f"{PROFILE}-seed0"  # where generate writes
+    folder = user_root() / "data" / "synthetic" / f"{PROFILE}-seed0"  # where generate writes
     if not folder.is_dir():
         log(f"generating the {PROFILE} benchmark into {folder} ...")
         subprocess.run([sys.executable, "-m", "clirlib", "generate", "--profile", PROFILE], cwd=ROOT, check=True,

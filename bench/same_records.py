@@ -63,9 +63,9 @@ def _strip(record: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default=None, help="train through this TrainConfig.engine")
-    # the user's root: CLIRLIB_HOME moves results/ and data/ with it (clirlib itself is imported only
-    # after this script points CLIRLIB_HOME at its own temporary home below)
-    root = Path(os.environ.get("CLIRLIB_HOME", "").strip() or ROOT).expanduser()
+    from common import user_root  # clirlib itself is imported only after CLIRLIB_HOME points at a temporary home
+
+    root = user_root()
     ap.add_argument("--cache", default=str(root / "results" / "runs"))
     ap.add_argument("--only", nargs="*", default=None, help="retrain only the picks whose description starts so")
     a = ap.parse_args()

@@ -265,8 +265,7 @@ def _epochs_help(encoders) -> str:
     """--epochs' default per system, read from the configs (the paper's per encoder for sosl)."""
     from .train_config import PAPER_SETTINGS
 
-    own = {name: next(f.default for f in dataclasses.fields(systems.get(name).cli_config) if f.name == "epochs")
-           for name in ("mdl", "hike", "e5head")}
+    own = {name: systems.get(name).cli_config.epochs for name in ("mdl", "hike", "e5head")}  # the field defaults
     return (f"training epochs (default: sosl the paper's {' / '.join(str(PAPER_SETTINGS[e]['epochs']) for e in encoders)}"
             f" for {' / '.join(encoders)}; " + ", ".join(f"{k} {v}" for k, v in own.items()) + ")")
 

@@ -72,6 +72,12 @@ def home(default: Path) -> Path:
     return Path(value).expanduser().resolve() if value else Path(default).resolve()
 
 
+def home_note(folder: str) -> str:
+    """`` (CLIRLIB_HOME moves <folder> with the root)`` when ``CLIRLIB_HOME`` is set, as :func:`home`
+    reads it (an empty value is unset), else ``""``: for errors about a folder that is missing."""
+    return f" ({HOME} moves {folder} with the root)" if os.environ.get(HOME, "").strip() else ""
+
+
 def force() -> bool:
     """``CLIRLIB_FORCE=1``: retrain instead of reading the cache."""
     return bool(_switch(FORCE))

@@ -25,8 +25,7 @@ def precheck(notebooks: Iterable[Path], *, dataset: str | None, kernel: str,
     """The notebooks to run, after checking every input (``ConfigError`` on the first problem)."""
     notebooks = list(notebooks)
     if not notebooks:
-        where = f" ({env.HOME} moves notebooks/ with the root)" if env.snapshot((env.HOME,)) else ""
-        raise ValueError(f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}{where}")
+        raise ValueError(f"no numbered notebook (NN_*.ipynb) in {paths.NOTEBOOKS_DIR}{env.home_note('notebooks/')}")
     if only:
         chosen = []
         for prefix in only:

@@ -166,8 +166,7 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
     folder = shipped.study_folder(study) if study is not None else shipped.paths.RECORDS_DIR
     everything = shipped.load_all(folder)
     if not everything:
-        where = f" ({env.HOME} moves records/ with the root)" if env.snapshot((env.HOME,)) else ""
-        raise ValueError(f"no shipped records in {folder}{where}")
+        raise ValueError(f"no shipped records in {folder}{env.home_note('records/')}")
     records = {k: r for k, r in everything.items() if available(r)}
     if len(records) < len(everything):
         missing = sorted({r["config"]["dataset"] for k, r in everything.items() if k not in records})

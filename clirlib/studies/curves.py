@@ -238,7 +238,7 @@ def sentence(gate_rows: pd.DataFrame, order: Iterable[str] = ORDER) -> str:
                 fails = ", ".join(
                     f"{int(a['n_train']):,} (p = {a['p']:.2g}"
                     + (f" for seed {int(a['seed'])}; its {int(a['runs'])} seeds together "
-                       f"{'pass' if a['passes_all_seeds'] is True or a['passes_all_seeds'] == 1 else 'fail too'}, "
+                       f"{'pass' if a['passes_all_seeds'] else 'fail too'}, "
                        f"p = {a['p_all_seeds']:.2g}" if a.get("runs", 1) > 1 else "") + ")"
                     for a in after.to_dict("records"))
                 edge = (f", and fails at {fails} after passing at a smaller size: a model at the edge of "

@@ -55,12 +55,11 @@ def sentence(r: Mapping[str, Any], languages: Mapping[str, list[str]] | None = N
     head = f"**{r['claim']}** ({r['source']}): *{r['verdict']}*."
     n = f"{int(r['n_queries'])} test queries, {int(r['n_seeds'])} seeds, {int(r['n_comparisons'])} comparisons"
     if r["verdict"] == "not tested":
-        decided = {v: ls for v, ls in (languages or {}).items() if v != "not tested"}
+        languages = languages or {}
+        decided = [v for v in languages if v != "not tested"]
         where = ""
         if decided:  # some languages pass the gate: their verdicts, not "undecided"
-            parts = [f"{v} in {_and(ls)}" for v, ls in decided.items()]
-            if (languages or {}).get("not tested"):
-                parts.append(f"not tested in {_and(languages['not tested'])}")
+            parts = [f"{v} in {_and(languages[v])}" for v in (*decided, "not tested") if v in languages]
             where = f" By language: {'; '.join(parts)}."
         if not isinstance(r["deciding"], str) or not r["deciding"] or not np.isfinite(r["effect"]):
             return f"{head} Not tested because {r['reason']}.{where}"
