@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import atomic, env
 from .metrics import METRIC_NAMES, chance_p_mr1
+from .profiles import SIZES
 from .validate import ConfigError, check_output
 
 #: Config fields whose command-line option has another name (``ConfigError`` names the field).
@@ -77,8 +78,11 @@ def train_command(args: argparse.Namespace) -> int:
     from . import systems  # torch-heavy, as above
     from .runs.experiments import jsonable, run  # torch-heavy, as above
     from .data import load_for
+    from .data.sources import language_of
 
     cls = systems.get(args.system)
+    if args.data not in SIZES:  # a real-data source's one spelling: --lang FR, French and fr are one run
+        args.lang = language_of(args.data, args.lang)
     values = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
               "n_queries": args.n_queries, "n_nr": args.n_nr}
     for f in dataclasses.fields(cls.cli_config):

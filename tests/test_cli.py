@@ -157,6 +157,27 @@ def test_train_other_systems_on_a_wikiclir_directory(tmp_path, system):
     assert rec["config"]["system"] == system and rec["data_info"]["split_sizes"]["test"] == 6
 
 
+def test_a_real_data_language_spelled_otherwise_is_one_run(tmp_path):
+    write_fixture(tmp_path / "wikiclir")
+    data, home = str(tmp_path / "wikiclir"), tmp_path / "home"
+    first = cli("train", "--system", "bm25", "--data", data, "--lang", "fr", "--n-nr", "5", "--quiet",
+                "--no-collection", home=home)
+    assert first.returncode == 0, first.stderr
+    for spelling in ("FR", "french"):  # the reader takes both; they keyed other runs before
+        p = cli("train", "--system", "bm25", "--data", data, "--lang", spelling, "--n-nr", "5", "--quiet",
+                "--no-collection", home=home)
+        assert p.returncode == 0, p.stderr
+        assert "lang=fr " in p.stdout and "read, not trained" in p.stdout, p.stdout
+    assert len(list((home / "results" / "runs").glob("*.json"))) == 1
+    # through the library, a second spelling is refused, not keyed as another run
+    from clirlib import systems
+    from clirlib.runs import experiments
+    from clirlib.validate import ConfigError
+
+    with pytest.raises(ConfigError, match="names this language 'fr', not 'FR'"):
+        experiments.cache_key(systems.config("bm25", dataset=data, lang="FR", n_nr=5))
+
+
 def test_train_mdl_on_the_embedded_benchmark(tmp_path):
     p = cli("train", "--system", "mdl", "--data", "ci", "--lang", "tl", "--m", "1", "--epochs", "2", "--quiet",
             "--no-collection", "--out", str(tmp_path / "r.json"), home=ci_home(tmp_path))

@@ -31,7 +31,7 @@ from ..profiles import LANGS, SIZES
 from . import irds
 from .dataset import RankingDataset
 from .errors import DataFormatError
-from .languages import available_languages, wikiclir_files
+from .languages import available_languages, language_code, wikiclir_files
 from .synthetic import generate_benchmark
 from .wikiclir import PAPER_N_QUERIES, load_wikiclir
 
@@ -56,6 +56,7 @@ class Source:
     read: Callable[..., RankingDataset]  # (data, lang, *, n_queries, n_nr, seed, ...) -> RankingDataset
     files: Callable[[str, str], Files] | None  # None: generated, not read from the user's files
     languages: Callable[[str], list[str]]
+    code: Callable[[str], str] = str  # the source's one spelling of a language it accepts (``FR``, ``french``: ``fr``)
 
 
 SOURCES: dict[str, Source] = {}
@@ -116,8 +117,15 @@ def _is_irds_collection(name: str) -> Callable[[str], bool]:
 
 register(Source("synthetic", lambda data: data in SIZES, _read_synthetic, None, lambda data: list(LANGS)))
 register(Source("irds-wiki", _is_irds_collection(irds.COLLECTION), _read_irds_wikiclir,
-                lambda data, lang: _wikiclir_layout(irds.files(data, lang)), irds.cached_languages))
+                lambda data, lang: _wikiclir_layout(irds.files(data, lang)), irds.cached_languages, language_code))
 register(Source("irds-cm", _is_irds_collection(irds.CLIRMATRIX), irds.load,  # n_queries=None: every query of a split
-                _clirmatrix_files, irds.cached_languages))
+                _clirmatrix_files, irds.cached_languages, lambda lang: str(lang).strip().lower()))
 register(Source(DEFAULT, lambda data: True, _read_folder,
-                lambda data, lang: _wikiclir_layout(wikiclir_files(data, lang)), available_languages))
+                lambda data, lang: _wikiclir_layout(wikiclir_files(data, lang)), available_languages, language_code))
+
+
+def language_of(data: str | Path, lang: str) -> str:
+    """The code a run on ``data`` keys document language ``lang`` by: the source's one spelling
+    (a WikiCLIR folder reads ``FR``, ``french`` and ``fr`` alike, so they are one run). The
+    embedded benchmark takes its codes as written (``ci``'s ``fr``; ``FR`` is refused)."""
+    return source_of(data).code(lang)

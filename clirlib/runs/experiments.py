@@ -36,6 +36,7 @@ import numpy as np
 from . import shipped
 from .. import cache, env, paths, profiles, retrieval, systems
 from ..data import kg, load
+from ..data.sources import language_of
 from ..data.digests import file_digest, folder_digests
 from ..determinism import describe, device
 from ..cache import CACHE_VERSION
@@ -87,6 +88,10 @@ def input_digests(config: Any, inputs: dict[str, str] | None = None) -> dict[str
     on an embedded benchmark profile with its own KG and no local model."""
     out: dict[str, str] = {}
     if config.dataset not in profiles.SIZES:
+        code = language_of(config.dataset, config.lang)
+        if code != config.lang:  # "FR" and "fr" would be two runs of one language
+            raise ConfigError("lang", f"{config.dataset} names this language {code!r}, not {config.lang!r}: "
+                                      f"give lang={code!r} (one spelling, one run)")
         out.update(inputs if inputs is not None else load.input_digests_of(config.dataset, config.lang))
     kg_dir = getattr(config, "kg_dir", None)
     if kg_dir is not None and getattr(config, "kg", "none") != "none":
