@@ -15,6 +15,10 @@
   token) or ``"paper"`` (the paper's words taken literally: the forward LSTM's first
   hidden state and the backward LSTM's last one); see ``LSTMEncoder``.
 
+Section 5.1 names no activation for the DSSM models: their tanh layers are Shen et al.'s
+(the CNN) and clirlib's (the LSTM's last), so that every encoder's output lies in (-1, 1)
+as average pooling's does (docs/conventions.md).
+
 Every encoder maps a batch of ``B`` texts given as ``ids: (T,)``, ``offsets: (B + 1,)``
 to ``(B, p_out)``. Queries and documents get separate encoders with separate
 vocabularies (``Ranker``). Embeddings can start from pretrained matrices and are always
