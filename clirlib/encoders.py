@@ -50,6 +50,9 @@ def _embedding_weight(vocab_size: int, dim: int, vectors: np.ndarray | None, ini
     if vectors is not None:
         if vectors.shape[0] != vocab_size:
             raise ValueError(f"pretrained matrix has {vectors.shape[0]} rows, vocabulary has {vocab_size}")
+        if vectors.ndim != 2 or vectors.shape[1] != dim:
+            raise ValueError(f"pretrained matrix has shape {tuple(vectors.shape)}, the embedding dim is {dim}: "
+                             f"give dim={vectors.shape[-1]} (the vectors' width)")
         w = torch.tensor(np.asarray(vectors, dtype=np.float32))
     else:
         w = torch.randn(vocab_size, dim, generator=generator)

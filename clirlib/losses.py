@@ -58,6 +58,16 @@ def _labels(labels, like: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(labels, device=like.device).long()
 
 
+def _pairs(scores: torch.Tensor, labels) -> torch.Tensor:
+    """``labels`` as :func:`_labels`, after checking that ``scores`` and ``labels`` are 1-D and of one
+    length: a ``(B, 1)`` score column would broadcast against ``(B,)`` labels into a ``(B, B)`` loss."""
+    labels = _labels(labels, scores)
+    if scores.dim() != 1 or labels.shape != scores.shape:
+        raise ValueError(f"scores and labels must be 1-D, one of each per pair, got shapes {tuple(scores.shape)} and "
+                         f"{tuple(labels.shape)} (a (B, 1) head's output: scores.squeeze(1))")
+    return labels
+
+
 def class_weights(labels, n_classes: int = 3) -> torch.Tensor:
     """Per-class weights ``(n_classes,)`` that make every class contribute equally:
     w_c = N / (n_classes * N_c) from the label counts N_c of ``labels`` (N pairs), so
@@ -85,7 +95,7 @@ def _reduce(per_pair: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor
 def sosl(scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] = PAPER_THRESHOLDS,
          weight: torch.Tensor | None = None) -> torch.Tensor:
     """Smooth Ordinal Search Loss, Eq. 2 (immediate thresholds with a squared penalty)."""
-    lo, hi = segment_bounds(labels, thresholds, scores)  # (B,), (B,)
+    lo, hi = segment_bounds(_pairs(scores, labels), thresholds, scores)  # (B,), (B,)
     above = F.relu(scores - hi)
     below = F.relu(lo - scores)
     return _reduce(above.square() + below.square(), weight)
@@ -95,7 +105,7 @@ def mse(scores: torch.Tensor, labels: torch.Tensor, thresholds: Sequence[float] 
         weight: torch.Tensor | None = None) -> torch.Tensor:
     """Squared distance between the score and the midpoint of the label's segment (the MSE
     baseline of the smooth paper's Sec. 5.1 and Table 2)."""
-    lo, hi = segment_bounds(labels, thresholds, scores)
+    lo, hi = segment_bounds(_pairs(scores, labels), thresholds, scores)
     return _reduce((scores - (lo + hi) / 2).square(), weight)
 
 
@@ -116,7 +126,7 @@ def proportional_odds(
     -inf and inf: the mass outside [-1, 1] is dropped, so the three P(y | r) do not sum to 1
     (0.454 at r = 0.3 with the paper's thresholds and s = 1).
     """
-    labels = _labels(labels, scores)
+    labels = _pairs(scores, labels)
     lo, hi = segment_bounds(labels, thresholds, scores)
     if not bounded:
         k = len(thresholds)
@@ -138,7 +148,7 @@ def three_part_l2(
     if len(thresholds) != 3:
         raise ValueError(f"three_part_l2 needs 3 thresholds, got {tuple(thresholds)}")
     t = torch.as_tensor(thresholds, dtype=scores.dtype, device=scores.device)  # (3,)
-    labels = _labels(labels, scores)
+    labels = _pairs(scores, labels)
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > 2):
         raise ValueError("three_part_l2 labels must lie in 0..2")
     hinge_down = F.relu(scores - t[labels])  # NR, SR: penalise scores above their hinge
@@ -197,6 +207,8 @@ def get_loss(name: str) -> LossFn:
 def sosl_grad_bound(label: int, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> float:
     """Proposition 1: |d SOSL / d r| <= max(2 |1 + theta_lo|, 2 |1 - theta_hi|) on [-1, 1]."""
     full = [-1.0, *thresholds, 1.0]
+    if not 0 <= int(label) < len(full) - 1:  # -1 would read the last segment's bound
+        raise ValueError(f"label must lie in 0..{len(full) - 2} for {len(full) - 2} inner thresholds, got {label}")
     lo, hi = full[label], full[label + 1]
     return max(2 * abs(1 + lo), 2 * abs(1 - hi))
 

@@ -37,7 +37,19 @@ def _finite(*arrays: np.ndarray, index=None) -> None:
                              "a metric or query missing from a run, not a value to test")
 
 
-def _aligned(a: pd.Series, b: pd.Series) -> np.ndarray:
+def _series(x, name: str) -> pd.Series:
+    """Per-query values as a Series: a Series as it is, an array or list indexed by position."""
+    if isinstance(x, pd.Series):
+        return x
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one value per query (1-D), got shape {arr.shape}")
+    return pd.Series(arr)
+
+
+def _aligned(a, b) -> np.ndarray:
+    """The paired differences a - b: Series matched on their query index, arrays by position."""
+    a, b = _series(a, "a"), _series(b, "b")
     if not a.index.equals(b.index):
         if set(a.index) != set(b.index):
             raise ValueError("paired test needs the same queries on both sides")
@@ -49,7 +61,8 @@ def _aligned(a: pd.Series, b: pd.Series) -> np.ndarray:
 
 def paired_randomization(a: pd.Series, b: pd.Series, n_resamples: int = 10_000, seed: int = 0,
                          chunk: int = 1000) -> float:
-    """Two-sided p-value of mean(a - b) = 0; ``a`` and ``b`` are per-query values indexed by query."""
+    """Two-sided p-value of mean(a - b) = 0; ``a`` and ``b`` are per-query values indexed by query
+    (Series), or arrays paired by position."""
     d = _aligned(a, b)  # (n,)
     observed = abs(d.mean())
     g = rng(seed, "randomization")

@@ -201,6 +201,8 @@ def test_pretrained_vectors_initialise_and_are_trainable():
     assert r.doc_encoder.embedding.weight.shape == (9, 4)  # separate vocabulary and module
     with pytest.raises(ValueError, match="rows"):
         Ranker.build("avgpool", 8, 9, dim=4, q_vectors=vectors)
+    with pytest.raises(ValueError, match=r"shape \(7, 4\), the embedding dim is 64: give dim=4"):
+        Ranker.build("avgpool", 7, 9, q_vectors=vectors)  # the default dim, 64, against 4-wide vectors
 
 
 def test_ranker_scores_with_smooth_cosine():

@@ -194,3 +194,26 @@ def test_a_records_provenance_is_the_code_it_started_training_with(monkeypatch):
     monkeypatch.setattr(sosl, "train", train_then_commit)
     rec = experiments.compute_record(TrainConfig(epochs=1, batch_size=32), dataset=toy_dataset())
     assert state["code"] == "after" and rec["provenance"] == {"code": "before", "cpu": "test cpu", "device": "cpu"}
+
+
+def test_a_loaded_dataset_is_the_callers_own_and_a_wrong_one_is_refused(results_dir):
+    from clirlib.data import load_dataset
+    from clirlib.data.dataset import Split
+    from clirlib import systems
+
+    ds = load_dataset("ci", "fr")
+    te = ds.splits["test"]
+    one = te.qidx == te.qidx[0]
+    ds.splits["test"] = Split(te.qidx[one], te.didx[one], te.labels[one])  # a caller's own cut
+    ds.splits["dev"].qidx = ds.splits["dev"].qidx[:1]
+    ds.query_ids.append("junk")
+    again = load_dataset("ci", "fr")  # the cached dataset did not take the caller's changes
+    assert len(set(again.splits["test"].qidx.tolist())) == 24 and len(again.splits["dev"].qidx) > 1  # ci: 24 test queries
+    assert "junk" not in again.query_ids
+    # a dataset that is not the config's is refused, not stored under the config's key
+    cfg = systems.config("bm25", dataset="ci", lang="fr")
+    with pytest.raises(ValueError, match=r"lang 'it' \(the config's 'fr'\)"):
+        experiments.run(cfg, dataset=load_dataset("ci", "it"))
+    with pytest.raises(ValueError, match=r"n_nr 5 \(the config's 40\)"):
+        experiments.run(cfg, dataset=load_dataset("ci", "fr", n_nr=5))
+    assert not list(results_dir.glob("runs/*.json"))  # nothing stored

@@ -215,3 +215,21 @@ def test_labels_may_be_a_list_or_an_array():
         assert fn(r, y).item() == want and fn(r, np.array(y)).item() == want, name
     assert sosl(r, y).item() == pytest.approx((0.09 + 0 + 0.04 + 0) / 4)  # the hand values above
     assert proportional_odds(r, y, bounded=False).item() == proportional_odds(r, torch.tensor(y), bounded=False).item()
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_a_score_column_is_refused_not_broadcast(name):
+    # a Linear(d, 1) head gives (B, 1): against (B,) labels it broadcast to a (B, B) loss (sosl 0.2878
+    # for the scores below, whose right value is 0.6433) before the losses checked the shapes
+    s, y = torch.tensor([0.9, 0.5, -0.5]), torch.tensor([0, 1, 2])
+    LOSSES[name](s, y, DEFAULT_THRESHOLDS[name])  # (B,), (B,): fine
+    for scores, labels in ((s[:, None], y), (s, y[:, None]), (s, y[:2])):
+        with pytest.raises(ValueError, match="must be 1-D, one of each per pair"):
+            LOSSES[name](scores, labels, DEFAULT_THRESHOLDS[name])
+
+
+def test_sosl_grad_bound_refuses_a_label_outside_the_segments():
+    with pytest.raises(ValueError, match=r"label must lie in 0..2"):
+        sosl_grad_bound(-1, T)  # Python's -1 read the last segment: 4.0 before the check
+    with pytest.raises(ValueError, match=r"label must lie in 0..2"):
+        sosl_grad_bound(3, T)

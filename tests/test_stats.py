@@ -133,3 +133,13 @@ def test_gap_share_is_undefined_without_a_gap():
     assert np.all(stats.bootstrap_gap_share(a, b, ref, 100) == 0.5)
     # ref below b: no gap to close, NaN (counted against a closes_gap claim), not a negative share
     assert np.all(np.isnan(stats.bootstrap_gap_share(a, ref, b, 100)))
+
+
+def test_arrays_pair_by_position_as_series_do_by_index():
+    a, b = np.array([1.0, 1.0, 1.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0])  # the enumeration case above
+    assert paired_randomization(a, b, 4000, seed=1) == paired_randomization(pd.Series(a), pd.Series(b), 4000, seed=1)
+    assert paired_bootstrap_ci(list(a), list(b), 2000) == paired_bootstrap_ci(pd.Series(a), pd.Series(b), 2000)
+    with pytest.raises(ValueError, match="same queries"):
+        paired_randomization(a, b[:3])
+    with pytest.raises(ValueError, match=r"one value per query \(1-D\)"):
+        paired_randomization(a[:, None], b)

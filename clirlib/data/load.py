@@ -20,8 +20,9 @@ reader is the one of the source registered for ``data`` (:mod:`clirlib.data.sour
   that does not exist raises.
 
 Loaded datasets are cached in-process on the arguments, because many experiments reuse
-one dataset; every call returns a copy whose ``info`` can be changed freely (the arrays
-are shared and must not be modified). For real data the arguments include the digests of
+one dataset; every call returns a copy whose ``info``, ``splits`` (the dict and its
+``Split`` objects), id lists and query words can be changed freely (the arrays, token ids,
+vocabularies and vectors are shared and must not be modified). For real data the arguments include the digests of
 every input file (:func:`input_digests_of`, memoised on size and mtime), so a file
 changed on disk is read again, never served from memory.
 """
@@ -88,7 +89,10 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
                 (args, category, message) not in _GIVEN:
             _GIVEN.add((args, category, message))
             warnings.warn(message, category, stacklevel=2)  # load_dataset's caller
-    return dataclasses.replace(ds, info=copy.deepcopy(ds.info))
+    return dataclasses.replace(  # the caller's own containers: a change to them never reaches the next caller
+        ds, info=copy.deepcopy(ds.info), splits={k: dataclasses.replace(v) for k, v in ds.splits.items()},
+        query_ids=list(ds.query_ids), doc_ids=list(ds.doc_ids),
+        query_words=None if ds.query_words is None else [list(w) for w in ds.query_words])
 
 
 def input_files(data: str | Path, lang: str, embeddings_dir: str | Path | None = None,

@@ -191,6 +191,23 @@ def store_record(config: Any, record: dict[str, Any]) -> dict[str, Any]:
     return _atomic_write_json(runs_dir() / f"{record.get('key') or cache_key(config)}.json", record)
 
 
+def check_dataset(config: Any, dataset: Any) -> None:
+    """Refuse a ``dataset`` given to a run of the resolved ``config`` that is not the one the
+    config names (its record would be stored under the config's key), by what the readers put
+    in its ``info``: language, profile, data seed, NR per query, queries asked for (a dataset
+    made by hand, without them, is the caller's word)."""
+    want = {"lang": config.lang, "seed": config.data_seed, "n_nr": config.n_nr}
+    if config.dataset in profiles.SIZES:
+        want["profile"] = config.dataset
+    if config.n_queries is not None:
+        want["n_queries_requested"] = config.n_queries
+    got = {k: dataset.info[k] for k in want if k in dataset.info}
+    wrong = [f"{k} {got[k]!r} (the config's {want[k]!r})" for k in want if k in got and got[k] != want[k]]
+    if wrong:
+        raise ValueError(f"the dataset given is not the one {config.run_id()} names: {', '.join(wrong)}; "
+                         f"load it with data.load_for(config), or leave dataset out")
+
+
 def compute_record(config: Any, *, dataset=None, collection: bool = True,
                    allow_nonfinite: bool = False) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system and return its record without touching the cache
@@ -211,6 +228,8 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     ``split_losses``, ``step_grad_norms``, ``train_scores``.
     """
     cfg = config.resolved()
+    if dataset is not None:
+        check_dataset(cfg, dataset)
     dataset = prepared_dataset(cfg, dataset)
     key = cache_key(cfg, dataset.info.get("inputs"))  # the digests it was read with: a worker needs no files
     system = systems.get(cfg.system)(cfg)

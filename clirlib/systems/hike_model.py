@@ -61,6 +61,9 @@ def language_fusion(v_qd: torch.Tensor, e_s: torch.Tensor, e_t: torch.Tensor, w_
 
 def hinge_loss(pos: torch.Tensor, neg: torch.Tensor, margin: float = 1.0) -> torch.Tensor:
     """Eq. 9: mean over sampled pairs of [margin - f(q, d+) + f(q, d-)]_+ ; (B,), (B,) -> ()."""
+    if pos.dim() != 1 or neg.shape != pos.shape:  # (B, 1) against (B,) would broadcast to (B, B)
+        raise ValueError(f"pos and neg must be 1-D, one score of each per pair, got shapes {tuple(pos.shape)} "
+                         f"and {tuple(neg.shape)}")
     return torch.clamp(margin - pos + neg, min=0).mean()
 
 
