@@ -88,6 +88,8 @@ def test_language_fusion_and_hinge_loss_hand_checked():
     assert loss.item() == pytest.approx(0.75)
     loss.backward()  # autograd: only the active pair moves, by -1/2 and +1/2
     assert pos.grad.tolist() == [0.0, -0.5] and neg.grad.tolist() == [0.0, 0.5]
+    with pytest.raises(ValueError, match="must be 1-D"):  # a (B, 1) column broadcast to (B, B): 0.5 here, not 0.75
+        hinge_loss(pos[:, None], neg)
 
 
 def test_hike_model_shapes_and_no_entity():
