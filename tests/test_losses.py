@@ -233,3 +233,11 @@ def test_sosl_grad_bound_refuses_a_label_outside_the_segments():
         sosl_grad_bound(-1, T)  # Python's -1 read the last segment: 4.0 before the check
     with pytest.raises(ValueError, match=r"label must lie in 0..2"):
         sosl_grad_bound(3, T)
+
+
+def test_unbounded_proportional_odds_for_sr_with_a_scale():
+    # SR at r = 0.3, s = 0.5: P = sigmoid((0.7 - 0.3) / 0.5) - sigmoid((0.2 - 0.3) / 0.5)
+    # = sigmoid(0.8) - sigmoid(-0.2) = 0.689974 - 0.450166; -log P = 1.427915 (SR's segment is
+    # bounded in both models; with s = 1 it is 2.090164)
+    assert one(proportional_odds, 0.3, 1, T, scale=0.5, bounded=False) == pytest.approx(1.427915, abs=1e-6)
+    assert one(proportional_odds, 0.3, 1, T, scale=1.0, bounded=False) == pytest.approx(2.090164, abs=1e-6)

@@ -30,6 +30,19 @@ def test_map_at_t_hand_checked():
     # NDCG@10: DCG = 2/log2(3) + 1/log2(5); ideal labels [2, 1, 1]: 2 + 1/log2(3) + 1/2
     assert df["NDCG@10"][0] == pytest.approx((2 / math.log2(3) + 1 / math.log2(5)) / (2 + 1 / math.log2(3) + 0.5))
     assert df["NDCG@1"][0] == 0.0
+    from clirlib.metrics import TopLists, top_average_precision  # AP@1 = 0: the first is NR
+
+    assert top_average_precision(TopLists(top, np.array([3]), np.array([1])), 1, 1)[0] == 0.0
+
+
+def test_map_at_t_stops_at_rank_t():
+    # one query whose only relevant document (SR) is at rank 11 of 60: AP@10 = 0 (rank 11 is
+    # past the cut-off) and AP@50 = (1 / 11) / R = 1 / 11 with R = 1
+    top = np.zeros((1, 60), dtype=np.int64)
+    top[0, 10] = 1
+    df = retrieval.metrics_from_labels(top, np.array([1]), np.array([0]))
+    assert df["MAP@10"][0] == 0.0
+    assert df["MAP@50"][0] == pytest.approx(1 / 11)
 
 
 def test_ties_at_the_boundary_are_pessimistic():
@@ -41,6 +54,63 @@ def test_ties_at_the_boundary_are_pessimistic():
     assert lab.tolist() == [[0, 0]]
     lab4 = retrieval.top_k_chunk(scores, 4, np.array([0]), keys, labels, 5)
     assert lab4.tolist() == [[0, 0, 0, 2]]  # the relevant one last among the four tied
+
+
+def test_a_two_way_tie_at_the_boundary_is_pessimistic():
+    # docs 0 and 1 tie at 1.0 above doc 2 (0.5); doc 1 is the MR one. With k = 1 the tie
+    # crosses the boundary and the NR doc 0 must take the place, not the MR doc 1
+    scores = torch.tensor([[1.0, 1.0, 0.5]])
+    keys, labels = _rel([0], [1], [2], 3)
+    assert retrieval.top_k_chunk(scores, 1, np.array([0]), keys, labels, 3).tolist() == [[0]]
+    assert retrieval.top_k_chunk(scores, 2, np.array([0]), keys, labels, 3).tolist() == [[0, 2]]  # both: MR last
+
+
+def test_smooth_cosine_reorders_the_collection_by_norm():
+    # q = (1, 0); doc 0 = (1, 0) (norm 1, cosine 1), doc 1 = 3 (0.714, 0.700) (norm 3, cosine
+    # 0.714; it is the MR one). r_eps = q.d / ((|q| + eps)(|d| + eps)): eps 0 ranks doc 0 first
+    # (1 > 0.714); eps 1 ranks doc 1 first (2.142 / (2 * 4) = 0.268 > 1 / (2 * 2) = 0.25);
+    # eps 0.5: doc 0 (1 / (1.5 * 1.5) = 0.444 > 2.142 / (1.5 * 3.5) = 0.408)
+    q = np.array([[1.0, 0.0]])
+    d = np.array([[1.0, 0.0], [3 * 0.714, 3 * 0.700]])
+    keys, labels = _rel([0], [1], [2], 2)
+    ranked = {eps: retrieval.rank_vectors(q, d, eps, np.array([0]), keys, labels, k=2).tolist()
+              for eps in (0.0, 0.5, 1.0)}
+    assert ranked == {0.0: [[0, 2]], 0.5: [[0, 2]], 1.0: [[2, 0]]}
+
+
+def test_evaluate_system_counts_mr_and_sr_documents_for_the_ideal_ranking(tmp_path):
+    from clirlib.data.wikiclir import load_wikiclir
+
+    # five queries 100-104; query 10i's MR document is 50i, its SR document 51i (labels 2 and 1)
+    en, fr = tmp_path / "wiki-clir" / "english", tmp_path / "wiki-clir" / "french"
+    en.mkdir(parents=True)
+    fr.mkdir(parents=True)
+    (en / "wiki_en.queries").write_text("".join(f"10{i}\tT{i}\tword{i} text\n" for i in range(5)))
+    (fr / "wiki_fr.documents").write_text("".join(f"5{j}{i}\tT\tmot{i} texte{j}\n" for j in range(2)
+                                                  for i in range(5)))
+    (fr / "en2fr.rel").write_text("".join(f"10{i} 50{i} 2\n10{i} 51{i} 1\n" for i in range(5)))
+    ds = load_wikiclir(tmp_path, "fr", n_queries=5, n_nr=1, split_sizes=(3, 1, 1))
+
+    class Fixed:  # each query: its SR document 3, another query's MR document 2, its own MR 1, the rest 0
+        name = "fixed"
+
+        def score_matrix(self, coll, queries):
+            s = np.zeros((len(queries), len(coll.doc_ids)))
+            for row, qi in enumerate(queries):
+                i = int(coll.query_ids[int(qi)]) - 100
+                for doc, score in ((f"51{i}", 3.0), (f"50{(i + 1) % 5}", 2.0), (f"50{i}", 1.0)):
+                    s[row, coll.doc_ids.index(doc)] = score
+            return s
+
+    df = retrieval.evaluate_system(Fixed(), ds, "test")
+    # labels ranked [1, 0, 2, 0, ...]; ideal [2, 1]: NDCG@1 = 1 / 2, NDCG@10 = (1 + 2 / log2 4) /
+    # (2 + 1 / log2 3) = 0.7601 (counting the SR document as MR would make the ideal 2 + 2 / log2 3);
+    # MAP@10 = (1 / 1 + 2 / 3) / 2; the first relevant at rank 1: MRR = 1
+    assert len(df) == 1
+    assert df["NDCG@1"][0] == pytest.approx(0.5)
+    assert df["NDCG@10"][0] == pytest.approx(2 / (2 + 1 / math.log2(3)))
+    assert df["MAP@10"][0] == pytest.approx(5 / 6)
+    assert df["MRR"][0] == 1.0 and df["R@100"][0] == 1.0
 
 
 def test_nan_scores_are_refused_as_in_candidate_lists():

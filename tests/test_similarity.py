@@ -130,6 +130,7 @@ def test_eps_positive_zero_vector_gradient_is_the_limit():
     smooth_cosine(q, d, 1.0).sum().backward()
     torch.testing.assert_close(q.grad, d / 6)
     assert math.isinf(lemma2_bound(0.0))
+    assert lemma2_bound(0.5) == 4.0 and lemma2_bound(2.0) == 1.0  # the proof's 2 / eps
 
 
 def test_hand_computed_gradient():

@@ -143,3 +143,13 @@ def test_arrays_pair_by_position_as_series_do_by_index():
         paired_randomization(a, b[:3])
     with pytest.raises(ValueError, match=r"one value per query \(1-D\)"):
         paired_randomization(a[:, None], b)
+
+
+def test_series_pair_by_query_whatever_their_order():
+    a = pd.Series([0.9, 0.1, 0.8, 0.7], index=["q0", "q1", "q2", "q3"])
+    b = pd.Series([0.2, 0.3, 0.1, 0.4], index=["q0", "q1", "q2", "q3"])
+    shuffled = b.iloc[[3, 1, 0, 2]]  # the same queries in another order
+    assert paired_randomization(a, shuffled, 4000) == paired_randomization(a, b, 4000)
+    assert paired_bootstrap_ci(a, shuffled, 2000) == paired_bootstrap_ci(a, b, 2000)
+    # paired by position instead, the differences would be (0.5, -0.2, 0.6, -0.4), another mean
+    assert paired_bootstrap_ci(a.to_numpy(), shuffled.to_numpy(), 2000) != paired_bootstrap_ci(a, b, 2000)

@@ -62,8 +62,8 @@ def test_sosl_extremes_in_r_match_proposition_1():
 
 
 def test_scs_hessian_norm_matches_closed_form_at_a_known_point():
-    # q = 0 direction along e1 with ||q|| -> large, d = e1: r -> 1, and with q = t e1, d = e1,
-    # eps = 1: r = t / ((t + 1) * 2); along e1 the second derivative is -1 / (t + 1)^3.
+    # q = t e1 with t = 2, d = e1, eps = 1: r = t / ((t + 1) * 2) = 1/3; along e1 the second
+    # derivative is -1 / (t + 1)^3.
     q = torch.tensor([[2.0, 0.0, 0.0]], dtype=torch.float64)
     d = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
     g, h = theory._grad_and_hessian_norms(lambda a, b: theory.smooth_cosine(a, b, 1.0), q, d, iters=50, seed=0)

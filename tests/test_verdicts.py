@@ -1,5 +1,7 @@
 """The verdict procedure (clirlib.studies.verdicts) on tiny hand-made run records."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -345,3 +347,66 @@ def test_at_most_counts_undefined_drops_against_the_claim():
     r = verdicts._compare(h, a, a * 0.95, seed=0)
     assert r["effect"] == pytest.approx(0.05) and r["p"] == pytest.approx((11 / 12) ** 12, abs=0.02)
     assert r["p_against"] == pytest.approx(1.0)  # no resample has a drop above 0.15
+
+
+def test_holm_adjusts_every_comparison_and_the_interval_is_95_percent():
+    # two languages with noisy differences (mean +0.1 and +0.05, sd 0.3): raw p-values above
+    # the resampling floor, so the Holm step and the interval's level show
+    g = np.random.default_rng(7)
+    base = np.linspace(0, 0.5, N)
+    recs = []
+    for lang, gain in (("fr", 0.1), ("it", 0.05)):
+        diff = gain + g.normal(0, 0.3, N)
+        recs += [record("a", lang, s, base + diff) for s in range(3)] + [record("b", lang, s, base) for s in range(3)]
+    comp = decide(superiority(), recs).comparisons
+    p = comp["p"].to_numpy()
+    assert (p > 1 / 10001).all()
+    # Holm by hand for two tests: the smaller p times 2, the larger p at least that (capped at 1)
+    lo, hi = np.argmin(p), np.argmax(p)
+    want = np.empty(2)
+    want[lo] = min(1.0, 2 * p[lo])
+    want[hi] = min(1.0, max(want[lo], p[hi]))
+    assert comp["p_holm"].to_numpy() == pytest.approx(want)
+    # the interval: the 2.5 % and 97.5 % quantiles of the paired bootstrap of each language's differences
+    from clirlib import stats
+
+    for (lang, row) in zip(("fr", "it"), comp.itertuples()):
+        runs, pq = hypotheses.run_table([r for r in recs if r["config"]["lang"] == lang])
+        a = pq[pq["loss"] == "a"].groupby("query_id")["P_mr@1"].mean()
+        b = pq[pq["loss"] == "b"].groupby("query_id")["P_mr@1"].mean()
+        boot = stats.bootstrap_paired((a - b).to_numpy(), hypotheses.N_RESAMPLES, 0)
+        assert (row.ci_low, row.ci_high) == pytest.approx(tuple(np.quantile(boot, [0.025, 0.975])))
+
+
+def _decided(h, **row):
+    return verdicts._comparison_verdict(h, {"p_holm": 0.001, "p_against_holm": 0.5, **row})
+
+
+def test_at_most_and_closes_gap_hold_on_their_interval_not_their_point_estimate():
+    drop = hypotheses.Hypothesis("r", "drop at most 15 %", "test", "g", {"n_nr": 20}, {"n_nr": 100}, ("MAP",),
+                                 kind="at_most", margin=0.15, match=())
+    assert _decided(drop, effect=0.10, ci_low=0.02, ci_high=0.14) == "holds"
+    assert _decided(drop, effect=0.10, ci_low=0.02, ci_high=0.20) == "inconclusive"  # the interval reaches past 15 %
+    gap = hypotheses.Hypothesis("c", "closes half the gap", "test", "g", {"loss": "a"}, {"loss": "b"}, ("MAP",),
+                                kind="closes_gap", margin=0.5, ref={"loss": "r"})
+    assert _decided(gap, effect=0.6, ci_low=0.55, ci_high=0.8) == "holds"
+    assert _decided(gap, effect=0.6, ci_low=0.45, ci_high=0.8) == "inconclusive"  # the interval starts below half
+
+
+def test_equivalence_p_is_the_larger_of_its_two_one_sided_tests():
+    # differences of mean 0.02 (the margin) with spread: about half the bootstrap means lie at or
+    # beyond +0.02, none at -0.02, so the p of "within +-0.02" is about 0.5 (the smaller tail would be 1 / 10001)
+    h = hypotheses.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
+                              kind="equivalence", margin=0.02)
+    a = pd.Series(0.5 + 0.02 + np.tile([0.1, -0.1], N // 2), index=[f"q{i}" for i in range(N)])
+    b = pd.Series(np.full(N, 0.5), index=a.index)
+    r = verdicts._compare(h, a, b, 0)
+    assert r["effect"] == pytest.approx(0.02) and 0.3 < r["p"] < 0.7
+
+
+def test_unpaired_standard_error_by_hand():
+    h = hypotheses.Hypothesis("u", "sw above fr", "test", "g", {"lang": "sw"}, {"lang": "fr"}, ("P_mr@1",),
+                              match=(), paired=False)
+    # var([1, 2, 3]) = 1 and var([0, 0, 1, 1]) = 1/3 (ddof 1): se = sqrt(1/3 + (1/3)/4) = sqrt(5/12)
+    r = verdicts._compare(h, pd.Series([1.0, 2.0, 3.0]), pd.Series([0.0, 0.0, 1.0, 1.0]), 0)
+    assert r["se"] == pytest.approx(math.sqrt(5 / 12)) and r["effect"] == pytest.approx(1.5)
