@@ -301,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        # The kernels got the same Ctrl-C and papermill's cleanup has run by now; leave at
-        # once so no late asyncio report ("Task exception was never retrieved") follows.
+        # Ctrl-C or SIGTERM: reproduce has ended its kernels and its Ray cluster by now; leave
+        # at once so no late asyncio report ("Task exception was never retrieved") follows.
         print(f"python -m clirlib {args.command}: interrupted (finished runs stay in results/runs; "
               f"run the same command again to continue)", file=sys.stderr, flush=True)
         if args.command == "reproduce":

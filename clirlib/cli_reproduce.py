@@ -9,7 +9,9 @@ import argparse
 import contextlib
 import json
 import logging
+import functools
 import os
+import signal
 import sys
 import threading
 import time
@@ -59,6 +61,45 @@ def _kernel_stderr_to(log: Path):
         os.close(terminal)
 
 
+#: The kernel managers of the notebooks running now (papermill's threads add them as kernels start).
+_KERNELS: set = set()
+#: Set once this reproduce is interrupted: a notebook that then fails is not reported as failed.
+_INTERRUPTED = threading.Event()
+
+
+@functools.cache
+def _tracked_kernel_manager() -> type:
+    """jupyter_client's kernel manager, remembered in :data:`_KERNELS` while its kernel runs.
+    jupyter_client starts each kernel in its own session, out of reach of a Ctrl-C at the
+    terminal, so an interrupted reproduce ends them itself (:func:`_end_kernels`)."""
+    from jupyter_client.manager import AsyncKernelManager  # with papermill: only when notebooks run
+
+    class TrackedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            await super().start_kernel(**kw)
+            _KERNELS.add(self)
+
+        async def shutdown_kernel(self, *args, **kw):
+            _KERNELS.discard(self)
+            await super().shutdown_kernel(*args, **kw)
+
+    return TrackedKernelManager
+
+
+def _end_kernels() -> None:
+    """End the kernels this reproduce started, each with what it started (its process group,
+    which it leads), by their PIDs: the runs in progress are lost, the stored ones stay."""
+    for km in list(_KERNELS):
+        process = getattr(km.provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGTERM)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM takes Ctrl-C's way out: kernels ended, the Ray cluster stopped
+
+
 def _notebooks() -> list[Path]:
     return sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
 
@@ -94,6 +135,8 @@ def reproduce(args: argparse.Namespace) -> int:
     marker = _force_marker(paths.RESULTS_DIR) if args.force else None
     eta = _Eta(notebooks) if args.force else None
     total = time.perf_counter()
+    main = threading.current_thread() is threading.main_thread()
+    on_term = signal.signal(signal.SIGTERM, _raise_interrupt) if main else None
     stop_ray = _executor_env(args)  # the kernels inherit CLIRLIB_EXECUTOR / RAY_ADDRESS too
     try:
         with _kernel_stderr_to(out_dir / "kernels.log"), _relay_ray_events():
@@ -102,6 +145,8 @@ def reproduce(args: argparse.Namespace) -> int:
             return 1
     finally:
         stop_ray()
+        if main:
+            signal.signal(signal.SIGTERM, on_term)
     print(f"[reproduce] all notebooks done in {time.perf_counter() - total:.0f}s; executed copies in {out_dir}"
           f"{'; notebooks/ updated' if in_place else ''}")
     if marker is not None:
@@ -139,23 +184,29 @@ def _say(line: str, stream=None) -> None:
 
 
 def _run_notebook(pm, nb: Path, args: argparse.Namespace, params: dict, out_dir: Path, in_place: bool) -> bool:
-    """Execute one notebook with papermill; on failure say so in one line and return False."""
+    """Execute one notebook with papermill; on failure say so in one line and return False
+    (silently once this reproduce is interrupted: its kernel was ended on purpose)."""
     from . import notebook  # imports torch and the studies: only when notebooks run
 
     _say(f"[reproduce] {nb.name} (profile={args.profile}{', data=' + args.data if args.data else ''}) ...")
     try:
         pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters=params, kernel_name=args.kernel,
-                            cwd=str(nb.parent), progress_bar=False, log_output=False)
-    except pm.PapermillExecutionError as e:  # one line: the cell's error and where to read the rest
-        what = (str(e.evalue).strip().splitlines() or [""])[0]
-        _say(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
-             f"the traceback: {out_dir / nb.name})", sys.stderr)
-        return False
-    except (pm.PapermillException, RuntimeError) as e:  # a dead kernel, a missing parameter, ...
-        what = (str(e).strip().splitlines() or [""])[0]
-        _say(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
-             f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})", sys.stderr)
-        return False
+                            cwd=str(nb.parent), progress_bar=False, log_output=False,
+                            kernel_manager_class=_tracked_kernel_manager())
+    except Exception as e:
+        if _INTERRUPTED.is_set():
+            return False
+        if isinstance(e, pm.PapermillExecutionError):  # one line: the cell's error and where to read the rest
+            what = (str(e.evalue).strip().splitlines() or [""])[0]
+            _say(f"[reproduce] {nb.name} failed: {e.ename}: {what} (cell {e.exec_count}; executed copy with "
+                 f"the traceback: {out_dir / nb.name})", sys.stderr)
+            return False
+        if isinstance(e, (pm.PapermillException, RuntimeError)):  # a dead kernel, a missing parameter, ...
+            what = (str(e).strip().splitlines() or [""])[0]
+            _say(f"[reproduce] {nb.name} failed: {type(e).__name__}: {what} (executed copy so far: "
+                 f"{out_dir / nb.name}; the kernel's own messages: {out_dir / 'kernels.log'})", sys.stderr)
+            return False
+        raise
     if in_place:
         atomic.write_bytes(nb, (out_dir / nb.name).read_bytes())  # a kill leaves the old notebook, never a cut one
         notebook.committed_form(nb)
@@ -167,24 +218,37 @@ def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: 
     """Run ``notebooks``, ``args.jobs`` at a time (each reads and writes only its own tables
     and figures, so the order does not change a byte); after a failure no new one starts.
     Returns True when one failed."""
-    todo, running, failed = list(notebooks), {}, False
+    todo, running = list(notebooks), {}
     # Two kernels' torch threads outnumber the cores: passive OpenMP waits (docs/timings.md, session 28)
     passive = env.for_children(OMP_WAIT_POLICY="PASSIVE") if args.jobs > 1 else contextlib.nullcontext()
     with passive, ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        while todo or running:
-            while todo and not failed and len(running) < args.jobs:
-                nb = todo.pop(0)
-                running[pool.submit(_run_notebook, pm, nb, args, params, out_dir, in_place)] = (nb, time.perf_counter())
-            if not running:
-                break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in done:
-                nb, t0 = running.pop(fut)
-                if not fut.result():
-                    failed = True
-                    continue
-                _say(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
-                     f"{eta.after(nb, time.perf_counter() - total) if eta else ''}")
+        try:
+            failed = _schedule(pool, todo, running, pm, args, params, out_dir, in_place, eta, total)
+        except BaseException:  # Ctrl-C or SIGTERM: the kernels would otherwise run their notebooks to the end
+            _INTERRUPTED.set()
+            _end_kernels()
+            raise
+    return failed
+
+
+def _schedule(pool, todo: list[Path], running: dict, pm, args: argparse.Namespace, params: dict, out_dir: Path,
+              in_place: bool, eta, total: float) -> bool:
+    """:func:`_run_notebooks`' loop: start notebooks as slots free up; True when one failed."""
+    failed = False
+    while todo or running:
+        while todo and not failed and len(running) < args.jobs:
+            nb = todo.pop(0)
+            running[pool.submit(_run_notebook, pm, nb, args, params, out_dir, in_place)] = (nb, time.perf_counter())
+        if not running:
+            break
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for fut in done:
+            nb, t0 = running.pop(fut)
+            if not fut.result():
+                failed = True
+                continue
+            _say(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
+                 f"{eta.after(nb, time.perf_counter() - total) if eta else ''}")
     return failed
 
 

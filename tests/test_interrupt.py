@@ -141,3 +141,41 @@ def test_killed_reproduce_leaves_valid_cache_and_same_tables(tmp_path, started):
     assert _check_every_entry(runs) == total
     assert not [p for p in runs.glob("*.tmp") if cache.is_stale(p)]  # killed writers' files cleaned on start
     assert _tables(home) == reference  # byte for byte
+
+
+def _ours(home: Path) -> list[int]:
+    """PIDs of the processes that run with ``CLIRLIB_HOME=home`` (a reproduce, its kernels and
+    what they started); other users' processes are skipped where their environment is unreadable."""
+    tag, pids = f"CLIRLIB_HOME={home}".encode(), []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if tag in environ.read_bytes().split(b"\0"):
+                pids.append(int(environ.parent.name))
+        except OSError:
+            pass
+    return pids
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_reproduce_ends_its_kernels_at_once(tmp_path, started, sig):
+    # jupyter_client starts each kernel in its own session: a signal to reproduce alone used to
+    # leave the notebook running to its end (SIGINT: 20 s, every run; SIGTERM: the kernel and a
+    # Ray head left behind). Now reproduce ends them and leaves within seconds.
+    home = _home(tmp_path / "home")
+    runs = home / "results" / "runs"
+    p = _start(home, started, 0)
+    t0 = time.monotonic()
+    while p.poll() is None and not (runs.is_dir() and any(runs.glob("*.json"))) and time.monotonic() - t0 < 600:
+        time.sleep(0.2)  # the kernel is running the notebook's grid once its first run is stored
+    assert p.poll() is None, "the notebook ended before its first run was stored"
+    t1 = time.monotonic()
+    os.kill(p.pid, sig)  # reproduce alone, by its PID: not its group, as a terminal's Ctrl-C would not reach the kernel
+    err = _wait(p, home, 0, timeout=60)
+    assert p.returncode == 130 and time.monotonic() - t1 < 30, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "python -m clirlib reproduce: interrupted (finished runs stay in results/runs; run the same command again "
+        "to continue)"], err
+    time.sleep(2)
+    assert _ours(home) == []  # no kernel, no pool worker left running
+    assert len(list(runs.glob("*.json"))) < 13  # notebook 07 has 13 runs: it did not run to its end
+    _check_every_entry(runs)
