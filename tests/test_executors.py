@@ -35,7 +35,7 @@ TIMING = {"seconds", "created"}
 def _strip(record: dict) -> dict:
     # the checksum covers the wall-clock fields too, so it goes with them
     out = {k: v for k, v in record.items() if k not in TIMING and k != "checksum"}
-    out["history"] = [{k: v for k, v in h.items() if k not in TIMING} for h in record["history"]]
+    out["history"] = [{k: v for k, v in h.items() if k not in TIMING} for h in record.get("history") or ()]
     return out
 
 
@@ -168,6 +168,40 @@ def test_failing_config_is_reported_with_traceback(results_dir, cluster):
     assert experiments.cache_key(bad) in str(err.value)
     stored = json.loads((results_dir / "runs" / f"{experiments.cache_key(good)}.json").read_text())
     assert stored["config"]["loss"] == good.loss  # the good run of the grid was stored
+
+
+def test_a_config_whose_data_cannot_be_read_fails_alone_on_ray_as_serially(results_dir, cluster):
+    # the driver loads each dataset before submitting: a reader's error there stopped the whole
+    # grid with a bare exception and stored nothing; now it is that run's failure, as serially
+    c, ex = cluster
+    good, bad = _grid()[0], dataclasses.replace(_grid()[0], lang="xx")
+    for executor in (ex, executors.SerialExecutor()):
+        with pytest.raises(executors.GridError) as err:
+            executor.run([good, bad], desc="unreadable")
+        (f,) = err.value.failures
+        assert f.config == bad and "DataFormatError" in f.error and "not 'xx'" in f.error
+        assert experiments.cached_record(good) is not None
+
+
+def test_system_runs_go_to_ray_under_clirlib_executor_ray(results_dir, cluster, monkeypatch):
+    # notebooks 13, 15 and 16 train their systems through grid_runs.system_runs, which used the
+    # local pool whatever CLIRLIB_EXECUTOR said; under ray they are Ray tasks, with the same records
+    from clirlib import systems
+
+    c, ex = cluster
+    cfgs = [systems.config("bm25", dataset="ci", lang="fr"), systems.config("mdl", dataset="ci", lang="fr", epochs=2)]
+    serial = grid_runs.system_runs(cfgs, workers=1, collection=False)
+    for path in (results_dir / "runs").glob("*.json"):
+        path.unlink()
+    used = []
+    monkeypatch.setattr(executors.RayExecutor, "run", lambda self, *a, _run=executors.RayExecutor.run, **k:
+                        used.append(type(self).__name__) or _run(self, *a, **k))
+    monkeypatch.setenv("CLIRLIB_EXECUTOR", "ray")
+    monkeypatch.setenv("RAY_ADDRESS", c.address)
+    monkeypatch.setattr(determinism, "DEFAULT_THREADS", 1)  # each node of the test cluster has one CPU
+    on_ray = grid_runs.system_runs(cfgs, collection=False)
+    assert used == ["RayExecutor"]
+    assert [_strip(r) for r in on_ray] == [_strip(r) for r in serial]
 
 
 def test_tasks_larger_than_every_node_are_refused(results_dir, cluster):

@@ -445,11 +445,18 @@ class RayExecutor:
         gpus = {key: gpus_for(cfg, cluster_gpus) for key, cfg in grid.todo.items()}  # may raise: before any submit
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_train_task)
         datasets: dict[tuple, Any] = {}  # dataset key -> object ref (one put per dataset)
+        unloadable: dict[tuple, str] = {}  # dataset key -> the reader's error, as a serial run reports it
         pending: dict[Any, str] = {}  # object ref -> cache key
         for key, cfg in grid.todo.items():
             dkey = dataset_key(cfg)
-            if dkey not in datasets:
-                datasets[dkey] = ray.put(_load(dkey))
+            if dkey not in datasets and dkey not in unloadable:
+                try:
+                    datasets[dkey] = ray.put(_load(dkey))
+                except Exception:  # its runs fail, named in the GridError; the grid goes on
+                    unloadable[dkey] = traceback.format_exc()
+            if dkey in unloadable:
+                grid.finish(key, "error", unloadable[dkey])
+                continue
             gpu = gpus[key]
             ref = task.options(num_cpus=self.threads, num_gpus=gpu, name=f"train-{key}").remote(
                 cfg, [datasets[dkey]], collection, "cuda" if gpu else "cpu")

@@ -65,10 +65,14 @@ def per_query_frame(record: dict[str, Any]) -> pd.DataFrame:
 def system_runs(configs: Iterable[Any], *, force: bool | None = None, desc: str = "system runs",
                 workers: int | None = None, collection: bool = True) -> list[dict[str, Any]]:
     """The record of every config (cached), in ``configs``' order: the runs not in the cache
-    are trained by ``workers`` processes at once (``None``: ``CLIRLIB_SYSTEM_WORKERS``,
+    are sent to the Ray cluster under ``CLIRLIB_EXECUTOR=ray`` (one task per run, as every
+    grid), else trained by ``workers`` processes at once (``None``: ``CLIRLIB_SYSTEM_WORKERS``,
     default 2; :class:`executors.PoolExecutor`), or here one after the other with 1 (the
-    reference path, :class:`executors.SerialExecutor`): the same records either way. HIKE
+    reference path, :class:`executors.SerialExecutor`): the same records every way. HIKE
     trains on one thread, so two runs at once use both cores."""
     workers = env.system_workers() if workers is None else workers
-    executor = get_executor("serial" if workers == 1 else "pool", workers=workers)
+    if env.executor() == "ray":
+        executor = get_executor("ray")
+    else:
+        executor = get_executor("serial" if workers == 1 else "pool", workers=workers)
     return executor.run(list(configs), force=force, desc=desc, collection=collection)
