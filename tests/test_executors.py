@@ -340,6 +340,16 @@ def test_a_dead_workers_group_keeps_the_runs_it_stored_also_when_forced(results_
     assert rec_b["key"] == kb
 
 
+def test_a_grid_errors_words_say_what_is_cached_and_why_a_pool_run_failed():
+    a, b = TrainConfig(epochs=1), TrainConfig(epochs=1, loss="mse")
+    dead = "Traceback (most recent call last):\nBrokenProcessPool: terminated abruptly\n" + executors.DEAD_WORKER
+    both = executors.GridError("g", [executors.Failure(a, dead), executors.Failure(b, dead)], 2)
+    assert str(both).splitlines()[0] == "2 of 2 runs of 'g' failed:"  # nothing cached: not "(the others are cached)"
+    assert str(both).splitlines()[1].endswith("run the grid again to train it (the stored runs are kept)")
+    one = executors.GridError("g", [executors.Failure(a, dead)], 2)
+    assert str(one).splitlines()[0] == "1 of 2 runs of 'g' failed (the others are cached):"
+
+
 def test_the_local_cluster_offers_this_machines_gpus_on_its_head_only(monkeypatch, tmp_path):
     # reproduce --executor ray without an address starts a LocalCluster: before, its head said
     # --num-gpus=0, so on a GPU machine every task trained on the CPU while serial used the GPU

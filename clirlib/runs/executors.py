@@ -153,7 +153,8 @@ class GridError(RuntimeError):
 
     def __init__(self, desc: str, failures: list[Failure], n_runs: int):
         self.failures = failures
-        lines = [f"{len(failures)} of {n_runs} runs of {desc!r} failed (the others are cached):"]
+        cached = " (the others are cached)" if len(failures) < n_runs else ""
+        lines = [f"{len(failures)} of {n_runs} runs of {desc!r} failed{cached}:"]
         lines += [f"  {f.summary()}" for f in failures]
         super().__init__("\n".join(lines))
 
@@ -296,7 +297,8 @@ class PoolExecutor:
                         try:
                             results = fut.result()
                         except Exception:  # the worker died; the runs of its group that it stored are kept
-                            results = _after_death(grid, keys, traceback.format_exc(), started, collection)
+                            results = _after_death(grid, keys, traceback.format_exc() + DEAD_WORKER, started,
+                                                   collection)
                         for key, (status, value) in zip(keys, results):
                             grid.finish(key, status, value)
                 finished = True
@@ -310,6 +312,12 @@ class PoolExecutor:
                         if p.is_alive():
                             p.terminate()
         return grid.result()
+
+
+#: The last line of a run's error when a pool worker died, after the traceback: Python's process
+#: pool breaks as a whole, so every run in flight or waiting fails with it, not only the dead worker's.
+DEAD_WORKER = ("a pool worker died (killed, or out of memory) and Python's process pool stops with it: this run "
+               "had not finished; run the grid again to train it (the stored runs are kept)")
 
 
 def _after_death(grid: _Grid, keys: list[str], err: str, since: float, collection: bool) -> list[tuple[str, Any]]:
