@@ -664,12 +664,45 @@ def test_ray_executor_probes_before_joining(probe_timeouts):
     assert probe_timeouts == [raycluster.PROBE_SECONDS]  # the probe answered, not ray.init's retries
 
 
-def test_probe_accepts_a_listening_head():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
+def _server(reply: bytes | None):
+    """A loopback listener that answers each connection with ``reply`` (None: never answers)."""
+    import threading
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+
+    def serve():
+        while True:
+            try:
+                conn, _ = s.accept()
+            except OSError:
+                return  # closed
+            if reply is not None:
+                conn.recv(64)
+                conn.sendall(reply)
+            threading.Timer(3, conn.close).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return s
+
+
+def test_probe_accepts_a_head_that_answers_as_grpc():
+    # a gRPC server answers HTTP/2's preface with a SETTINGS frame on stream 0: 9 header bytes
+    # (length 0x000018, type 0x04, flags 0, stream 0) as a Ray head's GCS sent them, then 24 bytes of settings
+    with _server(bytes.fromhex("000018040000000000") + bytes(24)) as s:
         raycluster.probe(f"127.0.0.1:{s.getsockname()[1]}")  # no error
         assert raycluster.listening([os.getpid()]) == [f"127.0.0.1:{s.getsockname()[1]}"]
+
+
+def test_probe_refuses_another_program_on_the_port():
+    # before, any listener passed and ray.init then retried for minutes (3.5 min against a web server)
+    with _server(b"HTTP/1.0 400 Bad request\r\n\r\n") as s:
+        with pytest.raises(ConfigError, match="accepts connections but does not answer as a Ray head"):
+            raycluster.probe(f"127.0.0.1:{s.getsockname()[1]}")
+    with _server(None) as s:  # accepts, never answers: refused when the timeout ends
+        with pytest.raises(ConfigError, match=r"no answer within 0.5 s"):
+            raycluster.probe(f"127.0.0.1:{s.getsockname()[1]}", timeout=0.5)
 
 
 def test_node_deaths_are_reported_and_logged(tmp_path, monkeypatch, capsys):

@@ -61,10 +61,30 @@ def short_temp_dir() -> tempfile.TemporaryDirectory:
 PROBE_SECONDS = 5.0
 
 
+#: HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5).
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _answers_grpc(conn: socket.socket) -> bool:
+    """Whether the server on ``conn`` answers HTTP/2's preface with a SETTINGS frame on stream 0,
+    as every gRPC server does (a Ray head's GCS and Ray client server are gRPC): another
+    program on the port (a web server, a dashboard) answers otherwise or not at all."""
+    conn.sendall(_H2_PREFACE)
+    got = b""
+    while len(got) < 9:  # a frame header: length (3 bytes), type, flags, stream id (4)
+        chunk = conn.recv(9 - len(got))
+        if not chunk:
+            return False
+        got += chunk
+    return got[3] == 0x04 and int.from_bytes(got[5:9], "big") & 0x7FFFFFFF == 0
+
+
 def probe(address: str, timeout: float = PROBE_SECONDS, option: str = "--address") -> None:
     """Raise ``ConfigError`` (one line naming ``option`` and ``address``) unless a TCP
     connection to the Ray head at ``address`` (``host:port``) opens within ``timeout``
-    seconds. Ray's ``auto`` / ``local`` are left to Ray."""
+    seconds and the server there answers as a gRPC server does (:func:`_answers_grpc`; not
+    checked under ``RAY_USE_TLS``, whose servers expect TLS first): another program on that
+    port would have Ray retry for minutes. Ray's ``auto`` / ``local`` are left to Ray."""
     try:
         hp = env.check_address(address, option)
     except ValueError as e:
@@ -73,11 +93,15 @@ def probe(address: str, timeout: float = PROBE_SECONDS, option: str = "--address
         return
     host, port = hp
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            tls = os.environ.get("RAY_USE_TLS", "").strip().lower() in ("1", "true")
+            if not tls and not _answers_grpc(conn):
+                raise ConfigError(option, f"{address} accepts connections but does not answer as a Ray head "
+                                          f"(gRPC): another program has that port? Give the head's address "
+                                          f"(`ray start --head` prints it)")
     except socket.gaierror as e:
         raise ConfigError(option, f"{address}: unknown host {host!r} ({e.strerror})") from None
-    except (TimeoutError, socket.timeout):
+    except (TimeoutError, socket.timeout):  # no connection, or no answer to the preface, within the timeout
         raise ConfigError(option, f"no Ray head answers at {address} (no answer within {timeout:g} s); "
                                   f"start one with `ray start --head --port={port}` or give its address") from None
     except OSError as e:
