@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
-import functools
 import os
 import signal
 import sys
@@ -219,12 +219,13 @@ def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: 
     and figures, so the order does not change a byte); after a failure no new one starts.
     Returns True when one failed."""
     todo, running = list(notebooks), {}
+    _INTERRUPTED.clear()
     # Two kernels' torch threads outnumber the cores: passive OpenMP waits (docs/timings.md, session 28)
     passive = env.for_children(OMP_WAIT_POLICY="PASSIVE") if args.jobs > 1 else contextlib.nullcontext()
     with passive, ThreadPoolExecutor(max_workers=args.jobs) as pool:
         try:
             failed = _schedule(pool, todo, running, pm, args, params, out_dir, in_place, eta, total)
-        except BaseException:  # Ctrl-C or SIGTERM: the kernels would otherwise run their notebooks to the end
+        except BaseException:  # Ctrl-C, SIGTERM or an error: the kernels would run their notebooks to the end
             _INTERRUPTED.set()
             _end_kernels()
             raise
