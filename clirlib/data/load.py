@@ -22,9 +22,9 @@ reader is the one of the source registered for ``data`` (:mod:`clirlib.data.sour
 Loaded datasets are cached in-process on the arguments, because many experiments reuse
 one dataset; every call returns a copy whose ``info``, ``splits`` (the dict and its
 ``Split`` objects), id lists and query words can be changed freely (the arrays, token ids,
-vocabularies and vectors are shared and must not be modified). For real data the arguments include the digests of
-every input file (:func:`input_digests_of`, memoised on size and mtime), so a file
-changed on disk is read again, never served from memory.
+vocabularies and vectors are shared and must not be modified). For real data the
+arguments include the digests of every input file (:func:`input_digests_of`, memoised on
+size and mtime), so a file changed on disk is read again, never served from memory.
 """
 
 from __future__ import annotations
