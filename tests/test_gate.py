@@ -69,7 +69,8 @@ def test_gate_decides_on_the_random_order_distribution():
     assert at_random["random"] == pytest.approx(0.336207, abs=1e-6)
     assert 0.35 < at_random["p"] < 0.65 and not at_random["passes"]  # the null's centre (it is a little skewed)
     far = gate.test([0.6, 0.6, 0.6], [LISTS] * 3)
-    assert far["p"] == pytest.approx(1 / 10001) and far["passes"]  # 4.4 sd of one run above, 7.5 of a three-run mean (0.060543 / sqrt 3): no draw reaches it
+    # 4.4 sd of one run above, 7.5 of a three-run mean (0.060543 / sqrt 3): no draw reaches it
+    assert far["p"] == pytest.approx(1 / 10001) and far["passes"]
     assert far["dev"] == pytest.approx(0.6) and far["n_queries"] == 20 and far["n_runs"] == 3
     # 3 sd above the expectation (0.336207 + 3 x 0.060543 = 0.517836): one evaluation has
     # p ~ 0.0013 (normal tail), the best of 30 epochs 1 - (1 - 0.0013)^30 ~ 0.040
@@ -95,3 +96,30 @@ def test_lists_and_epochs_from_a_record(monkeypatch):
 def test_a_config_without_data_fields_is_refused():
     with pytest.raises(ValueError, match="names no dataset"):
         gate.dev_lists((None, "fr", None, 40, 0))
+
+
+def test_the_gates_details_a_mutation_review_found_unpinned():
+    one_mr = gate.Lists(((1, 0, 1),))  # one query: an NR and an MR document
+    # a random order puts the MR first half the time (NDCG@5 1.0), else second (2 / log2 3 / 2 = 0.630930):
+    # an observed 1.0 ties with half the null, and ties count against the system, so p is about 0.5
+    tie = gate.test([1.0], [one_mr])
+    assert 0.45 < tie["p"] < 0.55 and not tie["passes"]
+    # two runs on different lists: random is the mean of both runs' expectations, (1 + 0.630930) / 2 = 0.815465
+    # and 0.336207 (LISTS), so 0.575836; n_queries is the first run's
+    two = gate.test([0.5, 0.5], [one_mr, LISTS])
+    assert two["random"] == pytest.approx((0.815465 + 0.336207) / 2, abs=1e-6) and two["n_queries"] == 1
+    with pytest.raises(ValueError, match="need one dev value per run's lists"):
+        gate.test([0.2, 0.9], [LISTS])
+    # a list without a relevant document scores 0 in every order, as random_ndcg says
+    values, probs = gate.distribution(5, 0, 0)
+    assert values.tolist() == [0.0] and probs.tolist() == [1.0]
+    # a real-text record carries its dev lists as counts; its 30 dev evaluations still make a best-of-30 null
+    rec = {"dev_counts": [[1, 0, 1], [1, 2, 0]], "history": [{"epoch": e, "dev_NDCG@5": 0.1} for e in range(30)]}
+    assert gate.lists_of(rec) == gate.Lists(((1, 0, 1), (1, 2, 0)), 30)
+    assert gate.Lists.of(np.array([2, 0]), np.array([0, 0]), epochs=0).epochs == 1  # no dev evaluation: one draw
+    assert gate.data_key({"dataset": "ci", "lang": "fr"}) == ("ci", "fr", None, 40, 0)  # the configs' defaults
+    with pytest.raises(ValueError, match="names no dataset or language"):
+        gate.dev_lists(("ci", None, None, 40, 0))
+    # the words print p to three significant digits
+    assert gate.words("MSE it", {"dev": 0.5, "random": 0.3, "p": 0.000149985, "passes": True}) == (
+        "MSE it: dev NDCG@5 0.500 vs 0.300 for a random order, p = 0.00015 < 0.01")
