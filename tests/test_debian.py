@@ -513,3 +513,69 @@ def test_a_lone_carriage_return_is_text_and_line_numbers_stay_the_files(tmp_path
     f.write_bytes(b"Package: a\r\nDescription-md5: 0123\r\nDescription-fr: un\rdeux\r\n")
     paras = list(paragraphs(f))
     assert paras == [(1, {"Package": "a", "Description-md5": "0123", "Description-fr": "un\rdeux"})]
+
+
+def test_deb822_details_a_mutation_review_found_unpinned(tmp_path):
+    f = tmp_path / "x"
+    f.write_text("# a comment line\nPackage: ab\n")
+    assert list(paragraphs(f)) == [(2, {"Package": "ab"})]  # comment lines are skipped, not refused
+    f.write_text("Tag: x\nPackage: ab\n")
+    assert list(paragraphs(f, frozenset({"Package"}))) == [(1, {"Package": "ab"})]  # starts at its first field, kept or not
+    f.write_text("Package: ab\nPackage: cd\n")
+    with pytest.raises(DataFormatError, match=r"x, line 2: field 'Package' given twice in one paragraph"):
+        list(paragraphs(f))
+
+
+def test_index_files_that_contradict_themselves_are_refused(tmp_path):
+    lists = write_index(tmp_path / "lists")
+    # one Description-md5 given two texts in Translation-en
+    english = (lists / "Translation-en").read_text()
+    (lists / "Translation-en").write_text(english + f"\nPackage: frob-extra\nDescription-md5: {M[1]}\n"
+                                          "Description-en: Another text\n")
+    with pytest.raises(DataFormatError, match=f"Description-md5 {M[1]} given again with another text"):
+        build(tmp_path / "out", "fr", lists, embeddings=False)
+    (lists / "Translation-en").write_text(english)
+    # two Translation-fr files: which area is meant is not guessed
+    (lists / "x_i18n_Translation-fr").write_bytes((lists / "Translation-fr").read_bytes())
+    with pytest.raises(DataFormatError, match="2 Translation-fr files"):
+        find_index_files(lists, "fr")
+
+
+def test_a_package_listed_twice_keeps_its_first_paragraph(tmp_path):
+    lists = write_index(tmp_path / "lists")
+    (lists / "Packages").write_text(PACKAGES + f"\nPackage: frobnicate\nSource: other\nDescription-md5: {M[1]}\n")
+    from clirlib.data.debian.build import _packages
+
+    assert _packages(lists / "Packages")["frobnicate"]["Source"] == "frob"  # a later version is not read
+
+
+def test_queries_sharing_text_are_counted_by_hand(tmp_path):
+    lists = write_index(tmp_path / "lists")
+    assert build(tmp_path / "a", "fr", lists, embeddings=False)["queries_sharing_text_with_another"] == 0
+    # widget (md5 7) and widget-legacy (md5 8) given texts that are the same once each query's own
+    # package name is removed: "toolkit A toolkit of widgets." twice, so two queries share a text
+    english = (lists / "Translation-en").read_text()
+    english = english.replace("Description-en: Widget toolkit (legacy version)\n A toolkit of widgets, old version.",
+                              "Description-en: Widget-legacy toolkit\n A toolkit of widgets.")
+    (lists / "Translation-en").write_text(english)
+    assert build(tmp_path / "b", "fr", lists, embeddings=False)["queries_sharing_text_with_another"] == 2
+
+
+def test_a_querys_names_come_from_packages_too_and_a_package_takes_its_first_md5(tmp_path):
+    lists = write_index(tmp_path / "lists")
+    # frob-data-extra shares frob-data's description in Packages but has no Translation-en paragraph:
+    # it is one of that query's packages (its title lists it, its name is removed from the text)
+    (lists / "Packages").write_text(PACKAGES + f"\nPackage: frob-data-extra\nSource: frob\nDescription-md5: {M[2]}\n")
+    build(tmp_path / "a", "fr", lists, embeddings=False)
+    queries = (tmp_path / "a" / "wiki-clir" / "english" / "wiki_en.queries").read_text().splitlines()
+    assert queries[1].split("\t")[1] == "frob-data,frob-data-extra"
+    # libfrob2 without Description-md5 in Packages, named by two Translation-en paragraphs (md5 4 and
+    # 9, whose French text, "orphan"'s, now has an English one): it takes the first md5 in order, 4,
+    # so frobnicate's SR link through Depends goes to document 4, not 9
+    lists = write_index(tmp_path / "lists2")
+    (lists / "Packages").write_text(PACKAGES.replace(f"Source: frob\nDescription-md5: {M[4]}", "Source: frob"))
+    (lists / "Translation-en").write_text(ENGLISH + f"\nPackage: libfrob2\nDescription-md5: {M[9]}\n"
+                                          "Description-en: Orphan package\n")
+    build(tmp_path / "b", "fr", lists, embeddings=False)
+    rel = (tmp_path / "b" / "wiki-clir" / "french" / "en2fr.rel").read_text().splitlines()
+    assert f"{M[1]} {M[4]} 1" in rel and f"{M[1]} {M[9]} 1" not in rel
