@@ -410,3 +410,16 @@ def test_unpaired_standard_error_by_hand():
     # var([1, 2, 3]) = 1 and var([0, 0, 1, 1]) = 1/3 (ddof 1): se = sqrt(1/3 + (1/3)/4) = sqrt(5/12)
     r = verdicts._compare(h, pd.Series([1.0, 2.0, 3.0]), pd.Series([0.0, 0.0, 1.0, 1.0]), 0)
     assert r["se"] == pytest.approx(math.sqrt(5 / 12)) and r["effect"] == pytest.approx(1.5)
+
+
+def test_a_hypothesis_that_cannot_be_decided_as_written_is_refused():
+    H = hypotheses.Hypothesis
+    with pytest.raises(ValueError, match="a reference system \\(ref\\) is given exactly for kind closes_gap"):
+        H("s", "A beats B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",), ref={"loss": "po"})
+    with pytest.raises(ValueError, match=r"unknown metrics \['P@7'\]"):
+        H("s", "A beats B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P@7",))
+    zipped = H("z", "each eps beats 0", "test", "g", {"epsilon": [0.5, 1.0]}, {"epsilon": [0.0]}, ("P_mr@1",),
+               zipped=True)
+    runs, _ = hypotheses.run_table([record("s", epsilon=0.5), record("s", epsilon=1.0), record("s", epsilon=0.0)])
+    with pytest.raises(ValueError, match="zipped sides need as many A groups as B groups, got 2 and 1"):
+        hypotheses.pairs(zipped, runs)  # zipping would silently drop eps 1.0
