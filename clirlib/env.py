@@ -22,6 +22,8 @@
 ``CLIRLIB_EXECUTOR``      ``serial`` (default) or ``ray``: how experiment grids run
                           (``make reproduce EXECUTOR=ray`` sets it for the kernels)
 ``RAY_ADDRESS``           an existing Ray cluster to run the grids on (Ray's own name)
+``RAY_USE_TLS``           Ray's own: ``1`` or ``true`` when the cluster's gRPC uses TLS
+                          (the address probe then checks the connection only)
 ``CLIRLIB_SYSTEM_WORKERS`` processes that train the uncached runs of a grid of whole
                           systems at once (``grid_runs.system_runs``; default: 2, or
                           1 on a one-core machine); the numbers do not depend on it
@@ -52,6 +54,7 @@ HOME, FORCE, PROGRESS, CI, THREADS, IR_DATASETS_HOME, EXECUTOR, RAY_ADDRESS, SYS
     "CLIRLIB_EXECUTOR", "RAY_ADDRESS", "CLIRLIB_SYSTEM_WORKERS")
 FORCE_SINCE = "CLIRLIB_FORCE_SINCE"
 DEVICE = "CLIRLIB_DEVICE"
+RAY_USE_TLS = "RAY_USE_TLS"
 RECORDS_READ = "CLIRLIB_RECORDS_READ"
 
 
@@ -182,6 +185,11 @@ def executor() -> str:
 def ray_address() -> str | None:
     """``RAY_ADDRESS``: an existing Ray cluster, or None."""
     return os.environ.get(RAY_ADDRESS, "").strip() or None
+
+
+def ray_tls() -> bool:
+    """``RAY_USE_TLS`` (Ray's own variable, read as Ray reads it): the cluster's gRPC uses TLS."""
+    return os.environ.get(RAY_USE_TLS, "").strip().lower() in ("1", "true")
 
 
 def check_address(address: str, name: str = RAY_ADDRESS) -> tuple[str, int] | None:

@@ -64,7 +64,9 @@ def _start(home: Path, started: list, n: int) -> subprocess.Popen:
     with open(home / f"out{n}.log", "w") as out, open(home / f"err{n}.log", "w") as err:
         p = subprocess.Popen([sys.executable, "-m", "clirlib", "reproduce", "--profile", "ci", "--notebooks", NOTEBOOK],
                              stdout=out, stderr=err, text=True, env=env,
-                             start_new_session=True)  # its own process group: the kernel dies with it
+                             start_new_session=True,  # its own process group
+                             # Ctrl-C's default action: a pytest-xdist worker ignores SIGINT, which its children inherit
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     started.append(p)
     return p
 

@@ -94,8 +94,7 @@ def probe(address: str, timeout: float = PROBE_SECONDS, option: str = "--address
     host, port = hp
     try:
         with socket.create_connection((host, port), timeout=timeout) as conn:
-            tls = os.environ.get("RAY_USE_TLS", "").strip().lower() in ("1", "true")
-            if not tls and not _answers_grpc(conn):
+            if not env.ray_tls() and not _answers_grpc(conn):
                 raise ConfigError(option, f"{address} accepts connections but does not answer as a Ray head "
                                           f"(gRPC): another program has that port? Give the head's address "
                                           f"(`ray start --head` prints it)")
