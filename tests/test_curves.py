@@ -132,6 +132,7 @@ def test_the_table_gives_the_smallest_passing_size_or_none():
     assert t.loc["MDL.6", "learns_from"] == "1,000" and t.loc["MDL.6", "p"] == 0.001
     assert t.loc["HIKE-small", "learns_from"] == "none up to 3,000" and t.loc["HIKE-small", "p"] == 0.2
     assert list(t.index) == ["MDL.6", "HIKE-small"]  # the systems' order, ORDER
+    assert t["sizes_tried"].tolist() == [3, 2]
 
 
 def test_the_sentence_names_a_system_that_fails_again_above_its_first_pass():
@@ -158,6 +159,11 @@ def test_the_sentence_names_a_system_that_fails_again_above_its_first_pass():
     rows["p_all_seeds"], rows["passes_all_seeds"] = np.where(at, 0.0001, np.nan), np.where(at, True, None)
     hike = curves.sentence(rows).splitlines()[1]
     assert "fails at 3,000 (p = 0.4 for seed 0; its 3 seeds together pass, p = 0.0001) after passing" in hike
+    rows.loc[at, "runs"], rows.loc[at, "p"] = 2, 0.00123  # two seeds are "together" too; p to two digits
+    rows.loc[(rows["system"] == "MDL.6") & (rows["n_train"] == 1000), "p"] = 0.00123
+    mdl, hike = curves.sentence(rows).splitlines()
+    assert "(dev NDCG@5 0.250 against 0.190 for a random order, p = 0.0012)" in mdl
+    assert "fails at 3,000 (p = 0.0012 for seed 0; its 2 seeds together pass, p = 0.0001) after passing" in hike
 
 
 def test_ci_curves_run_and_are_gated_per_size(tmp_path, monkeypatch):
@@ -196,6 +202,8 @@ def test_table3_is_decided_where_both_dssm_models_learn():
     # never at one size -> the larger of the two first passing sizes
     assert curves.table3_size(_gate_rows({1000: True, 3000: False}, {1000: False, 3000: True})) == 3000
     assert curves.table3_size(_gate_rows({1000: False}, {1000: False})) is None
+    # both pass at 1,000 and at 2,000 -> the smaller, 1,000
+    assert curves.table3_size(_gate_rows({1000: True, 2000: True}, {1000: True, 2000: True})) == 1000
     # paper: the paper's epochs per encoder (Sec. 5 / 5.1: 30, 30, 15), default's patience, 3 seeds, the same data
     configs = curves.table3_configs("paper", 3000)
     assert [(c.encoder, c.resolved().epochs) for c in configs[:3]] == [("avgpool", 30), ("cnn", 30), ("lstm", 15)]

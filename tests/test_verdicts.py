@@ -423,3 +423,45 @@ def test_a_hypothesis_that_cannot_be_decided_as_written_is_refused():
     runs, _ = hypotheses.run_table([record("s", epsilon=0.5), record("s", epsilon=1.0), record("s", epsilon=0.0)])
     with pytest.raises(ValueError, match="zipped sides need as many A groups as B groups, got 2 and 1"):
         hypotheses.pairs(zipped, runs)  # zipping would silently drop eps 1.0
+
+
+def test_the_words_of_a_relative_claim_and_a_claim_without_languages():
+    # an inconclusive row: its MDE is a share for a relative kind, with that kind's unit word
+    a = np.tile([1.0, 0.0], N // 2)
+    r = dict(decide(superiority(), three_seeds("a", a) + three_seeds("b", np.full(N, 0.5))).row)
+    r["mde"] = 0.123
+    for kind, unit in (("closes_gap", "share of the gap"), ("at_most", "relative drop")):
+        assert f"of at least 12.3% ({unit})" in verdict_words.sentence({**r, "kind": kind})
+    assert "of at least 0.123 (difference)" in verdict_words.sentence(r)  # superiority: an absolute difference
+    # a claim with no comparison has no languages: an empty cell, not "holds in 0 of 0 languages"
+    row = verdicts.not_tested(superiority(), "no runs for a fr")
+    table = verdict_words.markdown_table(pd.DataFrame([row]))
+    assert "| A beats B | test | not tested |  |" in table and "0 of 0" not in table
+
+
+def test_update_readme_writes_every_column_asked_for_and_keeps_the_rest_of_the_file(tmp_path):
+    base = np.linspace(0, 1, N)
+    summary = pd.DataFrame(decide(superiority(), three_seeds("a", base + 0.2) + three_seeds("b", base)).rows())
+    dssm = summary.assign(train_queries=3000)
+    readme = tmp_path / "README.md"
+    start, end = verdict_words.README_START, verdict_words.README_END
+    # the end marker once more further down: only the first block is replaced, the text after it kept
+    readme.write_text(f"intro\n{start}\nold\n{end}\nmiddle\n{end}\nrest\n")
+    assert cli_reproduce.update_readme(readme, summary, real_text=summary, where_dssm_learns=dssm, paper=True)
+    want = verdict_words.markdown_table(summary, summary, dssm, True)
+    assert readme.read_text() == f"intro\n{start}\n{want}\n{end}\nmiddle\n{end}\nrest\n"
+    assert want.splitlines()[0].endswith("| real text (Debian) | where DSSM learns (notebook 16) | the paper's own "
+                                         "table (one run a cell: read, not tested) |")
+    # the real-text block has markers of its own
+    other = tmp_path / "other.md"
+    rs, re_ = verdict_words.REALTEXT_MARKERS
+    other.write_text(f"{rs}\n{re_}\n")
+    assert cli_reproduce.update_readme(other, summary, verdict_words.REALTEXT_MARKERS)
+    assert other.read_text() == f"{rs}\n{verdict_words.markdown_table(summary)}\n{re_}\n"
+
+
+def test_the_hypothesis_table_and_a_pair_over_two_languages():
+    t = hypotheses.hypothesis_table([superiority()])
+    assert t[["a", "b"]].values.tolist() == [["a", "b"]]  # each side its own label
+    runs, _ = hypotheses.run_table([record("s", "fr"), record("s", "de")])
+    assert hypotheses.pair_language({"loss": "s"}, {"loss": "s"}, runs) == "de/fr"
