@@ -465,3 +465,10 @@ def test_the_hypothesis_table_and_a_pair_over_two_languages():
     assert t[["a", "b"]].values.tolist() == [["a", "b"]]  # each side its own label
     runs, _ = hypotheses.run_table([record("s", "fr"), record("s", "de")])
     assert hypotheses.pair_language({"loss": "s"}, {"loss": "s"}, runs) == "de/fr"
+
+
+def test_the_reference_keeps_the_fields_it_fixes_and_takes_the_pairs_other_matched_fields():
+    h = hypotheses.Hypothesis("c", "closes half the gap", "test", "g", {"loss": "a"}, {"loss": "b"}, ("MAP",),
+                              kind="closes_gap", margin=0.5, ref={"loss": "r", "n_nr": 100}, match=("lang", "n_nr"))
+    # the pair's language is matched; its n_nr is not: the reference fixes its own (100, not 20)
+    assert hypotheses.ref_filter(h, {"loss": "a", "lang": "it", "n_nr": 20}) == {"loss": "r", "n_nr": 100, "lang": "it"}
