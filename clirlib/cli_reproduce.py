@@ -224,32 +224,26 @@ def _run_notebooks(pm, notebooks: list[Path], args: argparse.Namespace, params: 
     passive = env.for_children(OMP_WAIT_POLICY="PASSIVE") if args.jobs > 1 else contextlib.nullcontext()
     with passive, ThreadPoolExecutor(max_workers=args.jobs) as pool:
         try:
-            failed = _schedule(pool, todo, running, pm, args, params, out_dir, in_place, eta, total)
+            failed = False
+            while todo or running:
+                while todo and not failed and len(running) < args.jobs:
+                    nb = todo.pop(0)
+                    fut = pool.submit(_run_notebook, pm, nb, args, params, out_dir, in_place)
+                    running[fut] = (nb, time.perf_counter())
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    nb, t0 = running.pop(fut)
+                    if not fut.result():
+                        failed = True
+                        continue
+                    _say(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
+                         f"{eta.after(nb, time.perf_counter() - total) if eta else ''}")
         except BaseException:  # Ctrl-C, SIGTERM or an error: the kernels would run their notebooks to the end
             _INTERRUPTED.set()
             _end_kernels()
             raise
-    return failed
-
-
-def _schedule(pool, todo: list[Path], running: dict, pm, args: argparse.Namespace, params: dict, out_dir: Path,
-              in_place: bool, eta, total: float) -> bool:
-    """:func:`_run_notebooks`' loop: start notebooks as slots free up; True when one failed."""
-    failed = False
-    while todo or running:
-        while todo and not failed and len(running) < args.jobs:
-            nb = todo.pop(0)
-            running[pool.submit(_run_notebook, pm, nb, args, params, out_dir, in_place)] = (nb, time.perf_counter())
-        if not running:
-            break
-        done, _ = wait(running, return_when=FIRST_COMPLETED)
-        for fut in done:
-            nb, t0 = running.pop(fut)
-            if not fut.result():
-                failed = True
-                continue
-            _say(f"[reproduce] {nb.name} done in {time.perf_counter() - t0:.0f}s"
-                 f"{eta.after(nb, time.perf_counter() - total) if eta else ''}")
     return failed
 
 

@@ -97,6 +97,10 @@ def force_since() -> float | None:
         raise ValueError(f"environment variable {FORCE_SINCE}={value!r}: use a Unix time in seconds") from None
 
 
+#: 1 January 3000, in seconds: no later time is a run's start (and time.ctime fails near 1e17).
+MAX_UNIX_TIME = 32_503_680_000
+
+
 def unix_time(text: str) -> float:
     """``text`` as a Unix time in seconds; ValueError unless a number from 0 to ``MAX_UNIX_TIME``
     (a NaN or -inf would be earlier than no file, and every cached entry would pass as retrained)."""
@@ -105,9 +109,6 @@ def unix_time(text: str) -> float:
         raise ValueError(f"{text!r} is not a Unix time in seconds")
     return value
 
-
-#: 1 January 3000, in seconds: no later time is a run's start (and time.ctime fails near 1e17).
-MAX_UNIX_TIME = 32_503_680_000
 
 
 def progress_disabled() -> bool | None:

@@ -2,8 +2,9 @@
 
 WikiCLIR grades each document for a query: the query's own article in the other language
 is *most relevant* (MR; the paper's "relevant"), an article mutually linked with that one is
-*partially relevant* (SR), any other sampled article is *not relevant* (NR). The losses treat them as ordered classes
-0 < 1 < 2, the metrics as graded relevance levels (level 2 = MR, level >= 1 = relevant).
+*partially relevant* (SR), any other sampled article is *not relevant* (NR). The losses
+treat them as ordered classes 0 < 1 < 2, the metrics as graded relevance levels (level 2 =
+MR, level >= 1 = relevant).
 """
 
 from __future__ import annotations

@@ -201,8 +201,8 @@ def check_dataset(config: Any, dataset: Any) -> None:
         want["profile"] = config.dataset
     if config.n_queries is not None:
         want["n_queries_requested"] = config.n_queries
-    got = {k: dataset.info[k] for k in want if k in dataset.info}
-    wrong = [f"{k} {got[k]!r} (the config's {want[k]!r})" for k in want if k in got and got[k] != want[k]]
+    info = dataset.info
+    wrong = [f"{k} {info[k]!r} (the config's {v!r})" for k, v in want.items() if k in info and info[k] != v]
     if wrong:
         raise ValueError(f"the dataset given is not the one {config.run_id()} names: {', '.join(wrong)}; "
                          f"load it with data.load_for(config), or leave dataset out")

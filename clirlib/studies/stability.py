@@ -175,10 +175,10 @@ def scs_vs_cosine(summary: pd.DataFrame, grid: Mapping[tuple[str, float, str], t
                   metric: str = "NDCG@5", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """Per (regime, clip) and eps > 0, leaving out a pair whose two runs both are the clipped
     setting's (``run_grid``'s ``own`` False: the same comparison again): plain cosine's largest
-    gradient norm over SCS's, the
-    clipped steps of both, the test ``metric`` of both, the paired randomization p-value
-    over test queries of SCS against plain cosine with the same clipping (NaN when either
-    run stopped), and its Holm adjustment over all the rows (``p_holm``)."""
+    gradient norm over SCS's, the clipped steps of both, the test ``metric`` of both, the
+    paired randomization p-value over test queries of SCS against plain cosine with the same
+    clipping (NaN when either run stopped), and its Holm adjustment over all the rows
+    (``p_holm``)."""
     def values(rec: dict[str, Any]) -> pd.Series:
         return per_query_frame(rec).set_index("query_id")[metric]
 
