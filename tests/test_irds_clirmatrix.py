@@ -73,6 +73,10 @@ def test_ids_are_ir_datasets_own():
             irds.dataset_id(bad)
     with pytest.raises(ValueError, match="documents in 'fr' but lang is 'it'"):
         irds.clirmatrix_ids(DATA, "it")
+    # one spelling per language: the id's lower case, which both the id check and the run's key use
+    from clirlib.data import sources
+
+    assert irds.clirmatrix_ids(DATA, " FR ")[1] == "fr" and sources.language_of(DATA, " FR ") == "fr"
 
 
 def test_official_splits_and_the_label_rule(home):

@@ -250,6 +250,10 @@ def test_transe_distance_and_margin_loss_hand_checked():
     dn = torch.tensor([3.0, 0.5], requires_grad=True)
     margin_loss(dp, dn, 1.0).backward()
     assert dp.grad.tolist() == [0.0, 0.5] and dn.grad.tolist() == [0.0, -0.5]
+    # A (B, 1) column would broadcast against (B,) to a (B, B) mean: d_pos (1, 2), d_neg (3, 0.5) gives
+    # mean([0, 1.5, 0, 2.5]) = 1.0 where the pairs' value is mean([0, 2.5]) = 1.25; refused instead.
+    with pytest.raises(ValueError, match=r"1-D.*\(2, 1\) and \(2,\)"):
+        margin_loss(torch.tensor([[1.0], [2.0]]), torch.tensor([3.0, 0.5]), 1.0)
 
 
 def test_transe_learns_a_translation_and_is_deterministic():

@@ -157,6 +157,12 @@ def load(data: str, lang: str, **kw):
 
 
 # --------------------------------------------------------------------------- CLIRMatrix
+def clirmatrix_code(lang: str) -> str:
+    """The code a CLIRMatrix language is keyed by: ir_datasets' ids spell them in lower case
+    (``fr``), so ``FR`` and `` fr `` name the same documents, and the same run."""
+    return str(lang).strip().lower()
+
+
 def clirmatrix_ids(data: str, lang: str | None = None) -> tuple[str, str, str]:
     """``(ir_datasets id, document language, query language)`` of ``irds:clirmatrix/...``; the id
     has no split when ``data`` names none (the official train / dev / test1 files)."""
@@ -179,7 +185,7 @@ def clirmatrix_ids(data: str, lang: str | None = None) -> tuple[str, str, str]:
             raise DataFormatError(f"ir_datasets knows no dataset {ident!r} (variants {', '.join(_CM_CONTEXT)}; "
                                   f"splits train, dev, test1, test2; multi8 has ar, de, en, es, fr, ja, ru, zh)")
     doc_lang, query_lang = parts[1], parts[3]
-    if lang is not None and str(lang).strip().lower() != doc_lang:
+    if lang is not None and clirmatrix_code(lang) != doc_lang:
         raise ValueError(f"data {data!r} has documents in {doc_lang!r} but lang is {lang!r}")
     return name, doc_lang, query_lang
 

@@ -119,7 +119,7 @@ register(Source("synthetic", lambda data: data in SIZES, _read_synthetic, None, 
 register(Source("irds-wiki", _is_irds_collection(irds.COLLECTION), _read_irds_wikiclir,
                 lambda data, lang: _wikiclir_layout(irds.files(data, lang)), irds.cached_languages, language_code))
 register(Source("irds-cm", _is_irds_collection(irds.CLIRMATRIX), irds.load,  # n_queries=None: every query of a split
-                _clirmatrix_files, irds.cached_languages, lambda lang: str(lang).strip().lower()))
+                _clirmatrix_files, irds.cached_languages, irds.clirmatrix_code))
 register(Source(DEFAULT, lambda data: True, _read_folder,
                 lambda data, lang: _wikiclir_layout(wikiclir_files(data, lang)), available_languages, language_code))
 

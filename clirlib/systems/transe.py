@@ -45,6 +45,9 @@ def transe_distance(e_h: torch.Tensor, w_r: torch.Tensor, e_t: torch.Tensor) -> 
 def margin_loss(d_pos: torch.Tensor, d_neg: torch.Tensor, gamma: float) -> torch.Tensor:
     """TransE's margin loss (Bordes et al. 2013, Eq. 1), mean(max(0, gamma + d_pos - d_neg)):
     (B,), (B,) -> ()."""
+    if d_pos.dim() != 1 or d_neg.shape != d_pos.shape:  # (B, 1) against (B,) would broadcast to (B, B)
+        raise ValueError(f"d_pos and d_neg must be 1-D, one distance of each per triple, got shapes "
+                         f"{tuple(d_pos.shape)} and {tuple(d_neg.shape)}")
     return torch.clamp(gamma + d_pos - d_neg, min=0).mean()
 
 
