@@ -96,14 +96,14 @@ def bootstrap_paired(d: np.ndarray, n_resamples: int = 10_000, seed: int = 0, ch
 def bootstrap_paired_ratio(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
                            chunk: int = 1000) -> np.ndarray:
     """Bootstrap distribution ``(n_resamples,)`` of the relative drop (mean(a) - mean(b)) / mean(a),
-    resampling queries (pairs) jointly."""
+    resampling queries (pairs) jointly; NaN in a resample where mean(a) is 0 (no drop to measure)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     _finite(a, b)
     out = np.empty(n_resamples)
     for rows, idx in _resamples(rng(seed, "bootstrap-ratio"), len(a), n_resamples, chunk):
         ma, mb = a[idx].mean(axis=1), b[idx].mean(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[rows] = (ma - mb) / ma
+            out[rows] = np.where(ma != 0, (ma - mb) / ma, np.nan)  # not -inf when mean(b) > 0
     return out
 
 

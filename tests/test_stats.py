@@ -59,6 +59,11 @@ def test_bootstrap_distributions_match_enumeration():
     # ratio: a = (1, 1) keeps mean 1; b = (0, 1) resampled jointly: (1 - mean(b*)) / 1 is 1, 0.5, 0
     ratio = bootstrap_paired_ratio([1.0, 1.0], [0.0, 1.0], 40_000)
     assert _shares(ratio, [1, 0.5, 0]) == pytest.approx(expected, abs=0.01)
+    # a = (0, 1), b = (1, 1): the resample (0, 0) has mean(a*) 0, no relative drop: NaN (it was -inf, which
+    # counted as a drop below any margin), with probability 1/4; (1, 1) gives 0 and a mixed one -1
+    ratio = bootstrap_paired_ratio([0.0, 1.0], [1.0, 1.0], 40_000)
+    assert not np.isinf(ratio).any() and np.isnan(ratio).mean() == pytest.approx(0.25, abs=0.01)
+    assert _shares(ratio, [0, -1]) == pytest.approx([0.25, 0.5], abs=0.01)
 
 
 def test_bootstrap_ci_width_matches_the_normal_approximation():

@@ -57,6 +57,20 @@ def test_constant_gain_holds():
     assert r["n_queries"] == N and r["n_seeds"] == 3 and r["n_comparisons"] == 1
 
 
+def test_two_configs_of_one_side_are_refused_not_averaged():
+    # "a"'s three seeds twice, differing in a field outside SYSTEM_FIELDS (a system's own setting): averaged,
+    # they were one side of "3 seeds" whose effect mixes both configs (0.2 and 0.4 here: 0.3)
+    base = np.linspace(0, 1, N)
+    recs = three_seeds("a", base + 0.2) + three_seeds("a", base + 0.4, salt=1) + three_seeds("b", base)
+    with pytest.raises(ValueError, match=r"a fr: 6 runs for 3 seed\(s\) \(seed 0 more than once\).*'label'"):
+        decide(superiority(), recs)
+    for r in recs[3:6]:  # a label of their own makes them another system, which a side can then name
+        r["label"] = "a, salt 1"
+    named = hypotheses.Hypothesis("t", "A beats B", "test", "g", {"loss": "a", "system": "sosl"}, {"loss": "b"},
+                                  ("P_mr@1",))
+    assert decide(named, recs).row["effect"] == pytest.approx(0.2)
+
+
 def test_constant_loss_does_not_hold():
     base = np.linspace(0.3, 0.6, N)
     out = decide(superiority(), three_seeds("a", base - 0.2) + three_seeds("b", base))
@@ -193,6 +207,13 @@ def test_closes_gap_with_reference_and_zipped_sides():
     assert out.row["verdict"] == "does not hold" and "closes 25% of the gap" in verdict_words.sentence(out.row)
     with pytest.raises(ValueError, match="reference system"):
         hypotheses.Hypothesis("x", "", "", "g", {}, {}, ("P_mr@1",), kind="closes_gap")
+    # a reference with one seed: its comparisons were "not tested" while the claim read "does not hold"
+    # with no reason; the reference's problems count as the sides' do
+    one_ref = [r for r in recs if r["config"]["loss"] != "r" or r["config"]["seed"] == 0]
+    out = decide(h, one_ref)
+    assert set(out.comparisons["verdict"]) == {"not tested"} and out.row["verdict"] == "not tested"
+    assert out.row["reason"] == "r fr has 1 seed(s), fewer than 3"
+    assert [r["verdict"] for r in out.languages] == ["not tested"]
 
 
 def test_evaluate_missing_grid_and_fixed_columns():

@@ -21,8 +21,8 @@ import pandas as pd
 
 from . import gate
 from .. import stats
-from .hypotheses import (ALL_LANGUAGES, ALPHA, HYPOTHESES, MIN_SEEDS, N_RESAMPLES, POWER, Hypothesis, pair_language, pairs,
-                         ref_filter, run_table, select, side_label)
+from .hypotheses import (ALL_LANGUAGES, ALPHA, HYPOTHESES, MIN_SEEDS, N_RESAMPLES, POWER, SYSTEM_FIELDS, Hypothesis,
+                         pair_language, pairs, ref_filter, run_table, select, side_label)
 
 
 # --------------------------------------------------------------------------- one comparison
@@ -165,6 +165,12 @@ def _check_groups(runs: pd.DataFrame, groups: list[dict[str, Any]], seed: int = 
             out[label] = {"seeds": 0, "gate": None, "problems": [f"no runs for {label}"]}
             continue
         seeds = int(sel["seed"].nunique())
+        if len(sel) > seeds:  # two configs that differ only outside SYSTEM_FIELDS would be averaged as one
+            twice = sel["seed"][sel["seed"].duplicated()].iloc[0]
+            raise ValueError(f"{label}: {len(sel)} runs for {seeds} seed(s) (seed {twice} more than once): runs of "
+                             f"configs that differ outside hypotheses.SYSTEM_FIELDS ({', '.join(SYSTEM_FIELDS)}) "
+                             "would be averaged as one system; give each config's records their own 'label' (the "
+                             "run table's 'system') and name it in the hypothesis' side")
         g = group_gate(sel, seed)
         problems = []
         if seeds < MIN_SEEDS:
@@ -206,7 +212,8 @@ def _decide_rows(h: Hypothesis, comp: pd.DataFrame, checks: dict[str, dict[str, 
                  n_seeds: int) -> dict[str, Any]:
     """One summary row (the claim's, or one language's) from its comparisons."""
     labels_a, labels_b = list(comp["a"]), list(comp["b"])
-    problems = [p for lab in dict.fromkeys(labels_a + labels_b) for p in checks[lab]["problems"]]
+    refs = [lab for lab in comp["ref"] if lab]  # closes_gap's reference: a gap share needs it trained too
+    problems = [p for lab in dict.fromkeys(labels_a + labels_b + refs) for p in checks[lab]["problems"]]
     row = {**_base_row(h), "language": language, "n_seeds": n_seeds, "n_comparisons": len(comp), "reason": ""}
     for side, labels in (("a", labels_a), ("b", labels_b)):
         row.update({f"gate_{side}{k}": v for k, v in _gate_side(checks, labels).items()})
