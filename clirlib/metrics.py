@@ -345,6 +345,11 @@ class Measure:
             raise ValueError(f"{self} has no way on {type(lists).__name__}")
         return fn(lists)
 
+    @property
+    def on_candidate_lists(self) -> bool:
+        """Whether the measure has a way on candidate lists (R@k is a whole collection's only)."""
+        return self._candidate_way() is not None
+
     def _candidate_way(self) -> Callable[[RankedLists], np.ndarray] | None:
         f, level, k = self.family, self.level, self.cutoff
         if f in ("RR", "AP"):  # AP has no cutoff on candidate lists

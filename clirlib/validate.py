@@ -93,6 +93,9 @@ def check_thresholds(loss: str, thresholds) -> None:
             raise ConfigError("thresholds", f"loss '3part_l2' needs 3 thresholds (NR, SR, MR hinges), got {len(ts)}: {ts}")
         if any(b <= a for a, b in zip(ts, ts[1:])):
             raise ConfigError("thresholds", f"3part_l2 thresholds must increase strictly, got {ts}")
+    else:  # a loss added without its rule would take any count, and each count would key another run
+        raise ConfigError("thresholds", f"no rule for loss {loss!r}'s thresholds: a new loss adds its count and "
+                                        "order here, to validate.check_thresholds (docs/architecture.md, 'A loss')")
 
 
 @functools.cache

@@ -133,6 +133,16 @@ def test_bad_thresholds_rejected():
         one(sosl, 0.0, 0, (0.2, 1.0))
 
 
+def test_a_loss_without_a_thresholds_rule_is_refused():
+    # a loss added to LOSSES without its rule in validate took any thresholds: (), which failed mid-training,
+    # or (0.5, 0.1, 7.0), which trained as (0.5,) under another key
+    from clirlib.validate import ConfigError, check_thresholds
+
+    for ts in ((), (0.5, 0.1, 7.0)):
+        with pytest.raises(ConfigError, match="no rule for loss 'hinge'.*validate.check_thresholds"):
+            check_thresholds("hinge", ts)
+
+
 # Per-pair weights (TrainConfig.class_weight, notebook 14) --------------------------------
 
 R3 = torch.tensor([0.5, 0.5, 0.5], dtype=torch.float64)

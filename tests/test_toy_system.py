@@ -77,3 +77,24 @@ def test_a_toy_system_runs_through_the_cli_a_grid_and_the_cache(toy, tmp_path, c
 def test_an_option_the_toy_system_lacks_is_refused(toy, capsys):
     assert cli.main(["train", "--system", "toy-length", "--epochs", "3", "--quiet"]) == 2
     assert "--epochs: does not apply to --system toy-length" in capsys.readouterr().err
+
+
+def test_extra_metrics_are_checked_when_the_system_is_registered():
+    # before, an unknown name (a bare KeyError) or R@10 (the registry's R family has no way on candidate
+    # lists) failed only after fit; now registering says so
+    for bad in ("Bogus@3", "R@100"):
+        extra = type("Extra", (DocumentLength,), {"name": "toy-extra", "extra_metrics": (bad,)})
+        with pytest.raises(ValueError, match=rf"system 'toy-extra': extra_metrics \['{bad}'\].*NDCG@1"):
+            systems.register(extra)
+    assert "toy-extra" not in systems.SYSTEMS
+    ok = type("Extra", (DocumentLength,), {"name": "toy-extra", "extra_metrics": ("NDCG@1",)})
+    assert systems.register(ok) is ok
+    systems.SYSTEMS.pop("toy-extra")
+
+
+def test_every_built_in_system_lives_in_the_module_named_as_it():
+    # BUILTIN lists module names, imported to register them, and names() offers them as system names
+    systems._load_builtin()
+    for name in systems.BUILTIN:
+        if name in systems.SYSTEMS:  # an optional system whose dependency is absent is left out
+            assert systems.SYSTEMS[name].__module__ == f"clirlib.systems.{name}"

@@ -109,13 +109,20 @@ def input_files(data: str | Path, lang: str, embeddings_dir: str | Path | None =
     f = source.files(str(data), lang)
     files = list(f.data)
     if embeddings == "polyglot":
-        search = ([Path(embeddings_dir)] if embeddings_dir else []) + [f.polyglot_root.parent / "polyglot",
-                                                                       f.polyglot_root / "polyglot"]
+        search = _polyglot_search(f, embeddings_dir)
         for code in (f.query_lang, f.doc_lang):
             path = find_polyglot(code, *search)
             if path is not None:
                 files.append(path)
     return f.base, files
+
+
+def _polyglot_search(f, embeddings_dir: str | Path | None) -> list[Path]:
+    """Where the loader looks for a real-data source's Polyglot files, in order, and so where
+    :func:`input_files` finds the ones a run's key covers: ``embeddings_dir``, then the
+    ``polyglot/`` folders of the source's ``Files.polyglot_root`` and of its parent."""
+    return ([Path(embeddings_dir).expanduser()] if embeddings_dir else []) + [f.polyglot_root.parent / "polyglot",
+                                                                              f.polyglot_root / "polyglot"]
 
 
 def input_digests_of(data: str | Path, lang: str, embeddings_dir: str | Path | None = None,
@@ -150,9 +157,7 @@ def _read(data: str, lang: str, n_queries: int | None, n_nr: int, seed: int, min
     if source.files is None:  # generated: its own Polyglot files
         search = [Path(ds.info["benchmark_root"]) / "polyglot"]
     else:
-        wc = Path(ds.info["root"])  # the wiki-clir folder; its parent is the root
-        search = [Path(embeddings_dir).expanduser()] if embeddings_dir else []
-        search += [wc.parent / "polyglot", wc / "polyglot"]
+        search = _polyglot_search(source.files(data, lang), embeddings_dir)
     emb_info = {}
     read = []  # the files whose bytes the dataset comes from, for info["inputs"]
     if embeddings == "polyglot":
