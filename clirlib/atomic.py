@@ -7,7 +7,9 @@ A writer never opens its destination for writing. :func:`write_bytes` /
 ``fsync`` it and rename it over the destination: a reader sees the old file or the new one,
 never a cut one. A failed write (a full disk, a read-only folder) removes the temporary
 file, leaves the old file as it was and raises :class:`WriteError`, whose one-line message
-names the file and says "disk full" or the OS's words.
+names the file and says "disk full" or the OS's words. A writer killed mid-write leaves its
+temporary file; the next write of the same destination removes it (``clean_stale``: its PID
+dead and its lock free).
 
 A destination that exists and is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO)
 cannot be replaced by a rename: it is written in place. A symbolic link is followed (its
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import glob
 import os
 import shutil
 import stat
@@ -108,6 +111,10 @@ def replacing(path: str | os.PathLike, mode: str = "w", encoding: str | None = "
         if not done:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+    from .cache import clean_stale  # cache builds on this module: imported when first needed
+
+    with contextlib.suppress(OSError):  # a killed writer's temporary file of this destination (never a live one's)
+        clean_stale(target.parent, patterns=(glob.escape(target.name) + ".pid*" + TMP_SUFFIX,))
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:

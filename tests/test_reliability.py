@@ -223,6 +223,20 @@ def test_stale_files_are_removed_only_when_their_writer_is_gone(tmp_path):
     assert live.exists() and locked.exists()
 
 
+def test_the_next_write_of_a_file_removes_a_killed_writers_temporary(tmp_path):
+    # outside results/runs nothing cleaned these before: a killed save of an e5 vector cache left a temporary
+    # the size of the whole cache beside it for good; a live writer's and another file's are kept
+    target = tmp_path / "abcd.npz"
+    dead = tmp_path / f"abcd.npz.pid{_dead_pid()}.y03c0d78.tmp"
+    live = tmp_path / f"abcd.npz.pid{os.getpid()}.z1.tmp"
+    other = tmp_path / f"table.csv.pid{_dead_pid()}.z2.tmp"
+    for p in (dead, live, other):
+        p.write_bytes(b"cut")
+    atomic.write_bytes(target, b"whole")
+    assert target.read_bytes() == b"whole" and not dead.exists()
+    assert live.exists() and other.exists()
+
+
 def test_stale_generator_folders_of_a_live_writer_are_kept(tmp_path):
     parent = tmp_path / "synthetic"
     live = parent / f".stale-ci-seed0-{os.getpid()}-abcd"

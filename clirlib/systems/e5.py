@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.util
+import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,8 +156,10 @@ class VectorCache:
 
     def __init__(self, path: Path):
         self.path = path
-        self.vectors: dict[str, np.ndarray] = self._read(path) if path.is_file() else {}
-        self._seen = self._stamp()  # the file as this object last read or wrote it
+        # the vectors and the stamp of the one file they were read from (None: no file): a stamp taken
+        # after the read could be of a file another process saved meanwhile, whose vectors save() would
+        # then overwrite instead of merging
+        self.vectors, self._seen = self._read(path) if path.is_file() else ({}, None)
 
     def _stamp(self) -> tuple[int, int] | None:
         try:
@@ -166,17 +169,20 @@ class VectorCache:
         return st.st_mtime_ns, st.st_size
 
     @staticmethod
-    def _read(path: Path) -> dict[str, np.ndarray]:
+    def _read(path: Path) -> tuple[dict[str, np.ndarray], tuple[int, int]]:
+        """The vectors of the file at ``path`` and its stamp (mtime, size), both of the handle read."""
         try:
-            with np.load(path) as z:
-                keys, vectors = z["keys"].tolist(), z["vectors"]
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                with np.load(f) as z:
+                    keys, vectors = z["keys"].tolist(), z["vectors"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             raise DataFormatError(f"not a readable e5 vector cache ({type(e).__name__}: {e}); delete it and its "
                                   f"texts are encoded again", path) from None
         if vectors.ndim != 2 or len(keys) != len(vectors):
             raise DataFormatError(f"an e5 vector cache of {len(keys)} keys and vectors of shape {vectors.shape}; "
                                   f"delete it and its texts are encoded again", path)
-        return dict(zip(keys, vectors))
+        return dict(zip(keys, vectors)), (st.st_mtime_ns, st.st_size)
 
     @staticmethod
     def key(text: str, side: str) -> str:
@@ -187,7 +193,7 @@ class VectorCache:
         with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one writer at a time; released when the file closes
             if self._stamp() not in (None, self._seen):  # another process saved vectors since
-                self.vectors = {**self._read(self.path), **self.vectors}
+                self.vectors = {**self._read(self.path)[0], **self.vectors}
             keys = sorted(self.vectors)
             with atomic.replacing(self.path, "wb", encoding=None) as f:  # whole file or nothing
                 np.savez(f, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
