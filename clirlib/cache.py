@@ -74,9 +74,9 @@ def _unit(name: str, v: Any) -> None:
 
 
 def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dict[str, Any],
-                metric_names, trained: bool = True) -> bool:
-    """Raise ``CacheEntryError`` when ``record`` is not a valid entry for ``key`` / ``config``;
-    return whether it carries a checksum (False: a valid entry from before checksums).
+                metric_names, trained: bool = True) -> None:
+    """Raise ``CacheEntryError`` when ``record`` is not a valid entry for ``key`` / ``config``
+    (every entry of this ``CACHE_VERSION`` carries its checksum: one without was edited).
     ``trained=False`` (systems fitted without epochs, such as BM25) allows an empty history."""
     if not isinstance(record, dict):
         raise CacheEntryError(f"not a JSON object but {type(record).__name__}")
@@ -84,7 +84,9 @@ def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dic
     missing = [k for k in required if k not in record]
     if missing:
         raise CacheEntryError(f"missing keys {', '.join(missing)}")
-    if "checksum" in record and record["checksum"] != checksum(record):
+    if "checksum" not in record:  # entries have had one since before CACHE_VERSION 5
+        raise CacheEntryError("no checksum (every entry written by this cache version has one)")
+    if record["checksum"] != checksum(record):
         raise CacheEntryError("checksum does not match the content")
     if record["key"] != key:
         raise CacheEntryError(f"key {record['key']!r} is not the file's key {key!r}")
@@ -102,7 +104,7 @@ def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dic
     if extra:
         raise CacheEntryError(f"config has unknown fields {', '.join(extra)}")
     if "error" in record:
-        return "checksum" in record
+        return
     for split in ("test", "dev"):
         if not isinstance(record[split], dict):
             raise CacheEntryError(f"{split} metrics are not an object")
@@ -125,7 +127,6 @@ def check_entry(record: Any, key: str, config: dict[str, Any], key_defaults: dic
     lengths = {len(c) for c in pq.values()}
     if len(lengths) != 1 or 0 in lengths:
         raise CacheEntryError(f"test_per_query columns have lengths {sorted(lengths)}")
-    return "checksum" in record
 
 
 def quarantine(path: Path, problem: str) -> Path | None:

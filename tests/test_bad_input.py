@@ -533,8 +533,9 @@ def good_entry(tmp_path_factory):
 def _edited(text, change, keep_checksum=False):
     rec = json.loads(text)
     change(rec)
-    if not keep_checksum:
-        rec.pop("checksum", None)  # as an old entry, so the schema check itself must catch it
+    if not keep_checksum:  # a checksum of the edited content, so the schema check itself must catch it
+        rec.pop("checksum", None)
+        rec["checksum"] = cache.checksum(rec)
     return json.dumps(rec, sort_keys=True)
 
 
@@ -588,21 +589,24 @@ def test_damaged_entry_is_quarantined_and_recomputed(results_dir, good_entry, mo
     for k in ("test", "dev", "test_per_query", "best_epoch", "config", "key"):
         assert record[k] == good[k]  # the undamaged entry's numbers (training is deterministic)
     stored = json.loads(path.read_text())
-    assert stored == record and cache.check_entry(stored, good["key"], CFG.resolved().to_dict(), {}, list(good["test"]))
+    assert stored == record
+    cache.check_entry(stored, good["key"], CFG.resolved().to_dict(), {}, list(good["test"]))  # valid: no error
     moved = list((path.parent / "quarantine").iterdir())
     assert len(moved) == 1 and moved[0].name.startswith(path.name)  # kept aside for a look, never used
 
 
-def test_entry_from_before_checksums_is_accepted(results_dir, good_entry, monkeypatch):
+def test_an_entry_without_its_checksum_is_refused(results_dir, good_entry):
+    # every entry of this cache version is written with its checksum, so one without was edited: before, it
+    # passed as an entry "from before checksums", and an edited metric was served as read
     path = experiments.runs_dir() / f"{experiments.cache_key(CFG)}.json"
-    legacy = json.loads(good_entry)
-    del legacy["checksum"]
-    path.write_text(json.dumps(legacy, indent=1, sort_keys=True))
-    monkeypatch.setattr(sosl, "train", lambda *a, **k: pytest.fail("a valid old entry was retrained"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert experiments.run(CFG, dataset=toy_dataset()) == legacy
-    assert not (path.parent / "quarantine").exists()
+    edited = json.loads(good_entry)
+    del edited["checksum"]
+    edited["test"]["P_mr@1"] = 0.9
+    path.write_text(json.dumps(edited, indent=1, sort_keys=True))
+    with pytest.warns(cache.CacheEntryWarning, match=r"is damaged \(no checksum"):
+        record = experiments.run(CFG, dataset=toy_dataset())
+    assert record["test"]["P_mr@1"] == json.loads(good_entry)["test"]["P_mr@1"] != 0.9  # retrained
+    assert len(list((path.parent / "quarantine").iterdir())) == 1
 
 
 def _dead_pid():

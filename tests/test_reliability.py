@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from clirlib import atomic, cache, cli, cli_reproduce, env, paths, systems
-from clirlib.runs import executors, experiments, raycluster
+from clirlib.runs import executors, experiments, grid_runs, raycluster
 from clirlib.data import DataFormatError, DataSkipWarning, load_wikiclir, read_polyglot
 from clirlib.data.digests import file_digest
 from clirlib.data.polyglot import EmbeddingCoverageWarning, load_polyglot
@@ -145,6 +145,14 @@ def test_digest_memo_follows_size_and_mtime_and_the_disk_memo(tmp_path, monkeypa
     assert key in json.loads((tmp_path / "results" / "digests.json").read_text())
     (tmp_path / "results" / "digests.json").write_text(json.dumps({key: "sha256:from-the-memo"}))
     assert file_digest(f) == "sha256:from-the-memo"
+    # another process adds a digest after this one read the file: this one's next write keeps it (it wrote
+    # its whole in-memory copy over the file before)
+    (tmp_path / "results" / "digests.json").write_text(json.dumps({key: "sha256:from-the-memo", "other": "sha256:o"}))
+    g = tmp_path / "other.txt"
+    g.write_bytes(b"a third file")
+    assert file_digest(g) == _sha(g)
+    assert sorted(json.loads((tmp_path / "results" / "digests.json").read_text()).values()) == \
+        sorted(["sha256:from-the-memo", "sha256:o", _sha(g)])
 
 
 # --------------------------------------------------------------------------- 2. atomic writes
@@ -198,6 +206,27 @@ def test_cli_out_on_a_full_disk_keeps_the_previous_file(sandbox, capsys, tmp_pat
     assert (rc, err) == (2, [f"python -m clirlib train: error: cannot write {out}: disk full (No space left on device)"])
     assert out.read_text() == "the previous result\n"  # was 4,096 bytes of cut JSON
     assert sorted(x.name for x in tmp_path.iterdir()) == ["results", "run.json", "wc"]  # no temporary file left
+
+
+def test_a_cache_that_cannot_be_written_stops_the_run_before_its_fit(sandbox, capsys, tmp_path, monkeypatch):
+    # before, the run was fitted and then lost at the store, --out included (written after the store)
+    from clirlib.systems import sosl
+
+    real = experiments.tempfile.TemporaryFile
+
+    def refused(*a, dir=None, **k):  # a folder this process may not write (root passes any chmod: a probe fails)
+        if Path(dir) == paths.RESULTS_DIR / "runs":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return real(*a, dir=dir, **k)
+
+    monkeypatch.setattr(experiments.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(sosl, "train", lambda *a, **k: pytest.fail("fitted a run that could not be stored"))
+    rc, err = run_cli(capsys, "train", "--data", str(sandbox), "--epochs", "1", "--n-nr", "5", "--quiet",
+                      "--out", str(tmp_path / "run.json"))
+    runs = paths.RESULTS_DIR / "runs"
+    assert (rc, err) == (2, [f"python -m clirlib train: error: cannot write {runs}: Permission denied"])
+    with pytest.raises(atomic.WriteError, match="cannot write .*runs: Permission denied"):  # a grid: before any worker
+        grid_runs.run_many([TrainConfig(dataset=str(sandbox), lang="fr", epochs=1, n_nr=5)], executor="serial")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

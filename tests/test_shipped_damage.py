@@ -3,10 +3,14 @@ file and line, a damaged line costs its record alone, a stopped pack leaves the 
 readable, prune leaves alone the data sets a traced run did not reproduce, and a repacked
 record keeps the provenance of the first manifest that shipped it."""
 
+import fcntl
 import gzip
 import json
+import os
 import re
 import subprocess
+import threading
+import warnings
 
 import pytest
 
@@ -148,6 +152,41 @@ def test_a_pack_stopped_before_its_manifest_leaves_the_old_records(packed, monke
     again = shipped.pack([changed, recs[1]], paths.RECORDS_DIR, {"code": "d", "cpu": "y"})
     assert sorted(p.name for p in paths.RECORDS_DIR.glob("shard-*")) == sorted(again["shards"])  # leftovers gone
     assert shipped.load_all()[recs[0]["key"]]["seconds"] == changed["seconds"]
+
+
+def test_a_pack_waits_for_another_packs_lock_on_the_folder(packed):
+    # a pack and a prune --apply at once each removed the shards the other's manifest named (every shard of
+    # records/ was gone); a pack now holds an flock on the folder, so a second one waits for the first
+    _, recs, _ = packed
+    done = threading.Event()
+    fd = os.open(paths.RECORDS_DIR, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another packer, mid-pack
+        t = threading.Thread(target=lambda: (shipped.pack(recs[:1], paths.RECORDS_DIR, {"code": "c", "cpu": "x"}),
+                                             done.set()))
+        t.start()
+        assert not done.wait(0.5)  # waiting, not writing beside it
+    finally:
+        os.close(fd)  # the other one is done
+    t.join(30)
+    assert done.is_set() and sorted(shipped.load_all()) == [recs[0]["key"]]
+
+
+def test_a_reader_whose_manifest_a_pack_replaced_reads_the_new_one(packed):
+    # a process that read the manifest before a pack met the shards that pack removed: an intact record was
+    # called damaged and retrained; a missing shard now makes it read the manifest again
+    _, recs, _ = packed
+    cfg = CFGS[1].resolved()
+    args = (cfg.to_dict(), cfg.key_defaults, list(recs[1]["test"]))
+    assert shipped.read(recs[0]["key"], CFGS[0].resolved().to_dict(), cfg.key_defaults, list(recs[0]["test"]))
+    before = dict(shipped._manifests)
+    again = {**recs[1], "seconds": recs[1]["seconds"] + 1.0}
+    again["checksum"] = cache.checksum(again)
+    shipped.pack([recs[0], again], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})  # as another process would
+    shipped._manifests.update(before)  # this process still holds the old manifest
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "damaged; retraining it"
+        assert shipped.read(recs[1]["key"], *args) == again
 
 
 def test_prune_leaves_alone_a_data_set_none_of_whose_records_was_looked_up(packed, monkeypatch):

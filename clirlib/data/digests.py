@@ -13,6 +13,7 @@ dataset's root, so the same files in another folder give the same digests.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -31,26 +32,34 @@ def disk_memo_path() -> Path:
     return paths.RESULTS_DIR / "digests.json"
 
 
+def _read_memo() -> dict[str, str]:
+    try:
+        loaded = json.loads(disk_memo_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent or damaged: start again (it is only a memo)
+        return {}
+    return {k: v for k, v in loaded.items() if isinstance(v, str) and v.startswith("sha256:")} \
+        if isinstance(loaded, dict) else {}
+
+
 def _disk_memo() -> dict[str, str]:
     global _disk
     if _disk is None:
-        try:
-            loaded = json.loads(disk_memo_path().read_text(encoding="utf-8"))
-            _disk = {k: v for k, v in loaded.items() if isinstance(v, str) and v.startswith("sha256:")} \
-                if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):  # absent or damaged: start again (it is only a memo)
-            _disk = {}
+        _disk = _read_memo()
     return _disk
 
 
 def _remember(name: str, digest: str) -> None:
-    memo = _disk_memo()
-    memo[name] = digest
+    """Add one digest to the file, merged with what other processes wrote since this one read it
+    (under an ``flock`` on ``digests.json.lock``): the last writer no longer drops the others'."""
+    global _disk
     try:
         disk_memo_path().parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(disk_memo_path(), json.dumps(memo, indent=0, sort_keys=True))
+        with open(disk_memo_path().with_name(disk_memo_path().name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            _disk = {**_disk_memo(), **_read_memo(), name: digest}
+            atomic.write_text(disk_memo_path(), json.dumps(_disk, indent=0, sort_keys=True))
     except OSError:
-        pass  # a memo that cannot be written only costs a re-read
+        _disk_memo()[name] = digest  # a memo that cannot be written only costs a re-read
 
 
 def file_digest(path: str | Path) -> str:

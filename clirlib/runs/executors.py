@@ -193,6 +193,8 @@ class _Grid:
                                                   "(cached; run with allow_nonfinite=True to read it)"))
             else:
                 self.records[key] = rec
+        if self.todo:  # before any worker fits a run that could not be stored
+            experiments.check_writable()
         self.bar = tqdm(total=len(set(self.keys)), initial=len(self.records) + len(self.failures), desc=self.desc,
                         disable=env_vars.progress_disabled(), leave=False)
 

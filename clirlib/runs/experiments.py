@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from . import shipped
-from .. import cache, env, paths, profiles, retrieval, systems
+from .. import atomic, cache, env, paths, profiles, retrieval, systems
 from ..data import kg, load
 from ..data.sources import language_of
 from ..data.digests import file_digest, folder_digests
@@ -63,6 +64,18 @@ def runs_dir() -> Path:
         cache.clean_stale(d)
         _cleaned.add(d)
     return d
+
+
+def check_writable() -> None:
+    """Raise ``atomic.WriteError`` naming ``results/runs`` when no entry can be written there:
+    before a run is fitted, so that hours of training are not lost to a folder that was never
+    writable (a full disk after the fit still loses that run, with the same one-line error)."""
+    d = runs_dir()
+    try:  # a real probe: os.access says yes to root on a read-only mount
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        raise atomic.WriteError(d, e) from None
 
 
 def cache_key(config: Any, inputs: dict[str, str] | None = None) -> str:
@@ -140,6 +153,7 @@ def run(config: Any, *, force: bool | None = None, dataset=None, collection: boo
     """
     record = cached_record(config, force=force, collection=collection, inputs=inputs)
     if record is None:
+        check_writable()
         record = compute_record(config, dataset=dataset, collection=collection, allow_nonfinite=allow_nonfinite)
         record = store_record(config, record)
     if "error" in record and not allow_nonfinite:  # a stability study's stopped run: no metrics to return

@@ -26,6 +26,8 @@ FILE --apply``.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import io
@@ -34,10 +36,11 @@ import os
 import platform
 import re
 import subprocess
+import threading
 import warnings
 import zlib
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from .. import atomic, cache, env, paths
 from ..cache import CACHE_VERSION
@@ -94,6 +97,31 @@ def manifest(folder: Path | None = None) -> dict[str, Any]:
                     raise ValueError(f"{path}: the entry of shard {name} is not a table with a SHA-256 text {restore}")
             _manifests[folder] = data
     return _manifests[folder]
+
+
+_held = threading.local()  # the folders this thread holds the lock of (``_held.folders``)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the folder itself while a pack or a prune reads and rewrites it
+    (its manifest and shards): two at once each removed the shards the other's manifest named.
+    Re-entrant in one thread (prune packs under its own lock); the manifests read are dropped."""
+    folder = Path(folder).resolve()
+    held = _held.__dict__.setdefault("folders", set())
+    if folder in held:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held.add(folder)
+        forget()  # what this process read before the lock may be another packer's old manifest
+        yield
+    finally:
+        held.discard(folder)
+        os.close(fd)  # releases the lock
 
 
 def forget() -> None:
@@ -251,42 +279,51 @@ def prune(log: Path, apply: bool = False) -> dict[Path, list[str]]:
     looked_up = read_lookups(log)
     dropped: dict[Path, list[str]] = {}
     for folder in folders():
-        records = load_all(folder)
-        by_data: dict[str, set[str]] = {}
-        for key, rec in records.items():
-            by_data.setdefault(str(rec["config"].get("dataset")), set()).add(key)
-        candidates = set()
-        for data, keys in sorted(by_data.items()):
-            if looked_up & keys:
-                candidates |= keys
-            else:
-                print(f"[records] {folder}: none of its {len(keys)} records of {data} was looked up; left alone")
-        if not candidates:  # nothing of this folder was looked up
-            continue
-        dropped[folder] = sorted(candidates - looked_up)
-        if not dropped[folder]:
-            continue
-        for key in dropped[folder]:
-            print(f"[records] {folder}: {'drop' if apply else 'would drop'} {key} "
-                  f"({record_kind(records[key])}, {records[key]['config'].get('dataset')}, "
-                  f"trained {records[key].get('created')})")
-        if apply:
-            pack([r for k, r in records.items() if k not in dropped[folder]], folder, provenance())
-            for key in dropped[folder]:
-                (paths.RESULTS_DIR / "runs" / f"{key}.json").unlink(missing_ok=True)
+        with _locked(folder):
+            _prune_folder(folder, looked_up, apply, dropped)
     return dropped
+
+
+def _prune_folder(folder: Path, looked_up: set[str], apply: bool, dropped: dict[Path, list[str]]) -> None:
+    """:func:`prune` for one folder (under its lock)."""
+    records = load_all(folder)
+    by_data: dict[str, set[str]] = {}
+    for key, rec in records.items():
+        by_data.setdefault(str(rec["config"].get("dataset")), set()).add(key)
+    candidates = set()
+    for data, keys in sorted(by_data.items()):
+        if looked_up & keys:
+            candidates |= keys
+        else:
+            print(f"[records] {folder}: none of its {len(keys)} records of {data} was looked up; left alone")
+    if not candidates:  # nothing of this folder was looked up
+        return
+    dropped[folder] = sorted(candidates - looked_up)
+    for key in dropped[folder]:
+        print(f"[records] {folder}: {'drop' if apply else 'would drop'} {key} "
+              f"({record_kind(records[key])}, {records[key]['config'].get('dataset')}, "
+              f"trained {records[key].get('created')})")
+    if apply and dropped[folder]:
+        pack([r for k, r in records.items() if k not in dropped[folder]], folder, provenance())
+        for key in dropped[folder]:
+            (paths.RESULTS_DIR / "runs" / f"{key}.json").unlink(missing_ok=True)
 
 
 def read(key: str, config: dict[str, Any], key_defaults: dict[str, Any], metric_names,
          trained: bool = True, folder: Path | None = None) -> dict[str, Any] | None:
     """The shipped record of ``key``, or ``None`` (not shipped, or damaged: then a warning).
     ``folder``: one folder, by default the first of :func:`folders` whose manifest has ``key``."""
-    if folder is None:
-        folder = next((f for f in folders() if key in manifest(f)["records"]), paths.RECORDS_DIR)
-    entry = manifest(folder)["records"].get(key)
-    if entry is None:
-        return None
-    shard = folder / entry["shard"]
+    given = folder
+    for fresh in (False, True):
+        folder = given if given is not None else next((f for f in folders() if key in manifest(f)["records"]),
+                                                      paths.RECORDS_DIR)
+        entry = manifest(folder)["records"].get(key)
+        if entry is None:
+            return None
+        shard = folder / entry["shard"]
+        if fresh or os.path.lexists(shard):
+            break
+        forget()  # a pack replaced the manifest this process read, and its shards: read the new one
     try:
         record = _record_at(shard, key, entry)
         cache.check_entry(record, key, config, key_defaults, metric_names, trained)
@@ -352,7 +389,12 @@ def pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, 
     it also gives a ``device``); the entry of the first manifest that shipped the same bytes
     (``history``, :func:`shipped_before`) or the folder's manifest's when it lists the same
     bytes; else ``provenance`` (the packer's)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder):
+        return _pack(records, folder, provenance, history)
+
+
+def _pack(records: Iterable[dict[str, Any]], folder: Path, provenance: dict[str, str],
+          history: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
     known = manifest(folder)["records"]
     history = history or {}
     by_key = {}
@@ -539,6 +581,11 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     prefix = f"v{CACHE_VERSION}-g{GENERATOR_VERSION}-"
     # records/ holds default's and the Debian benchmark's runs; records/ci and a study's folder their own only
     datasets = {profile} if own_folder else {profile, paths.DEBIAN_DATASET}
+    with _locked(folder):  # what it reads is what it rewrites: no prune or pack in between
+        return _pack_local(folder, prefix, datasets, code)
+
+
+def _pack_local(folder: Path, prefix: str, datasets: set[str], code: str | None) -> dict[str, Any]:
     records = {k: r for k, r in load_all(folder).items() if k.startswith(prefix)}
     kept_shipped = len(records)
     local = 0
