@@ -32,8 +32,8 @@
                           records prune`` lists, with ``--apply`` drops, the others)
 ========================  ==========================================================
 
-Switches take ``0`` or ``1``; any other value raises, naming the variable. :func:`check`
-reads and checks every variable above at once; the command line and ``notebook.setup``
+Switches take ``0`` or ``1``; any other value raises, naming the variable, as does a
+``CLIRLIB_`` variable not in the table. :func:`check` reads and checks every variable above at once; the command line and ``notebook.setup``
 call it before any work starts, so a bad value is one line at the start, never a failure
 after hours of training. The library
 writes two variables, both with ``setdefault`` so a user's value wins: ``CLIRLIB_PROGRESS=0``
@@ -56,6 +56,8 @@ FORCE_SINCE = "CLIRLIB_FORCE_SINCE"
 DEVICE = "CLIRLIB_DEVICE"
 RAY_USE_TLS = "RAY_USE_TLS"
 RECORDS_READ = "CLIRLIB_RECORDS_READ"
+#: The ``CLIRLIB_`` variables of the table above: :func:`check` refuses any other (a misspelt one was ignored).
+KNOWN = (HOME, FORCE, FORCE_SINCE, PROGRESS, THREADS, DEVICE, EXECUTOR, SYSTEM_WORKERS, RECORDS_READ)
 
 
 def _switch(name: str) -> bool | None:
@@ -240,7 +242,12 @@ def _folder(name: str) -> None:
 
 def check() -> None:
     """Read every variable of the module docstring and raise ``ValueError`` (one line,
-    naming the variable) on the first bad value; nothing is changed."""
+    naming the variable) on the first bad value, or on a ``CLIRLIB_`` variable it does not know
+    (``CLIRLIB_FORSE=1`` would otherwise read the cache it meant to skip); nothing is changed."""
+    unknown = sorted(k for k in os.environ if k.startswith("CLIRLIB_") and k not in KNOWN)
+    if unknown:
+        raise ValueError(f"environment variable {unknown[0]} is not one clirlib reads (a misspelling?); "
+                         f"its variables: {', '.join(KNOWN)}")
     _folder(HOME)
     _folder(IR_DATASETS_HOME)
     force()

@@ -113,3 +113,19 @@ def test_variables_for_children_are_set_for_the_block_and_the_users_own_kept(mon
     with env.for_children(OMP_WAIT_POLICY="PASSIVE"):
         assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_a_clirlib_variable_it_does_not_read_is_refused(monkeypatch, capsys):
+    # CLIRLIB_FORSE=1 (for CLIRLIB_FORCE) was ignored: the cached record was served as if nothing was asked
+    from clirlib import cli
+
+    monkeypatch.setenv("CLIRLIB_FORSE", "1")
+    with pytest.raises(ValueError, match=r"CLIRLIB_FORSE is not one clirlib reads .*CLIRLIB_FORCE,"):
+        env.check()
+    assert cli.main(["train", "--data", "ci"]) == 2
+    assert capsys.readouterr().err.startswith("python -m clirlib train: error: environment variable CLIRLIB_FORSE")
+    monkeypatch.delenv("CLIRLIB_FORSE")
+    env.check()  # every variable of the module docstring's table is known
+    table = env.__doc__.split("====\n", 2)[1]  # the table's rows: each starts with its variable
+    documented = {line.split()[0].strip("`") for line in table.splitlines() if line.startswith("``CLIRLIB_")}
+    assert documented == set(env.KNOWN)
