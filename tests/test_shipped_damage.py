@@ -3,6 +3,7 @@ file and line, a damaged line costs its record alone, a stopped pack leaves the 
 readable, prune leaves alone the data sets a traced run did not reproduce, and a repacked
 record keeps the provenance of the first manifest that shipped it."""
 
+import errno
 import fcntl
 import gzip
 import json
@@ -170,6 +171,21 @@ def test_a_pack_waits_for_another_packs_lock_on_the_folder(packed):
         os.close(fd)  # the other one is done
     t.join(30)
     assert done.is_set() and sorted(shipped.load_all()) == [recs[0]["key"]]
+
+
+def test_a_folder_whose_file_system_refuses_its_lock_is_packed_unlocked(packed, monkeypatch):
+    # Linux NFS emulates flock with POSIX locks, which a folder's read-only handle cannot take (EBADF)
+    _, recs, _ = packed
+    real = fcntl.flock
+
+    def refused(fd, op):
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return real(fd, op)
+
+    monkeypatch.setattr(shipped.fcntl, "flock", refused)
+    shipped.pack(recs[:1], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
+    assert sorted(shipped.load_all()) == [recs[0]["key"]]
 
 
 def test_a_reader_whose_manifest_a_pack_replaced_reads_the_new_one(packed):

@@ -27,6 +27,7 @@ FILE --apply``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import gzip
 import hashlib
@@ -106,7 +107,9 @@ _held = threading.local()  # the folders this thread holds the lock of (``_held.
 def _locked(folder: Path) -> Iterator[None]:
     """An exclusive ``flock`` on the folder itself while a pack or a prune reads and rewrites it
     (its manifest and shards): two at once each removed the shards the other's manifest named.
-    Re-entrant in one thread (prune packs under its own lock); the manifests read are dropped."""
+    Re-entrant in one thread (prune packs under its own lock); the manifests read are dropped.
+    A file system that refuses a folder's lock (Linux NFS emulates ``flock`` with POSIX locks,
+    which a read-only handle cannot take) leaves it unlocked, as it was before the lock."""
     folder = Path(folder).resolve()
     held = _held.__dict__.setdefault("folders", set())
     if folder in held:
@@ -115,7 +118,11 @@ def _locked(folder: Path) -> Iterator[None]:
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
         held.add(folder)
         forget()  # what this process read before the lock may be another packer's old manifest
         yield
