@@ -12,8 +12,8 @@ never be fatal. :func:`read_entry` returns the record only when it passes
   in [0, 1]; the history is a non-empty list with ``1 <= best_epoch <= epochs_run = len(history)``;
   the per-query table's columns have one common, non-zero length;
 - ``checksum`` is the SHA-256 of the rest of the entry (``json.dumps(..., sort_keys=True)``).
-  Entries written before the checksum existed have none; they are accepted when they pass
-  every other check (so existing caches stay valid without retraining).
+  Every entry of this ``CACHE_VERSION`` was written with one (checksums came first), so an
+  entry without one was edited: it fails like a wrong one.
 
 An entry that fails (unreadable, not UTF-8, not JSON, a directory in its place, a failed
 check) is moved to ``results/runs/quarantine/`` with a :class:`CacheEntryWarning` naming

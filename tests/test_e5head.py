@@ -135,6 +135,17 @@ def test_real_text_runs_are_read_back_from_shipped_records_without_the_files(tmp
         retrained = realtext.run(labelled)
     assert not {r["key"] for _, r in retrained} & {r["key"] for _, r in trained}  # not the first files' runs
     assert all(r["data_info"]["inputs"] == realtext.inputs("fr") for _, r in retrained)  # read from the new files
+    # a cache folder that cannot be written stops a run before its fit (hours on real text), as experiments.run does
+    from clirlib import atomic
+    from clirlib.runs import experiments
+
+    def unwritable():
+        raise atomic.WriteError(paths.RESULTS_DIR / "runs", PermissionError(13, "Permission denied"))
+
+    monkeypatch.setattr(experiments, "check_writable", unwritable)
+    monkeypatch.setattr(experiments, "compute_record", lambda *a, **k: pytest.fail("fitted a run it could not store"))
+    with pytest.raises(atomic.WriteError, match="cannot write .*runs: Permission denied"):
+        realtext.run(labelled, force=True)
     realtext._shipped_inputs.cache_clear()
     shipped.forget()
 

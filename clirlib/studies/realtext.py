@@ -257,6 +257,7 @@ def run(labelled: list[tuple[str, Any]], force: bool | None = None, collection: 
             ds = _dataset(cfg.lang, cfg.n_queries, cfg.n_nr, cfg.data_seed, tuple(sorted(local[cfg.lang].items())))
             if ds.info.get("inputs") != local[cfg.lang]:
                 raise RuntimeError(f"{folder()} changed while its {cfg.lang} runs were read: run again")
+            experiments.check_writable()  # before the fit, as experiments.run does
             rec = experiments.store_record(cfg, experiments.compute_record(cfg, dataset=ds, collection=collection))
         out.append((label, rec))
     return out
