@@ -33,9 +33,9 @@
 ========================  ==========================================================
 
 Switches take ``0`` or ``1``; any other value raises, naming the variable, as does a
-``CLIRLIB_`` variable not in the table. :func:`check` reads and checks every variable above at once; the command line and ``notebook.setup``
-call it before any work starts, so a bad value is one line at the start, never a failure
-after hours of training. The library
+``CLIRLIB_`` variable not in the table. :func:`check` reads and checks every variable above
+at once; the command line and ``notebook.setup`` call it before any work starts, so a bad
+value is one line at the start, never a failure after hours of training. The library
 writes two variables, both with ``setdefault`` so a user's value wins: ``CLIRLIB_PROGRESS=0``
 for the notebook kernels it starts (:func:`quiet_children`) and ``CUBLAS_WORKSPACE_CONFIG``
 for deterministic GPU matmuls (``clirlib.determinism``).

@@ -117,10 +117,11 @@ def register(cls: type["System"]) -> type["System"]:
         raise ValueError(f"two systems are named {cls.name!r}")
     from ..metrics import METRICS  # here, not after a fit: a name that cannot be computed would fail only then
 
-    bad = [m for m in cls.extra_metrics if m not in METRICS or not METRICS[m].on_candidate_lists]
+    usable = [m for m in METRICS if METRICS[m].on_candidate_lists]
+    bad = [m for m in cls.extra_metrics if m not in usable]
     if bad:
         raise ValueError(f"system {cls.name!r}: extra_metrics {bad} are not measures of metrics.METRICS that "
-                         f"candidate lists can be scored by ({', '.join(m for m in METRICS if METRICS[m].on_candidate_lists)})")
+                         f"candidate lists can be scored by ({', '.join(usable)})")
     SYSTEMS[cls.name] = cls
     return cls
 
