@@ -70,3 +70,30 @@ def test_a_debian_file_the_shipped_records_have_but_this_machine_lacks_is_report
     assert realtext._differs_from_shipped("fr", {"a": "sha256:1"}) == ["b"]
     assert realtext._differs_from_shipped("fr", {"a": "sha256:1", "b": "sha256:2"}) == []
     assert realtext._differs_from_shipped("fr", None) == []
+
+
+def _row(**kw):
+    """A claim row as verdicts writes it (the fields sentence and the README's cells read)."""
+    r = {"claim": "A beats B", "source": "test", "hypothesis": "h", "kind": "superiority", "margin": 0.01,
+         "verdict": "inconclusive", "deciding": "A fr vs B fr, P_mr@1", "effect": 0.004, "ci_low": -0.01,
+         "ci_high": 0.018, "p_holm": 0.4, "mde": 0.03, "strongest": "A fr vs B fr, MAP", "strongest_effect": 0.02,
+         "strongest_ci_low": 0.005, "strongest_ci_high": 0.035, "strongest_p_holm": 0.03, "n_queries": 400,
+         "n_seeds": 3, "n_comparisons": 2, "n_languages": 1, "n_languages_tested": 1, "n_languages_holding": 0,
+         "reason": ""}
+    return {**r, **kw}
+
+
+def test_verdict_sentences_and_cells_by_kind():
+    # an inconclusive "at most" claim's MDE is a distance from its margin, as equivalence's, not an effect
+    at_most = verdict_words.sentence(_row(kind="at_most", margin=0.15, mde=0.05))
+    assert "a true distance from the margin of at least 5.0% (relative drop)" in at_most
+    assert "a true effect of at least 0.030 (difference)" in verdict_words.sentence(_row())
+    # a claim not tested with no comparison: the reason alone, no "difference +nan"
+    for deciding in ("", "A fr vs B fr, P_mr@1"):
+        untested = verdict_words.sentence(_row(verdict="not tested", deciding=deciding, effect=float("nan"),
+                                               reason="no runs"))
+        assert untested == "**A beats B** (test): *not tested*. Not tested because no runs."
+    # another setting's cell: a decided verdict in bold, "not tested" plain
+    assert verdict_words._verdict_cell(_row(verdict="not tested", effect=float("nan"))) == "not tested"
+    assert verdict_words._verdict_cell(_row(verdict="holds")).startswith(
+        "**holds**: A fr vs B fr, P_mr@1: +0.004 [-0.010, +0.018], p 0.4")
