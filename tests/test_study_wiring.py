@@ -97,3 +97,29 @@ def test_verdict_sentences_and_cells_by_kind():
     assert verdict_words._verdict_cell(_row(verdict="not tested", effect=float("nan"))) == "not tested"
     assert verdict_words._verdict_cell(_row(verdict="holds")).startswith(
         "**holds**: A fr vs B fr, P_mr@1: +0.004 [-0.010, +0.018], p 0.4")
+
+
+def test_family_bars_average_seeds_per_query_then_bootstrap_a_95_interval():
+    # 40 queries with values 0, 1/39, ..., 1, the same in three seeds: mean 0.5; the bootstrap mean's sd is
+    # the values' sd (ddof 0: 0.29580) / sqrt(40) = 0.046771, so the 95 % interval is about 0.5 -+ 1.96 x
+    # 0.046771 = [0.4083, 0.5917] (a 90 % one would be [0.4231, 0.5769]; 2,000 draws put a quantile within
+    # about 0.003 of the normal one)
+    values = [i / 39 for i in range(40)]
+    pq = pd.DataFrame([{"label": "SOSL", "lang": "fr", "seed": s, "run": s, "query_id": f"q{i}", "P_mr@1": v}
+                       for s in range(3) for i, v in enumerate(values)])
+    row = families.summary(pd.DataFrame(), pq, ["P_mr@1"]).iloc[0]
+    assert row["n_queries"] == 40 and row["n_seeds"] == 3  # queries, not (query, seed) rows; seeds, not rows
+    assert row["mean"] == pytest.approx(0.5)
+    assert row["ci_low"] == pytest.approx(0.4083, abs=0.008) and row["ci_high"] == pytest.approx(0.5917, abs=0.008)
+
+
+def test_mdl_sweep_topics_are_whole_numbers_and_hike_runs_in_its_profiles_languages():
+    # the sweep's scaled C fills the runs that left n_topics to the scaling: an integer column (10, not 10.0)
+    rec = {"config": {"system": "mdl", "lang": "fr", "seed": 0, "m": 1, "n_topics": None}, "dev": {"P_mr@1": 0.1},
+           "dev_chance": 0.02, "seconds": 1.0, "test": {m: 0.1 for m in families.METRIC_NAMES}}
+    df = families.sweep_frame([("MDL.1", rec), ("MDL.1 C=38", {**rec, "config": {**rec["config"], "n_topics": 38}})], 72)
+    assert df["n_topics"].tolist() == [families.scaled_topics(72), 38] and df["n_topics"].dtype.kind == "i"
+    assert pd.isna(df.loc[0, "MAP@1000"])  # no whole-collection part: NaN, never 0
+    # HIKE's KG is the benchmark's, in the profile's HIKE languages only
+    hike_langs = {c.lang for label, c in families.configs("ci", langs=["fr", "it"]) if c.system == "hike"}
+    assert hike_langs == set(families.profiles.HIKE["ci"]["langs"]) & {"fr", "it"}
