@@ -117,6 +117,43 @@ def replacing(path: str | os.PathLike, mode: str = "w", encoding: str | None = "
         clean_stale(target.parent, patterns=(glob.escape(target.name) + ".pid*" + TMP_SUFFIX,))
 
 
+def probe_folder(folder: str | os.PathLike) -> None:
+    """Raise :class:`WriteError` naming ``folder`` unless a file can be created in it: a real
+    probe (a nameless temporary file), since ``os.access`` says yes to root on a read-only mount."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise WriteError(folder, e) from None
+
+
+@contextlib.contextmanager
+def lock_beside(path: str | os.PathLike) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<path>.lock`` (created if missing) while the block runs,
+    waiting for it; the kernel releases it when the block ends or the process dies."""
+    path = Path(path)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def lock_folder(folder: str | os.PathLike) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` itself while the block runs, waiting for it, where
+    the file system allows: Linux NFS emulates ``flock`` with POSIX locks, which a folder's
+    read-only handle cannot take, and there the block runs unlocked."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Replace ``path`` by ``data`` atomically (see the module docstring)."""
     with replacing(path, "wb", encoding=None) as f:

@@ -112,7 +112,6 @@ def unix_time(text: str) -> float:
     return value
 
 
-
 def progress_disabled() -> bool | None:
     """``disable`` for tqdm: ``True`` under ``CLIRLIB_PROGRESS=0``, or under ``CI`` unless
     ``CLIRLIB_PROGRESS=1`` asks for bars; else ``None``.

@@ -19,11 +19,12 @@ import dataclasses
 import functools
 import math
 import os
-import tempfile
 import typing
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
+
+from . import atomic
 
 #: Relevance levels of WikiCLIR: NR (0), SR (1), MR (2).
 N_LEVELS = 3
@@ -287,11 +288,10 @@ def check_output(path: str | os.PathLike, option: str = "--out") -> Path:
         if anc.exists():
             if not anc.is_dir():
                 raise ConfigError(option, f"cannot write {path}: {anc} is a file, not a directory")
-            try:  # a real probe: os.access says yes to root even on read-only mounts
-                with tempfile.TemporaryFile(dir=anc):
-                    pass
-            except OSError as e:
-                raise ConfigError(option, f"cannot write {path}: {anc} is not writable ({e.strerror})") from None
+            try:
+                atomic.probe_folder(anc)
+            except atomic.WriteError as e:
+                raise ConfigError(option, f"cannot write {path}: {anc} is not writable ({e.cause.strerror})") from None
             break
     if p.exists() and not os.access(p, os.W_OK):
         raise ConfigError(option, f"cannot write {path}: the file is not writable")

@@ -212,14 +212,14 @@ def test_a_cache_that_cannot_be_written_stops_the_run_before_its_fit(sandbox, ca
     # before, the run was fitted and then lost at the store, --out included (written after the store)
     from clirlib.systems import sosl
 
-    real = experiments.tempfile.TemporaryFile
+    real = atomic.tempfile.TemporaryFile
 
     def refused(*a, dir=None, **k):  # a folder this process may not write (root passes any chmod: a probe fails)
         if Path(dir) == paths.RESULTS_DIR / "runs":
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
         return real(*a, dir=dir, **k)
 
-    monkeypatch.setattr(experiments.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(atomic.tempfile, "TemporaryFile", refused)
     monkeypatch.setattr(sosl, "train", lambda *a, **k: pytest.fail("fitted a run that could not be stored"))
     rc, err = run_cli(capsys, "train", "--data", str(sandbox), "--epochs", "1", "--n-nr", "5", "--quiet",
                       "--out", str(tmp_path / "run.json"))

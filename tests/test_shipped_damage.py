@@ -183,7 +183,7 @@ def test_a_folder_whose_file_system_refuses_its_lock_is_packed_unlocked(packed, 
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
         return real(fd, op)
 
-    monkeypatch.setattr(shipped.fcntl, "flock", refused)
+    monkeypatch.setattr(atomic.fcntl, "flock", refused)
     shipped.pack(recs[:1], paths.RECORDS_DIR, {"code": "c", "cpu": "x"})
     assert sorted(shipped.load_all()) == [recs[0]["key"]]
 

@@ -13,7 +13,6 @@ dataset's root, so the same files in another folder give the same digests.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -54,8 +53,7 @@ def _remember(name: str, digest: str) -> None:
     global _disk
     try:
         disk_memo_path().parent.mkdir(parents=True, exist_ok=True)
-        with open(disk_memo_path().with_name(disk_memo_path().name + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        with atomic.lock_beside(disk_memo_path()):
             _disk = {**_disk_memo(), **_read_memo(), name: digest}
             atomic.write_text(disk_memo_path(), json.dumps(_disk, indent=0, sort_keys=True))
     except OSError:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -70,12 +69,7 @@ def check_writable() -> None:
     """Raise ``atomic.WriteError`` naming ``results/runs`` when no entry can be written there:
     before a run is fitted, so that hours of training are not lost to a folder that was never
     writable (a full disk after the fit still loses that run, with the same one-line error)."""
-    d = runs_dir()
-    try:  # a real probe: os.access says yes to root on a read-only mount
-        with tempfile.TemporaryFile(dir=d):
-            pass
-    except OSError as e:
-        raise atomic.WriteError(d, e) from None
+    atomic.probe_folder(runs_dir())
 
 
 def cache_key(config: Any, inputs: dict[str, str] | None = None) -> str:

@@ -27,8 +27,6 @@ FILE --apply``.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import gzip
 import hashlib
 import io
@@ -108,27 +106,20 @@ def _locked(folder: Path) -> Iterator[None]:
     """An exclusive ``flock`` on the folder itself while a pack or a prune reads and rewrites it
     (its manifest and shards): two at once each removed the shards the other's manifest named.
     Re-entrant in one thread (prune packs under its own lock); the manifests read are dropped.
-    A file system that refuses a folder's lock (Linux NFS emulates ``flock`` with POSIX locks,
-    which a read-only handle cannot take) leaves it unlocked, as it was before the lock."""
+    Where the file system refuses a folder's lock (NFS) it runs unlocked (``atomic.lock_folder``)."""
     folder = Path(folder).resolve()
     held = _held.__dict__.setdefault("folders", set())
     if folder in held:
         yield
         return
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError as e:
-            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
+    with atomic.lock_folder(folder):
         held.add(folder)
-        forget()  # what this process read before the lock may be another packer's old manifest
-        yield
-    finally:
-        held.discard(folder)
-        os.close(fd)  # releases the lock
+        try:
+            forget()  # what this process read before the lock may be another packer's old manifest
+            yield
+        finally:
+            held.discard(folder)
 
 
 def forget() -> None:

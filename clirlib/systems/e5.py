@@ -13,7 +13,6 @@ the embedded benchmark, and caches vectors per text: ``docs/debian.md``, "The e5
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import os
@@ -190,8 +189,7 @@ class VectorCache:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one writer at a time; released when the file closes
+        with atomic.lock_beside(self.path):  # one writer at a time
             if self._stamp() not in (None, self._seen):  # another process saved vectors since
                 self.vectors = {**self._read(self.path)[0], **self.vectors}
             keys = sorted(self.vectors)

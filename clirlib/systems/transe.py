@@ -22,7 +22,6 @@ HIKE run of that KG (on the learning curves' 65,000-entity KG, 50 epochs take ab
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -157,8 +156,7 @@ def cached_transe(n_entities: int, heads: np.ndarray, rels: np.ndarray, tails: n
     folder.mkdir(parents=True, exist_ok=True)
     cache.clean_stale(folder)  # temporary files of killed writers (never a live one's)
     path = folder / f"{_transe_key(n_entities, heads, rels, tails, settings)[:32]}.npy"
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; waits for a process computing it
+    with atomic.lock_beside(path):  # waits for a process computing it
         table = _read_table(path, n_entities, dim)
         if table is None:
             table = train_transe(n_entities, heads, rels, tails, **settings)

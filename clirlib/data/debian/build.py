@@ -19,9 +19,7 @@ failing build leaves ``out`` as it was.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -347,7 +345,7 @@ def _install(out: Path, texts: dict[str, list[str]], pickles: dict[str, tuple[li
     out = out.resolve() if out.is_symlink() else out  # the linked folder is replaced, the link stays
     out.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(out.parent, patterns=(f".tmp-{out.name}-*", f".stale-{out.name}-*"))  # killed builds' folders
-    with _locked(out.parent), atomic.temp_folder(out) as tmp:
+    with atomic.lock_folder(out.parent), atomic.temp_folder(out) as tmp:
         _refuse_a_foreign_folder(out)  # again, under the lock: what appeared there since build() checked
         if out.is_dir():
             shutil.copytree(out, tmp, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
@@ -400,21 +398,6 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
-
-
-@contextlib.contextmanager
-def _locked(folder: Path):
-    """Hold an exclusive ``flock`` on ``folder`` (waiting for it) where the file system allows."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError as e:  # no flock on folders here (NFS): builds into one folder must then run one at a time
-            if e.errno not in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
-                raise
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "candidates_per_query",
