@@ -342,7 +342,7 @@ def test_a_dead_workers_group_keeps_the_runs_it_stored_also_when_forced(results_
 
 def test_a_grid_errors_words_say_what_is_cached_and_why_a_pool_run_failed():
     a, b = TrainConfig(epochs=1), TrainConfig(epochs=1, loss="mse")
-    dead = "Traceback (most recent call last):\nBrokenProcessPool: terminated abruptly\n" + executors.DEAD_WORKER
+    dead = "Traceback (most recent call last):\nBrokenProcessPool: terminated abruptly\n" + executors.DEAD_BEFORE_START
     both = executors.GridError("g", [executors.Failure(a, dead), executors.Failure(b, dead)], 2)
     assert str(both).splitlines()[0] == "2 of 2 runs of 'g' failed:"  # nothing cached: not "(the others are cached)"
     assert str(both).splitlines()[1].endswith("run the grid again to train it (the stored runs are kept)")

@@ -9,7 +9,8 @@ front; every executor gives the same records:
 - runs already in the cache are read, never resubmitted;
 - the driver (this process) writes cache entries, atomically, one as soon as its run
   finishes (a pool worker writes those of a group of runs itself, :func:`_run_group`):
-  killed and restarted, the driver loses at most the runs in flight;
+  killed and restarted, the driver loses at most the runs in flight; a dead worker's runs
+  are retried (by Ray, or by the pool alone each, :class:`PoolExecutor`);
 - a run that fails for a real error (a bad config, a NaN loss) does not stop the grid: the
   failures are reported together with their config and traceback when the grid is done
   (:class:`GridError`), never retried, never dropped;
@@ -37,6 +38,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,7 +261,12 @@ class PoolExecutor:
     Runs of a system that ``shares_per_seed`` (MDL's doc2vec memo) go to one worker
     together per (dataset, language, seed), so the memo is shared as in a serial run. A
     grid with fewer than two runs to train trains here. Workers are spawned (a forked copy
-    of a process whose torch thread pool has run can hang) and end with the driver."""
+    of a process whose torch thread pool has run can hang) and end with the driver.
+
+    A worker that dies (killed, out of memory) breaks Python's pool as a whole. The grid
+    goes on (:func:`_pool_round`): each run that was in flight is retried alone, in a pool of
+    one worker, so a run that kills its worker takes no other with it and fails alone if it
+    kills it again (:data:`DEAD_WORKER_TWICE`); the runs not started go on in a new pool."""
 
     name = "pool"
 
@@ -280,52 +287,100 @@ class PoolExecutor:
         # The benchmark once, here, before the workers would each start writing it.
         for name, seed in sorted({(c.dataset, c.data_seed) for _, c in todo if c.dataset in SIZES}):
             generate_benchmark(name, seed=seed)
-        groups = _groups(todo)
         # The workers' torch threads outnumber the cores: passive OpenMP waits, or spinning ones starve
         # the other workers (docs/timings.md, session 28); how an idle thread waits changes no number.
         with env_vars.for_children(OMP_WAIT_POLICY="PASSIVE"):
-            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(groups)), initializer=_worker_init,
-                                       mp_context=multiprocessing.get_context("spawn"))
-            finished = False
-            try:
-                started = time.time()  # a dead worker's group keeps what it stored since (forced too)
-                pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR):
-                           [k for k, _ in g] for g in groups}
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    # same-time finishes in grid order
-                    for fut in sorted(done, key=lambda f: grid.keys.index(pending[f][0])):
-                        keys = pending.pop(fut)
-                        try:
-                            results = fut.result()
-                        except Exception:  # the worker died; the runs of its group that it stored are kept
-                            results = _after_death(grid, keys, traceback.format_exc() + DEAD_WORKER, started,
-                                                   collection)
-                        for key, (status, value) in zip(keys, results):
-                            grid.finish(key, status, value)
-                finished = True
-            finally:
-                # ProcessPoolExecutor has no public list of its processes (Python 3.11-3.13): read
-                # before shutdown forgets them, to end the runs in flight after an error or interrupt
-                procs = list((getattr(pool, "_processes", None) or {}).values())
-                pool.shutdown(wait=finished, cancel_futures=True)
-                if not finished:
-                    for p in procs:
-                        if p.is_alive():
-                            p.terminate()
+            since = time.time()  # a dead worker's group keeps what it stored since (forced too)
+            waiting = _groups(todo)
+            while waiting:
+                in_flight, not_started, death = _pool_round(grid, waiting, min(self.workers, len(waiting)),
+                                                            collection, since)
+                if death and not in_flight and len(not_started) == len(waiting):  # died before starting any run
+                    _fail(grid, not_started, death + DEAD_BEFORE_START)
+                    break
+                waiting = not_started
+                for group in in_flight:  # each alone, so a run that kills its worker takes no other run with it
+                    dead, unstarted, death = _pool_round(grid, [group], 1, collection, since)
+                    _fail(grid, dead, death + DEAD_WORKER_TWICE)
+                    _fail(grid, unstarted, death + DEAD_BEFORE_START)
         return grid.result()
 
 
-#: The last line of a run's error when a pool worker died, after the traceback: Python's process
-#: pool breaks as a whole, so every run in flight or waiting fails with it, not only the dead worker's.
-DEAD_WORKER = ("a pool worker died (killed, or out of memory) and Python's process pool stops with it: this run "
-               "had not finished; run the grid again to train it (the stored runs are kept)")
+#: The last line of a run's error, after the traceback, when its pool worker died while training it
+#: twice: in the pool, then retried alone in a pool of one worker.
+DEAD_WORKER_TWICE = ("a pool worker died (killed, or out of memory) while training this run, and again when it was "
+                     "retried alone: try it in one process (CLIRLIB_EXECUTOR=serial) to see why; the grid's other "
+                     "runs went on")
+#: The same when a new pool's workers died before they started any run.
+DEAD_BEFORE_START = ("the pool's workers died (killed, or out of memory) before they started this run: run the grid "
+                     "again to train it (the stored runs are kept)")
+
+
+def _fail(grid: _Grid, groups: list[list[tuple[str, Any]]], error: str) -> None:
+    for group in groups:
+        for key, _ in group:
+            grid.failed(key, error)
+
+
+def _pool_round(grid: _Grid, groups: list[list[tuple[str, Any]]], workers: int, collection: bool,
+                since: float) -> tuple[list[list[tuple[str, Any]]], list[list[tuple[str, Any]]], str]:
+    """Train ``groups`` in a new pool of ``workers`` spawned processes, finishing each run in
+    ``grid``. Python's process pool breaks as a whole when a worker dies (killed, out of
+    memory): its other workers are ended too. The runs of a broken pool that were not
+    finished come back, in grid order, as two lists of groups: those whose worker had started
+    them (in flight: one of them may have killed its worker) and those not started (they did
+    nothing wrong), with the pool's traceback ("" when it did not break). A group keeps the
+    runs it stored before (:func:`_after_death`)."""
+    ctx = multiprocessing.get_context("spawn")
+    started = ctx.RawArray("b", len(groups))  # set by a worker as it starts a group: survives its death
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(started,), mp_context=ctx)
+    finished, broken, death = False, [], ""
+    try:
+        pending = {pool.submit(_run_group, [c for _, c in g], collection, paths.RESULTS_DIR, i): i
+                   for i, g in enumerate(groups)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: pending[f]):  # same-time finishes in grid order
+                i = pending.pop(fut)
+                try:
+                    results = fut.result()
+                except BrokenProcessPool:
+                    broken.append(i)
+                    death = death or traceback.format_exc()
+                    continue
+                except Exception:  # not a death (the driver's cache could not be written...): no retry
+                    results = _after_death(grid, [k for k, _ in groups[i]], traceback.format_exc(), since, collection)
+                for (key, _), (status, value) in zip(groups[i], results):
+                    grid.finish(key, status, value)
+        finished = True
+    finally:
+        # ProcessPoolExecutor has no public list of its processes (Python 3.11-3.13): read
+        # before shutdown forgets them, to end the runs in flight after an error or interrupt
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=finished, cancel_futures=True)
+        if not finished:
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+    in_flight, not_started = [], []
+    for i in sorted(broken):
+        keys = [k for k, _ in groups[i]]
+        left = []
+        for (key, cfg), (status, value) in zip(groups[i], _after_death(grid, keys, "", since, collection)):
+            if status == "stored":
+                grid.finish(key, status, value)
+            else:
+                left.append((key, cfg))
+        if left:
+            (in_flight if started[i] else not_started).append(left)
+    return in_flight, not_started, death
 
 
 def _after_death(grid: _Grid, keys: list[str], err: str, since: float, collection: bool) -> list[tuple[str, Any]]:
-    """The results of a group whose worker died: ("stored", record) for each run it stored
-    since ``since`` (the grid's start; also when the grid is forced, where older entries do
-    not count), ("error", ``err``) for the others. A run alone is never stored by its worker."""
+    """The results of a group whose worker died or failed: ("stored", record) for each run it
+    stored since ``since`` (the grid's start; also when the grid is forced, where older
+    entries do not count), ("error", ``err``) for the others. A run alone is never stored by
+    its worker."""
     kept = [experiments.cached_record(grid.todo[k], force=grid.force, collection=collection, since=since)
             if len(keys) > 1 else None for k in keys]
     return [("error", err) if r is None else ("stored", r) for r in kept]
@@ -342,21 +397,30 @@ def _groups(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
     return list(groups.values())
 
 
-def _worker_init() -> None:
+#: In a pool worker: one flag per group of its pool, set as the worker starts the group
+#: (:func:`_pool_round` reads them after a death; shared memory, so a killed worker's flags stay).
+_STARTED = None
+
+
+def _worker_init(started=None) -> None:
     """A worker ends with the process that started it (Linux: PR_SET_PDEATHSIG), so a killed
     driver leaves no orphan training on; its runs show no bars of their own (the driver's bar
     counts them)."""
+    global _STARTED
+    _STARTED = started
     env_vars.set_for_children(**{env_vars.PROGRESS: "0"})  # whatever the user set: the driver's bar is the one
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
 
 
-def _run_group(configs: list[Any], collection: bool, results_dir: Path) -> list[tuple[str, Any]]:
+def _run_group(configs: list[Any], collection: bool, results_dir: Path, index: int | None = None) -> list[tuple[str, Any]]:
     """In a worker: :func:`_compute` of each config of one group, in order. A group of
     several runs stores each record in the driver's cache (``results_dir``) as soon as it is
     trained (``("stored", record as read back)``), so an interrupted group keeps the runs it
     finished; a run alone goes back to the driver, which stores it."""
     paths.RESULTS_DIR = results_dir  # the driver's (a spawned worker reads its own default)
+    if _STARTED is not None and index is not None:
+        _STARTED[index] = 1
     out = []
     for c in configs:
         status, value = _compute(c, None, collection)
