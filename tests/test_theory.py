@@ -140,7 +140,10 @@ def test_theorem3_verdicts_are_worded_consistent_or_not():
     text = theorem3.theorem3_sentence(shrink)
     assert "**consistent with** Theorem 3" in text and "gap ~ n^-0.50" in text and "3 seeds per n" in text
     grow = theorem3.theorem3_sentence(theorem3.theorem3_slopes(_runs(lambda n: 0.01 * n, noise=0.05), n_boot=300))
-    assert "**not consistent with** Theorem 3" in grow
+    # a growing gap does not refute an upper bound with unknown constants (it may stay below it): before,
+    # "not consistent with Theorem 3"
+    assert "**not fall as Theorem 3's bound does**" in grow and "does not refute the theorem" in grow
+    assert "consistent" not in grow
     adam = theorem3.theorem3_sentence(theorem3.theorem3_slopes(_runs(lambda n: 1 / n, optimizer="adam"), n_boot=50))
     assert "Adam is outside Theorem 3" in adam and "consistent" not in adam
     one = theorem3.theorem3_sentence(theorem3.theorem3_slopes(_runs(lambda n: 1 / n, seeds=(0,)), n_boot=50))

@@ -223,8 +223,11 @@ def theorem3_sentence(slopes: pd.DataFrame, level: float = 0.95, gates: pd.DataF
             verdict = f"Theorem 3 is **not tested** here: {undecided}"
         elif r.optimizer == "sgd" and r.design == "fixed steps":
             verdict = {"shrinks": "This is **consistent with** Theorem 3 (at a fixed T its bound falls like n^-1/2)",
-                       "grows": "This is **not consistent with** Theorem 3, whose bound falls like n^-1/2 at a fixed T",
-                       "unclear": "This is **neither consistent nor inconsistent** with Theorem 3 at this resolution",
+                       "grows": ("The gap does **not fall as Theorem 3's bound does** (n^-1/2 at a fixed T); this "
+                                 "does not refute the theorem, an upper bound whose constants are unknown (a growing gap "
+                                 "may stay below it): no verdict"),
+                       "unclear": ("No trend at this resolution; no trend of the gap can refute Theorem 3, an upper "
+                                   "bound whose constants are unknown: no verdict"),
                        "not measured": "Theorem 3 is **not tested** here"}[r.trend]
         elif r.optimizer == "sgd":
             verdict = ("Theorem 3 predicts a shrinking gap with T growing like n only if gamma * c < 2 "

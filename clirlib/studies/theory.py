@@ -91,7 +91,8 @@ def gradient_norm_vs_qnorm(eps: float, qnorms: np.ndarray, p: int = 64, n: int =
 # Proposition 1 (Appendix A.1, "Proof of Proposition 1"): for label y with segment
 # [lo, hi] of [-1, 1], |d SOSL / d r| <= G_y = max(2 |1 + lo|, 2 |1 - hi|) (<= 4 for any y),
 # and |d^2 SOSL / d r^2| <= 2.
-# Proof of Lemma 2 (Appendix A.1): r(f) = f_d^T f / ((||f|| + eps)(||f_d|| + eps)) has
+# Proof of Lemma 2 (Appendix A.1): r(f) = f_d^T f / ((||f|| + eps)(||f_d|| + eps)) (the paper
+# prints f_d^T f_d in the numerator, a typo: the gradient it then derives is that of f_d^T f) has
 # ||grad r|| <= 2 / (||f|| + eps) <= 2 / eps and ||Hess r|| <= N(p) / eps^2, "N(p) a constant
 # only depending on p", never given. Term by term, the paper's own Hessian expression gives
 # N = 4 for every p: its three terms have operator norms <= 1 / (||f|| + eps)^2,
