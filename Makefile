@@ -1,6 +1,6 @@
 # clirlib: reproduce "Cross-Lingual Document Retrieval with Smooth Learning".
-# `make help` lists the targets. Every target creates the virtual environment first
-# when it is missing, so a fresh clone needs nothing but Python 3.11 and make.
+# `make help` lists the targets. Every target that runs clirlib creates the virtual environment
+# first when it is missing, so a fresh clone needs nothing but Python 3.11 and make.
 
 .DEFAULT_GOAL := help
 SHELL := /bin/bash
