@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 from pathlib import Path
 
 from . import atomic, env
@@ -76,7 +75,7 @@ def train_command(args: argparse.Namespace) -> int:
     ``args.given`` / ``args.dests``: the options typed, and every option of the command."""
     own = check_options_apply(args)
     from . import systems  # torch-heavy, as above
-    from .runs.experiments import jsonable, run  # torch-heavy, as above
+    from .runs.experiments import created_now, jsonable, run  # torch-heavy, as above
     from .data import load_for
     from .data.sources import language_of
 
@@ -93,7 +92,7 @@ def train_command(args: argparse.Namespace) -> int:
         check_output(args.out)  # before fitting, so a result is never lost to a bad path
     if args.quiet:
         env.set_for_children(**{env.PROGRESS: "0"})
-    started = time.strftime("%Y-%m-%d %H:%M:%S")  # the records' "created" format: older = read, not trained
+    started = created_now()  # a record created before it was read, not trained
     rec = run(cfg, collection=not getattr(args, "no_collection", False))
     if args.out:  # first: a fitted result is never lost to what follows
         write_out(args.out, jsonable(rec))

@@ -72,9 +72,16 @@ def _switch(name: str) -> bool | None:
 
 def home(default: Path) -> Path:
     """The repository root: ``CLIRLIB_HOME`` or, unset or empty as every variable here, ``default``
-    (an empty value was the working folder)."""
+    (an empty value was the working folder). A relative value is made absolute here, against this
+    process's working folder, and so exported: a child started elsewhere (``reproduce`` starts its
+    kernels in ``notebooks/``) reads the same root."""
     value = os.environ.get(HOME, "").strip()
-    return Path(value).expanduser().resolve() if value else Path(default).resolve()
+    if not value:
+        return Path(default).resolve()
+    root = Path(value).expanduser().resolve()
+    if not Path(value).expanduser().is_absolute():
+        os.environ[HOME] = str(root)
+    return root
 
 
 def home_note(folder: str) -> str:

@@ -129,3 +129,36 @@ def test_a_clirlib_variable_it_does_not_read_is_refused(monkeypatch, capsys):
     table = env.__doc__.split("====\n", 2)[1]  # the table's rows: each starts with its variable
     documented = {line.split()[0].strip("`") for line in table.splitlines() if line.startswith("``CLIRLIB_")}
     assert documented == set(env.KNOWN)
+
+
+def test_a_relative_home_is_made_absolute_and_exported_for_children(monkeypatch, tmp_path):
+    # reproduce starts its kernels in notebooks/: before, a relative CLIRLIB_HOME named another
+    # root there (the kernels wrote notebooks/h/results/... and did not see records/)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(env.HOME, "h")
+    assert env.home(Path("/elsewhere")) == tmp_path / "h"
+    assert os.environ[env.HOME] == str(tmp_path / "h")  # what a child started in another folder reads
+    monkeypatch.chdir("/")
+    assert env.home(Path("/elsewhere")) == tmp_path / "h"  # the same root from another working folder
+    monkeypatch.setenv(env.HOME, str(tmp_path / "abs"))
+    assert env.home(Path("/elsewhere")) == tmp_path / "abs" and os.environ[env.HOME] == str(tmp_path / "abs")
+
+
+def test_a_records_creation_time_is_utc_whatever_the_time_zone(monkeypatch):
+    # `train` tells "read, not trained" by comparing a record's created with its start: in local
+    # time, a record made under another time zone read as trained now (or a new one as read)
+    import time
+    from datetime import datetime, timezone
+
+    from clirlib.runs.experiments import created_now
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30 all year
+    time.tzset()
+    try:
+        before = datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None)
+        got = datetime.strptime(created_now(), "%Y-%m-%d %H:%M:%S")
+        after = datetime.now(timezone.utc).replace(tzinfo=None)
+        assert before <= got <= after  # UTC, not Kolkata's 5.5 hours later
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -216,6 +216,13 @@ def check_dataset(config: Any, dataset: Any) -> None:
                          f"load it with data.load_for(config), or leave dataset out")
 
 
+def created_now() -> str:
+    """A record's ``created``: the time in UTC, "YYYY-MM-DD HH:MM:SS", so that it reads the
+    same whatever the machine's time zone (a local time made ``train`` call a record made under
+    another zone "trained now")."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+
+
 def compute_record(config: Any, *, dataset=None, collection: bool = True,
                    allow_nonfinite: bool = False) -> dict[str, Any]:
     """Fit and evaluate ``config``'s system and return its record without touching the cache
@@ -249,7 +256,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
     except NonFiniteError as e:
         if not allow_nonfinite:
             raise
-        return {"key": key, "config": cfg.to_dict(), "error": str(e), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+        return {"key": key, "config": cfg.to_dict(), "error": str(e), "created": created_now()}
     fields = system.record_fields(dataset)
     if fields is None:
         fields = _candidate_lists(system, dataset, cfg)
@@ -258,7 +265,7 @@ def compute_record(config: Any, *, dataset=None, collection: bool = True,
         fields["dev_counts"] = label_counts(dataset.splits["dev"].labels, dataset.splits["dev"].qidx).tolist()
     fields["data_info"] = jsonable(fields["data_info"])
     record = {"key": key, "config": cfg.to_dict(), **fields,
-              "created": time.strftime("%Y-%m-%d %H:%M:%S"), "provenance": provenance}
+              "created": created_now(), "provenance": provenance}
     if cfg.whole_collection:
         record["collection_supported"] = system.ranks_collection
         if collection and system.ranks_collection:
