@@ -435,6 +435,29 @@ def test_kg_with_byte_order_marks_and_crlf_reads_the_same(tmp_path):
     assert kg.skipped == {"byte_order_marks": 3}  # one per file, counted, not hidden
 
 
+@pytest.mark.parametrize("which, line, problem", [
+    # Python's int() reads "0_1", Arabic-Indic "١" and full-width "２" as 1, 1 and 2: before, such
+    # lines became SR and MR judgements without a word
+    ("qrels", "q1\td2\t0_1", "relevance '0_1' is not an integer"),
+    ("qrels", "q1\td2\t\u0661", "relevance '\u0661' is not an integer"),
+    ("qrels", "q1\td2\t\uff12", "relevance '\uff12' is not an integer"),
+    # an id the whitespace-split qrels could never name, or with a NUL byte: before, a separate id
+    # (its judgements counted as naming an unknown query, with no hint why) or a document only drawable as NR
+    ("documents", "d 99\tTitre\tUn texte", "doc_id 'd 99' holds white space (' ')"),
+    ("queries", "q2\x00\tLyon\tA city", "query_id 'q2\\x00' holds a NUL byte"),
+    ("qrels", "q1\x00\td2\t1", "query_id 'q1\\x00' holds a NUL byte"),
+])
+def test_an_id_or_relevance_python_would_bend_is_refused_naming_the_line(tmp_path, which, line, problem):
+    kw = {"queries": [f"{q}\t{t}\t{x}" for q, t, x in QUERIES] + [line],
+          "docs": [doc_line(i) for i in range(1, N_DOCS + 1)] + [line],
+          "qrels": [f"{q}\t{d}\t{r}" for q, rows in QRELS.items() for d, r in rows] + [line]}
+    arg = {"queries": "queries", "documents": "docs", "qrels": "qrels"}[which]
+    root = write_wikiclir(tmp_path / "wc", **{arg: kw[arg]})
+    with pytest.raises(DataFormatError) as e:
+        _load(root)
+    assert problem in e.value.problem and e.value.line == len(kw[arg])  # the line appended last
+
+
 @pytest.mark.parametrize("name, content, needle", [
     ("entities.tsv", "", "entities.tsv: empty file"),
     ("entities.tsv", "id\ttype\nQ1\t\n", "entities.tsv:1: header must be"),

@@ -193,6 +193,9 @@ def _rewrite(path: Path, lines: list[str]) -> None:
     ('{"src_id": "301", "tgt_results": []}', "missing field 'src_query'"),
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", 6]]', "not a JSON object"),
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", "six"]]}', "is not an integer"),
+    # "²".isdigit() is true and int("²") fails (a bare error); Arabic-Indic "٦" was read as level 6
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", "\u00b2"]]}', "is not an integer"),
+    ('{"src_id": "301", "src_query": "Film", "tgt_results": [["1025", "\u0666"]]}', "is not an integer"),
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [["9999", 6]]}', "judged document '9999' is not in"),
     ('{"src_id": null, "src_query": "Film", "tgt_results": [["1025", 6]]}', "src_id None is not a string"),  # was 'None'
     ('{"src_id": "301", "src_query": "Film", "tgt_results": [[null, 6]]}', "doc_id None is not a string"),

@@ -436,7 +436,9 @@ WORDS = ["<UNK>", "<S>", "</S>", "<PAD>", "ville", "fleuve"]
     ((WORDS, np.zeros((6, 0), np.float32)), "the vectors have no dimension (shape (6, 0))"),  # a torch traceback
     ((WORDS + ["ville"], np.ones((7, 4), np.float32)), "word 'ville' appears twice (entries 4 and 6)"),
     ((WORDS[:4] + [7], np.ones((5, 4), np.float32)), "the word list holds non-string entries (word 4 is a int: 7)"),
-    ((WORDS, [["a"] * 4] * 6), "the vectors are not a numeric array (could not convert string to float: 'a')"),
+    ((WORDS, [["a"] * 4] * 6), "the vectors are not an array of real numbers (dtype <U1)"),
+    ((WORDS, [["0.5"] * 4] * 6), "the vectors are not an array of real numbers (dtype <U3)"),  # were read as numbers
+    ((WORDS, np.ones((6, 4), np.complex64)), "the vectors are not an array of real numbers (dtype complex64)"),  # imaginary part dropped
     ((WORDS, np.ones((6, 4, 2), np.float32)), "6 words but a vectors array of shape (6, 4, 2)"),
 ])
 def test_polyglot_files_are_checked_by_class(tmp_path, obj, problem):

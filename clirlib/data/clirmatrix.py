@@ -124,7 +124,8 @@ def read_queries(path: Path) -> Iterator[_Query]:
                 raise DataFormatError(f"tgt_results[{k}] of query {qid}: doc_id {item[0]!r} is not a string or an "
                                       f"integer", path, lineno)
             did, level = str(item[0]).strip(), item[1]
-            if isinstance(level, bool) or not isinstance(level, int) and not (isinstance(level, str) and level.isdigit()):
+            if isinstance(level, bool) or not isinstance(level, int) and not (
+                    isinstance(level, str) and level.isascii() and level.isdigit()):  # not "²", not "٦"
                 raise DataFormatError(f"tgt_results[{k}] of query {qid}: level {level!r} is not an integer", path, lineno)
             level = int(level)
             if level not in LEVEL_TO_LABEL:

@@ -77,9 +77,12 @@ def read_polyglot(path: str | Path) -> tuple[list[str], np.ndarray]:
             raise DataFormatError(f"word {w!r} appears twice (entries {seen[w]} and {i})", path)
         seen[w] = i
     try:
-        vectors = np.asarray(vectors, dtype=np.float32)
+        raw = np.asarray(vectors)
+        if raw.dtype.kind not in "fiu":  # complex, strings, booleans, objects: not real numbers read as such
+            raise TypeError(f"dtype {raw.dtype}")
+        vectors = raw.astype(np.float32)
     except (TypeError, ValueError) as e:
-        raise DataFormatError(f"the vectors are not a numeric array ({e})", path) from None
+        raise DataFormatError(f"the vectors are not an array of real numbers ({e})", path) from None
     if vectors.ndim != 2 or vectors.shape[0] != len(words):
         raise DataFormatError(f"{len(words)} words but a vectors array of shape {vectors.shape}", path)
     if vectors.shape[1] == 0:

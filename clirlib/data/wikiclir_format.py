@@ -22,6 +22,7 @@ are sampled (``n_queries`` smaller than the file: the rest of the file is still 
 from __future__ import annotations
 
 import hashlib
+import re
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,6 +122,22 @@ def line_at(path: Path, lineno: int) -> str:
     return ""
 
 
+#: What an id may not hold: white space (the qrels file splits its columns on it, so it could never
+#: name such an id) or a NUL byte (no reader of text keeps it).
+_BAD_ID = re.compile(r"[\s\x00]")
+#: An integer as WikiCLIR writes it: ASCII digits (Python's int() also takes "1_0" and other scripts' digits).
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def check_id(path: Path, lineno: int, name: str, value: str) -> None:
+    """Refuse an id with white space or a NUL byte inside (naming the file and line)."""
+    bad = _BAD_ID.search(value)
+    if bad:
+        what = "a NUL byte" if bad.group() == "\x00" else f"white space ({bad.group()!r})"
+        raise DataFormatError(f"{name} {value!r} holds {what}: the qrels file's columns are separated by white "
+                              f"space, so no judgement could name it", path, lineno)
+
+
 def tsv_fields(path: Path, lineno: int, line: str, names: tuple[str, str, str]) -> list[str]:
     """The three tab-separated fields ``names`` of one line (``DataFormatError`` naming the file and line otherwise)."""
     cols = line.split("\t")
@@ -130,6 +147,7 @@ def tsv_fields(path: Path, lineno: int, line: str, names: tuple[str, str, str]) 
     cols[0] = cols[0].strip()
     if not cols[0]:
         raise DataFormatError(f"empty {names[0]}", path, lineno)
+    check_id(path, lineno, names[0], cols[0])
     return cols
 
 
@@ -139,10 +157,11 @@ def parse_qrel(path: Path, lineno: int, line: str) -> tuple[str, str, int]:
         raise DataFormatError(
             f"expected 3 whitespace-separated columns (query_id doc_id relevance), found {len(cols)}",
             path, lineno)
-    try:
-        rel = int(cols[2])
-    except ValueError:
-        raise DataFormatError(f"relevance {cols[2]!r} is not an integer", path, lineno) from None
+    if not _INTEGER.fullmatch(cols[2]):
+        raise DataFormatError(f"relevance {cols[2]!r} is not an integer", path, lineno)
+    for name, value in zip(("query_id", "doc_id"), cols[:2]):
+        check_id(path, lineno, name, value)
+    rel = int(cols[2])
     if rel not in (1, 2):
         raise DataFormatError(f"unknown relevance value {rel} (WikiCLIR uses 2 = MR and 1 = SR)", path, lineno)
     return cols[0], cols[1], rel
@@ -156,7 +175,7 @@ class DocIndex:
         for lineno, line in read_lines(path, skips):
             cols = line.split("\t")
             did = cols[0].strip()
-            if len(cols) != 3 or not did:  # the slow path raises the right error
+            if len(cols) != 3 or not did or _BAD_ID.search(did):  # the slow path raises the right error
                 tsv_fields(path, lineno, line, ("doc_id", "title", "text"))
             # id_key, inlined for the common numeric ids (this loop sees every document)
             keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() and (did[0] != "0" or did == "0")
@@ -202,7 +221,7 @@ class MRIndex:
         for lineno, line in read_lines(path, skips):
             cols = line.split()
             rel = cols[2] if len(cols) == 3 else ""
-            if rel != "1" and rel != "2":  # not the common case: parse and check properly
+            if rel != "1" and rel != "2" or "\x00" in line:  # not the common case: parse and check properly
                 rel = str(parse_qrel(path, lineno, line)[2])
             self.n_lines += 1
             all_q.append(id_key(cols[0]))
