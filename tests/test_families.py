@@ -79,3 +79,19 @@ def test_claims_decided_on_hand_made_records():
     assert "BM25" in row.loc["learned_vs_bm25", "reason"]
     summ = families.summary(families.run_frame(labelled), families.per_query(labelled, "collection"), ["MAP@1000"])
     assert set(summ["label"]) == {"SOSL", "MDL.6", "MDL.1"} and (summ["ci_low"] <= summ["mean"]).all()
+
+
+def test_a_claim_whose_systems_did_not_run_names_them_and_one_with_exactly_the_systems_run_is_decided():
+    # mutation review, round 5: the reason names every system of both sides (sorted, with "and") and the grid;
+    # a claim needs its systems among those run, not a strict subset of them
+    labelled = [(label, _record(system, "fr", seed, level, m)) for seed in (0, 1, 2)
+                for label, system, level, m in (("SOSL", "sosl", 0.6, None), ("MDL.6", "mdl", 0.2, 6))]
+    from clirlib.studies.hypotheses import Hypothesis as H
+    absent = H("absent", "absent", "test", "candidates", {"system": ["HIKE", "BM25", "Alpha"]}, {"system": "Zed"},
+               ("P_mr@1",))
+    exact = H("exact", "exact", "test", "candidates", {"system": "SOSL"}, {"system": "MDL.6"}, ("P_mr@1",))
+    decided, _ = families.decide(labelled, [absent, exact])
+    row = verdicts.claim_rows(decided).set_index("hypothesis")
+    assert row.loc["absent", "verdict"] == "not tested"
+    assert row.loc["absent", "reason"] == "no candidates runs of Alpha and BM25 and HIKE and Zed"
+    assert row.loc["exact", "verdict"] == "holds"  # SOSL 0.6 / 0.3 against MDL.6 0.2 / 0.1 on every query

@@ -275,3 +275,180 @@ def test_mean_std_table_puts_the_papers_value_beside_each_cell_it_has():
     # fr: mean 0.30, sample std of (0.25, 0.35) = 0.0707; the paper has no sw row: the cell stays ours alone
     assert display.loc[("fr", "cnn"), "MAP"] == "0.300 ± 0.071 (paper 0.262)"
     assert display.loc[("sw", "cnn"), "MAP"] == "0.500"
+
+
+# --------------------------------------------------------------------------- mutation review, round 5
+def _tidy(key, rows):
+    """A tidy mean-std frame as mean_std_table gives it: (lang, system, metric, mean, std, n_seeds)."""
+    return pd.DataFrame([{"lang": lang, key: k, "metric": m, "mean": mean, "std": std,
+                          "n_seeds": 1 if np.isnan(std) else 3} for lang, k, m, mean, std in rows],
+                        columns=["lang", key, "metric", "mean", "std", "n_seeds"])
+
+
+def _claim(name, grid, a, b, metrics):
+    return hypotheses.Hypothesis(name, name, "test", grid, a, b, metrics)
+
+
+#: Two Table 2 claims and one Table 3 claim; every number a multiple of 1/8, so each is printed exactly.
+SPREAD_CLAIMS = [_claim("s2", "table2", {"loss": "sosl"}, {"loss": "mse"}, ("P_mr@1", "MAP")),
+                 _claim("s3", "table2", {"loss": "mse"}, {"loss": "po"}, ("MAP",)),
+                 _claim("t3", "table3", {"encoder": "avgpool"}, {"encoder": "cnn"}, ("P_mr@1",)),
+                 # B names no language (PO, fr only): its pair is left out, not labelled "PO ?"
+                 hypotheses.Hypothesis("u", "u", "test", "table2", {"loss": "sosl", "lang": "fr"}, {"loss": "po"},
+                                       ("MAP",), match=())]
+NAN = float("nan")
+SPREAD_LOSSES = _tidy("loss", [
+    ("fr", "sosl", "P_mr@1", 0.625, 0.125), ("fr", "mse", "P_mr@1", 0.5, 0.375),  # diff 0.125 < 0.375: within
+    ("fr", "sosl", "MAP", 0.75, 0.25), ("fr", "mse", "MAP", 0.25, 0.5),  # diff 0.5 = 0.5: not smaller (the edge)
+    ("it", "sosl", "P_mr@1", 0.125, NAN), ("it", "mse", "P_mr@1", 0.875, 0.25),  # diff -0.75 (SOSL it: one seed)
+    ("it", "sosl", "MAP", 0.5, NAN), ("it", "mse", "MAP", 0.25, 0.375),  # diff 0.25 < 0.375 (the sd that exists)
+    ("fr", "po", "MAP", 0.375, 0.125)])  # s3: MSE fr - PO fr = -0.125 < 0.5 (no PO in it: no pair there)
+SPREAD_ENCODERS = _tidy("encoder", [("fr", "avgpool", "P_mr@1", 0.5, 0.375), ("fr", "cnn", "P_mr@1", 0.375, 0.125)])
+_NO_CLAIMS = pd.DataFrame(columns=["hypothesis", "language", "verdict", "claim", "source", "reason"])
+
+
+def test_seed_spread_reads_each_side_and_skips_a_pair_with_a_side_missing():
+    spread = findings.seed_spread([SPREAD_LOSSES, SPREAD_ENCODERS], SPREAD_CLAIMS)
+    # s2: fr and it x two metrics; s3: fr only (PO has no it rows); t3: fr
+    assert list(zip(spread["hypothesis"], spread["a"], spread["b"], spread["metric"])) == [
+        ("s2", "SOSL fr", "MSE fr", "P_mr@1"), ("s2", "SOSL fr", "MSE fr", "MAP"),
+        ("s2", "SOSL it", "MSE it", "P_mr@1"), ("s2", "SOSL it", "MSE it", "MAP"),
+        ("s3", "MSE fr", "PO fr", "MAP"), ("t3", "average pooling fr", "DSSM-CNN fr", "P_mr@1")]
+    assert spread["diff"].tolist() == [0.125, 0.5, -0.75, 0.25, -0.125, 0.125]  # mean A - mean B, rows above
+    assert spread["sd_a"].tolist()[:2] == [0.125, 0.25] and spread["sd_b"].tolist() == [0.375, 0.5, 0.25, 0.375, 0.125, 0.125]
+    assert spread["table"].tolist() == ["Table 2"] * 5 + ["Table 3"]
+
+
+def test_seeds_lines_compare_each_table_against_its_own_spread():
+    text = findings.seeds_sentences(findings.seeds_tests(pd.DataFrame()), _NO_CLAIMS,
+                                    [SPREAD_LOSSES, SPREAD_ENCODERS], SPREAD_CLAIMS)
+    t2 = next(l for l in text.splitlines() if l.startswith("- **Seeds, Table 2:**"))
+    # one sd per (system, metric), MSE fr MAP counted once though two claims use it, SOSL it's NaN left out:
+    # 0.125, 0.25 (SOSL fr), 0.5 (MSE fr MAP), 0.375, 0.25, 0.375 (MSE fr P_mr@1, it), 0.125 (PO fr):
+    # sorted 0.125 0.125 0.25 [0.25] 0.375 0.375 0.5, median 0.25, largest 0.5
+    assert "one system's metric has median 0.250 (largest 0.500)" in t2
+    # |A - B|: 0.125, 0.5, 0.75, 0.25, 0.125: median 0.25, largest 0.75 (a negative difference)
+    assert "have median absolute size 0.250 (largest 0.750)" in t2
+    # smaller than the larger sd of the two (a NaN sd gives way to the other): fr P_mr@1, it MAP and s3; fr MAP's
+    # 0.5 equals its larger sd 0.5 and it P_mr@1's 0.75 exceeds 0.25
+    assert t2.endswith("3 of 5 differences are smaller than the larger standard deviation of their two systems "
+                       "(per claim: `s2` 2/4, `s3` 1/1): gaps that one run per system, as the paper reports, can "
+                       "show in either direction.")
+    # Table 3 alone: sds 0.375 and 0.125 (median 0.25); its one difference 0.125 < 0.375, in the singular
+    t3 = next(l for l in text.splitlines() if l.startswith("- **Seeds, Table 3:**"))
+    assert "median 0.250 (largest 0.375)" in t3 and "median absolute size 0.125 (largest 0.125)" in t3
+    assert "1 of 1 difference is smaller than the larger standard deviation of their two systems (per claim: `t3` 1/1)" in t3
+
+
+def test_no_seeds_line_where_no_system_has_a_standard_deviation():
+    # one seed per system: every std is NaN, so there is no spread to state (not "median nan")
+    one_seed = SPREAD_LOSSES.assign(std=NAN, n_seeds=1)
+    text = findings.seeds_sentences(findings.seeds_tests(pd.DataFrame()), _NO_CLAIMS, [one_seed], SPREAD_CLAIMS)
+    assert "Seeds" not in text and "nan" not in text
+
+
+def test_a_claim_line_in_one_language_with_the_median_detectable_effect():
+    # hand-made comparisons of one claim in French: three inconclusive, with MDEs 0.1, 0.2 and 0.6
+    h = hypotheses.Hypothesis("c", "A beats B", "test", "table2", {"loss": "sosl"}, {"loss": "mse"},
+                              ("P_mr@1", "MAP", "NDCG@5"))
+    tests = pd.DataFrame({"hypothesis": "c", "a": "SOSL fr", "b": "MSE fr", "lang": "fr",
+                          "metric": ["P_mr@1", "MAP", "NDCG@5"], "verdict": "inconclusive", "mde": [0.1, 0.2, 0.6]}
+                         ).reindex(columns=findings.SEEDS_TEST_COLUMNS)  # the other columns NaN
+    summary = pd.DataFrame([{"hypothesis": "c", "language": "all", "verdict": "inconclusive", "claim": "A beats B",
+                             "source": "test", "reason": ""}])
+    line = findings.seeds_sentences(tests, summary, hypotheses=[h]).splitlines()[1]
+    # one language: no "Holding per language"; the median of 0.1, 0.2, 0.6 is 0.2 (their mean would be 0.3)
+    assert line == ("- **A beats B** (test; `c`): of 3 comparisons, 0 hold, 0 do not hold and 3 are inconclusive, so "
+                    "the claim is *inconclusive*. For the inconclusive ones a true difference of at least 0.200 "
+                    "(median over them; margin 0.01) would have been decided as holding with 80% power.")
+
+
+def _setting(regime, eps, clip, own=True, ndcg=0.5, first=1.0, clipped=0, finished=True):
+    """One row of stability.grid_summary: 10 steps; a stopped run has NaN counts, norms and metrics."""
+    nan = float("nan")
+    return {"regime": regime, "epsilon": eps, "clip": clip, "own_run": own, "finished": finished,
+            "nonfinite_steps": 0 if finished else 1, "stopped_epoch": nan if finished else 1,
+            "stopped_step": nan if finished else 3, "steps": 10 if finished else nan,
+            "clipped_steps": clipped if finished else nan, "grad_norm_max": first if finished else nan,
+            "grad_norm_first_step": first if finished else nan, "NDCG@5": ndcg if finished else nan}
+
+
+def _trace(norms):
+    """stability.grid_trace from {(regime, eps, clip): per-step gradient norms}."""
+    return pd.concat([pd.DataFrame({"step": np.arange(1, len(v) + 1), "epoch": 1, "grad_norm": v, "regime": r,
+                                    "epsilon": e, "clip": c}) for (r, e, c), v in norms.items()], ignore_index=True)
+
+
+_VERSUS = ["regime", "clip", "epsilon", "max grad cosine / SCS", "clipped cosine", "clipped SCS", "NDCG@5 cosine",
+           "NDCG@5 SCS", "p_value", "p_holm"]
+
+
+def test_stability_clipping_line_lists_where_it_fired_in_order():
+    summary = pd.DataFrame([_setting("zeta", 0.0, "5", clipped=2), _setting("zeta", 0.0, "none"),
+                            _setting("alpha", 0.0, "5", clipped=1), _setting("alpha", 0.0, "none"),
+                            _setting("beta", 1.0, "5", finished=False)])
+    trace = _trace({("zeta", 0.0, "5"): [1.0, 6.0, 8.0, 2.0, 1.0],  # above the clip 5 at steps 2 and 3
+                    ("alpha", 0.0, "5"): [5.0, 4.9, 1.0, 1.0, 1.0, 1.0]})  # exactly 5: clip / (5 + 1e-6) < 1 scales it
+    text = findings.stability_sentences(summary, pd.DataFrame(columns=_VERSUS), trace)
+    clipping = next(l for l in text.splitlines() if l.startswith("- **Clipping:**"))
+    # eps 0: 2 + 1 of 10 + 10 steps; eps 1's only clipped run stopped (no steps): no share, not "0 of 0 (nan%)";
+    # the regimes in the order the trace has them (zeta before alpha)
+    assert clipping == ("- **Clipping:** steps clipped over all regimes, eps = 0: 3 of 20 steps (15.00%). Clipping "
+                        "fired at zeta, eps = 0: steps 2, 3; alpha, eps = 0: step 1. 0 of 5 settings without clipping "
+                        "are the same run as with it (clipping never fired there).")
+    # a trace exactly `step` (5) long is read at its last step: first, step 5, median (zeta: median of 1 6 8 2 1 = 2)
+    assert "zeta: 1 → 1 → 2; alpha: 5 → 1 → 1" in text
+
+
+def test_stability_scs_against_cosine_counts_each_side_of_the_test():
+    summary = pd.DataFrame([_setting(r, e, c, own=(c == "5"), first=f)
+                            for r, f in (("zeta", 1.0), ("alpha", 2.0)) for e in (0.0, 1.0, 2.0) for c in ("5", "none")])
+    versus = pd.DataFrame([  # ratio, cosine, SCS, p, p_holm
+        ("zeta", "5", 1.0, 2.0, 0, 0, 0.4, 0.5, 0.01, 0.03),  # SCS higher, significant before and after Holm
+        ("zeta", "5", 2.0, 3.0, 0, 0, 0.4, 0.4, np.nan, np.nan),  # a tie: SCS not higher; untested (no p)
+        ("alpha", "5", 1.0, 0.5, 0, 0, 0.5, 0.3, 0.05, 0.1),  # cosine higher; p = 0.05 is not below 0.05
+        ("alpha", "none", 1.0, 0.25, 0, 0, 0.6, 0.5, 0.02, 0.06)], columns=_VERSUS)  # cosine, before Holm only
+    text = findings.stability_sentences(summary, versus, _trace({("zeta", 0.0, "none"): [1.0]}))
+    # per regime the smallest and the largest ratio of its cells
+    assert "per regime: zeta: 2x to 3x (first-step norm 1 at eps = 0, 1 at eps = 1, 1 at eps = 2); alpha: 0.25x to 0.5x" in text
+    line = next(l for l in text.splitlines() if l.startswith("- **SCS against plain cosine"))
+    # SCS - cosine: +0.1, 0, -0.2, -0.1; tested: the 3 cells with a p; p < 0.05: the first (SCS) and last (cosine);
+    # p_Holm < 0.05: the first alone
+    assert ("SCS is higher in 1 of 4 (regime, clipping, eps) cells (per regime: zeta 1/2; alpha 0/2), by -0.200 to "
+            "+0.100.") in line
+    assert line.endswith("p < 0.05 in 1 cells for SCS and 1 for cosine; after Holm over the 3 cells, 1 for SCS and "
+                         "0 for cosine.")
+
+
+def test_stability_clipping_on_against_off_and_where_it_fired():
+    rows = [("zeta", 0.0, 0.37, 0.40, 9.0), ("zeta", 1.0, 0.556, 0.55, 6.0), ("zeta", 2.0, 0.60, 0.60, 1.0),
+            ("alpha", 1.0, 0.504, 0.50, 7.0), ("alpha", 2.0, 0.45, 0.45, 1.0),  # no plain cosine (eps 0) in alpha
+            ("beta", 0.0, 0.30, 0.30, 4.0), ("beta", 1.0, 0.35, 0.35, 1.0)]  # beta: clipping never fired
+    summary = pd.DataFrame([s for r, e, on, off, g0 in rows for s in
+                            (_setting(r, e, "5", ndcg=on, first=g0, clipped=int(g0 > 5)),
+                             _setting(r, e, "none", own=g0 > 5, ndcg=off, first=g0))])
+    trace = _trace({(r, e, "5"): [g0, 1.0, 1.0, 1.0, 1.0] for r, e, _, _, g0 in rows})
+    text = findings.stability_sentences(summary, pd.DataFrame(columns=_VERSUS), trace)
+    line = next(l for l in text.splitlines() if l.startswith("- **Clipping on against off:**"))
+    # on - off: -0.03, +0.006, 0, +0.004, 0, 0, 0: two of 7 beyond 0.005; the largest in size is the negative one
+    assert line.startswith("- **Clipping on against off:** test NDCG@5 differs by more than 0.005 in 2 of 7 (regime, "
+                           "eps) pairs; the largest change is -0.030 (on minus off; zeta, eps = 0).")
+    # fired in zeta and alpha; alpha has no plain cosine run to state, beta never fired; zeta's best SCS is eps 2
+    assert line.endswith(" In zeta, where clipping fired, plain cosine reaches 0.370 with clipping and 0.400 without; "
+                         "the best SCS setting 0.600 (eps = 2).")
+    assert "In alpha" not in line and "In beta" not in line
+
+
+def test_stability_has_no_on_against_off_line_without_clipped_runs():
+    summary = pd.DataFrame([_setting("zeta", e, "none") for e in (0.0, 1.0)])
+    text = findings.stability_sentences(summary, pd.DataFrame(columns=_VERSUS), _trace({("zeta", 0.0, "none"): [1.0]}))
+    assert "Clipping on against off" not in text and "Clipping never fired." in text
+
+
+def test_stability_small_norms_compare_scs_settings_only():
+    summary = pd.DataFrame([_setting("r", 0.0, "5", first=2.0), _setting("r", 1.0, "5", first=0.5),
+                            _setting("r small", 0.0, "5", first=3.0), _setting("r small", 1.0, "5", first=0.001)])
+    text = findings.stability_sentences(summary, pd.DataFrame(columns=_VERSUS), _trace({("r", 0.0, "5"): [2.0]}), {"r small": "r"})
+    # eps 0 is plain cosine, not SCS: left out; 0.001 / 0.5 = 0.002
+    assert text.splitlines()[-1] == ("- **SCS at small norms, first-step gradient norm** against the same regime at "
+                                     "its ordinary norm: r small at eps = 1: 0.001 against 0.5 in r (0.002x, smaller).")

@@ -125,3 +125,73 @@ def test_mdl_sweep_topics_are_whole_numbers_and_hike_runs_in_its_profiles_langua
     # HIKE's KG is the benchmark's, in the profile's HIKE languages only
     hike_langs = {c.lang for label, c in families.configs("ci", langs=["fr", "it"]) if c.system == "hike"}
     assert hike_langs == set(families.profiles.HIKE["ci"]["langs"]) & {"fr", "it"}
+
+
+def test_claims_table_cells_at_their_edges():
+    # mutation review, round 5: the README's claims table where a cell has nothing to say
+    nan = float("nan")
+    none = _row(hypothesis="h1", claim="C none", verdict="not tested", deciding="", strongest="", effect=nan,
+                strongest_effect=nan, mde=nan, n_queries=0, n_seeds=0, n_comparisons=0, n_languages=0,
+                n_languages_tested=0, reason="no runs")  # verdicts.not_tested's row: no comparison at all
+    gate = _row(hypothesis="h2", claim="C gate", verdict="not tested", n_languages=2, n_languages_tested=0,
+                reason="B fr did not pass the learning gate")  # compared in 2 languages, decided in none
+    gap = _row(hypothesis="h3", claim="C closes", kind="closes_gap", margin=0.5, effect=0.25, ci_low=0.125,
+               ci_high=0.375, strongest_effect=0.5, strongest_ci_low=0.375, strongest_ci_high=0.625, mde=0.123,
+               reason=nan)  # a decided claim's empty reason, as read back from claims_summary.csv
+    summary = pd.DataFrame([none, gate, gap]).assign(language="all")
+    real = pd.DataFrame([{**gap, "verdict": "holds"}]).assign(language="all")  # h1, h2 not on real text
+    dssm = pd.DataFrame([{**gate, "train_queries": nan, "effect": nan},  # no training size to name
+                         {**gap, "verdict": "holds", "train_queries": 3000}]).assign(language="all")
+    lines = verdict_words.markdown_table(summary, real, dssm).splitlines()
+    assert lines[0].endswith("| not tested because | real text (Debian) | where DSSM learns (notebook 16) |")
+    assert lines[1] == "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- | --- | --- |"
+    # no languages, comparisons, MDE or queries: empty cells, not "0 of 0", "nan" or "0 x 0"
+    assert lines[2] == "| C none | test | not tested |  |  |  |  |  | no runs |  |  |"
+    # _row's superiority numbers; "2 not tested": n_languages - n_languages_tested
+    assert lines[3] == ("| C gate | test | not tested | holds in 0 of 2 languages (2 not tested) | A fr vs B fr, MAP: "
+                        "+0.020 [+0.005, +0.035], p 0.03 | A fr vs B fr, P_mr@1: +0.004 [-0.010, +0.018], p 0.4 | "
+                        "0.030 | 400 x 3 | B fr did not pass the learning gate |  | not tested |")
+    # closes_gap: effects, intervals and the MDE as shares (0.25 -> +25.0%, mde 0.123 -> 12.3%); the training
+    # size (3,000) beside the verdict, before its comparison
+    assert lines[4] == ("| C closes | test | **inconclusive** | holds in 0 of 1 language | A fr vs B fr, MAP: +50.0% "
+                        "[+37.5%, +62.5%], p 0.03 | A fr vs B fr, P_mr@1: +25.0% [+12.5%, +37.5%], p 0.4 | 12.3% | "
+                        "400 x 3 |  | **holds**: A fr vs B fr, P_mr@1: +25.0% [+12.5%, +37.5%], p 0.4 | **holds** "
+                        "(3,000 training queries): A fr vs B fr, P_mr@1: +25.0% [+12.5%, +37.5%], p 0.4 |")
+    # with or without the paper's column, every line has the header's number of cells
+    for table in (verdict_words.markdown_table(summary), verdict_words.markdown_table(summary, real, dssm, True)):
+        assert {line.count("|") for line in table.splitlines()} == {table.splitlines()[0].count("|")}
+
+
+def test_real_text_warns_about_a_forced_run_only_when_forced_without_files(monkeypatch):
+    # mutation review, round 5: which run of realtext.run warns, and what the warning says; no file is read
+    # (the shipped records' digests and the record lookup are stand-ins)
+    import types
+    import warnings
+
+    from clirlib.runs import experiments
+
+    local = {"fr": None}
+    asked = []
+    monkeypatch.setattr(realtext, "_local_inputs", lambda lang: local[lang])
+    monkeypatch.setattr(realtext, "_shipped_inputs", lambda lang: (("a", "sha256:1"),))
+    monkeypatch.setattr(experiments, "cached_record",
+                        lambda cfg, force, inputs, collection: asked.append(force) or {"key": "k"})
+    labelled = [("BM25", types.SimpleNamespace(lang="fr"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        realtext.run(labelled)  # no files, not forced: the shipped records, silently
+    with pytest.warns(UserWarning) as forced:
+        realtext.run(labelled, force=True)  # make reproduce FORCE=1 without the files
+    assert [str(w.message) for w in forced] == [f"no Debian files for 'fr' in {realtext.folder()}: its runs are read "
+                                                "from the shipped records, not retrained"]
+    assert forced[0].filename == __file__  # stacklevel 2: the line that called run, not realtext's own
+    assert asked == [None, False]  # nothing to retrain from: the records are read, not forced
+    # files here that are not the shipped records' ones: a forced run retrains them all, so it does not warn
+    # that runs missing from results/ are trained (the warning of a run that is not forced)
+    local["fr"] = {"a": "sha256:2"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        realtext.run(labelled, force=True)
+    with pytest.warns(UserWarning, match=r"are not the ones the shipped records were trained on \(a differ\)"):
+        realtext.run(labelled)
+    assert asked[2:] == [True, None]
