@@ -452,3 +452,17 @@ def test_stability_small_norms_compare_scs_settings_only():
     # eps 0 is plain cosine, not SCS: left out; 0.001 / 0.5 = 0.002
     assert text.splitlines()[-1] == ("- **SCS at small norms, first-step gradient norm** against the same regime at "
                                      "its ordinary norm: r small at eps = 1: 0.001 against 0.5 in r (0.002x, smaller).")
+
+
+def test_stability_where_every_scs_run_with_clipping_stopped():
+    # zeta fired clipping (eps 0, step 1) and its only SCS run with clipping stopped at a non-finite value (no
+    # NDCG@5): there is no best SCS setting to name; this raised "Encountered all NA values" (Series.idxmax)
+    summary = pd.DataFrame([_setting("zeta", 0.0, "5", ndcg=0.37, first=9.0, clipped=1),
+                            _setting("zeta", 0.0, "none", ndcg=0.40, first=9.0),
+                            _setting("zeta", 1.0, "5", finished=False), _setting("zeta", 1.0, "none", ndcg=0.5)])
+    trace = _trace({("zeta", 0.0, "5"): [9.0, 1.0, 1.0, 1.0, 1.0], ("zeta", 1.0, "none"): [1.0] * 5})
+    text = findings.stability_sentences(summary, pd.DataFrame(columns=_VERSUS), trace)
+    line = next(l for l in text.splitlines() if l.startswith("- **Clipping on against off:**"))
+    # eps 1 has no on-off pair (on stopped): one pair, 0.37 - 0.40
+    assert line == ("- **Clipping on against off:** test NDCG@5 differs by more than 0.005 in 1 of 1 (regime, eps) "
+                    "pairs; the largest change is -0.030 (on minus off; zeta, eps = 0).")

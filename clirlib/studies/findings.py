@@ -355,7 +355,7 @@ def stability_sentences(summary: pd.DataFrame, versus: pd.DataFrame, trace: pd.D
             for regime in fired_regimes:
                 g = summary[(summary["regime"] == regime) & (summary["clip"] == on)].set_index("epsilon")["NDCG@5"]
                 off = cl.loc[(regime, 0.0), "none"] if (regime, 0.0) in cl.index else np.nan
-                scs = g.drop(index=0.0, errors="ignore")
+                scs = g.drop(index=0.0, errors="ignore").dropna()  # a stopped run has no NDCG@5
                 if len(scs) and 0.0 in g.index:
                     s += (f" In {regime}, where clipping fired, plain cosine reaches {g.loc[0.0]:.3f} with clipping and "
                           f"{off:.3f} without; the best SCS setting {scs.max():.3f} (eps = {scs.idxmax():g}).")
