@@ -95,3 +95,14 @@ def test_a_claim_whose_systems_did_not_run_names_them_and_one_with_exactly_the_s
     assert row.loc["absent", "verdict"] == "not tested"
     assert row.loc["absent", "reason"] == "no candidates runs of Alpha and BM25 and HIKE and Zed"
     assert row.loc["exact", "verdict"] == "holds"  # SOSL 0.6 / 0.3 against MDL.6 0.2 / 0.1 on every query
+
+
+def test_a_claim_with_one_side_run_names_only_the_systems_that_did_not_run():
+    # SOSL ran, BM25 and Zed did not: the reason said "no candidates runs of BM25 and SOSL and Zed", as if SOSL
+    # had no runs either
+    labelled = [("SOSL", _record("sosl", "fr", seed, 0.6)) for seed in (0, 1, 2)]
+    from clirlib.studies.hypotheses import Hypothesis
+
+    h = Hypothesis("half", "half", "test", "candidates", {"system": "SOSL"}, {"system": ["Zed", "BM25"]}, ("P_mr@1",))
+    decided, _ = families.decide(labelled, [h])
+    assert verdicts.claim_rows(decided).loc[0, "reason"] == "no candidates runs of BM25 and Zed"

@@ -223,8 +223,9 @@ def decide(labelled: list[tuple[str, dict]], hypotheses: Iterable[Hypothesis] = 
         runs, pq = grids[h.grid]
         labels = {lab for side in (h.a, h.b) for lab in
                   (side["system"] if isinstance(side["system"], list) else [side["system"]])}
-        if pq.empty or not labels <= set(runs["system"]):
-            rows.append(verdicts.not_tested(h, f"no {h.grid} runs of {' and '.join(sorted(labels))}"))
+        missing = labels if pq.empty else labels - set(runs["system"])
+        if missing:  # name the systems that did not run, not those of the claim that did
+            rows.append(verdicts.not_tested(h, f"no {h.grid} runs of {' and '.join(sorted(missing))}"))
             continue
         out = verdicts.evaluate_hypothesis(h, runs, pq, seed=seed)
         rows.extend(out.rows())  # the claim's row, then one per language
