@@ -400,6 +400,15 @@ def test_stability_clipping_line_lists_where_it_fired_in_order():
     assert "zeta: 1 → 1 → 2; alpha: 5 → 1 → 1" in text
 
 
+def test_a_clipped_run_without_recorded_steps_fires_nowhere():
+    # an empty trace (no run recorded its per-step norms) with a clipped setting: before, the
+    # empty list of row flags selected no columns and 'grad_norm' was a KeyError
+    summary = pd.DataFrame([_setting("zeta", 0.0, "5"), _setting("zeta", 0.0, "none")])
+    empty = _trace({("zeta", 0.0, "5"): [1.0]}).iloc[:0]
+    assert findings._fired(summary, empty).empty
+    assert list(findings._fired(summary, empty).columns) == list(empty.columns)
+
+
 def test_stability_scs_against_cosine_counts_each_side_of_the_test():
     summary = pd.DataFrame([_setting(r, e, c, own=(c == "5"), first=f)
                             for r, f in (("zeta", 1.0), ("alpha", 2.0)) for e in (0.0, 1.0, 2.0) for c in ("5", "none")])
@@ -416,7 +425,7 @@ def test_stability_scs_against_cosine_counts_each_side_of_the_test():
     # p_Holm < 0.05: the first alone
     assert ("SCS is higher in 1 of 4 (regime, clipping, eps) cells (per regime: zeta 1/2; alpha 0/2), by -0.200 to "
             "+0.100.") in line
-    assert line.endswith("p < 0.05 in 1 cells for SCS and 1 for cosine; after Holm over the 3 cells, 1 for SCS and "
+    assert line.endswith("p < 0.05 in 1 cell for SCS and 1 for cosine; after Holm over the 3 cells, 1 for SCS and "
                          "0 for cosine.")
 
 

@@ -268,7 +268,9 @@ def _fired(summary: pd.DataFrame, trace: pd.DataFrame) -> pd.DataFrame:
     (their own runs only, so a reused run is not counted twice)."""
     own = summary[summary["own_run"].astype(bool) & (summary["clip"].astype(str) != "none")]
     keys = set(zip(own["regime"], own["epsilon"].astype(float), own["clip"].astype(str)))
-    t = trace[[k in keys for k in zip(trace["regime"], trace["epsilon"].astype(float), trace["clip"].astype(str))]]
+    mask = np.array([k in keys for k in zip(trace["regime"], trace["epsilon"].astype(float), trace["clip"].astype(str))],
+                    dtype=bool)  # a list, empty for an empty trace, would select columns, not rows
+    t = trace[mask]
     return t[t["grad_norm"] + 1e-6 > t["clip"].astype(str).astype(float)]
 
 
@@ -338,8 +340,8 @@ def stability_sentences(summary: pd.DataFrame, versus: pd.DataFrame, trace: pd.D
             f"runs are the clipped ones are counted once): SCS is higher in {int(better.sum())} of "
             f"{_count(len(versus), '(regime, clipping, eps) cell')} (per regime: {per}), by {diff.min():+.3f} to "
             f"{diff.max():+.3f}. Paired randomization test "
-            f"over test queries: p < {ALPHA:g} in {int((sig & better).sum())} cells for SCS and "
-            f"{int((sig & ~better).sum())} for cosine; after Holm over the {int(tested.sum())} cells, "
+            f"over test queries: p < {ALPHA:g} in {_count(int((sig & better).sum()), 'cell')} for SCS and "
+            f"{int((sig & ~better).sum())} for cosine; after Holm over the {_count(int(tested.sum()), 'cell')}, "
             f"{int((sig_h & better).sum())} for SCS and {int((sig_h & ~better).sum())} for cosine.")
 
     cl = summary.pivot_table(index=["regime", "epsilon"], columns="clip", values="NDCG@5", sort=False)
