@@ -256,8 +256,15 @@ def check_kg_dir(path: str | os.PathLike, lang: str, *, gold: bool = False, opti
         raise ConfigError(option, f"{path} does not exist")
     if not p.is_dir():
         raise ConfigError(option, f"{path} is a file, not a KG folder")
-    folder = p / lang if (p / lang / "entities.tsv").is_file() else p
-    missing = [n for n in ("entities.tsv", "labels.tsv", "triples.tsv") if not (folder / n).is_file()]
+    folder = p / lang if os.path.lexists(p / lang / "entities.tsv") else p
+    names = ("entities.tsv", "labels.tsv", "triples.tsv") + (("gold_links.tsv",) if gold else ())
+    for name in names:  # there, but no file to read: say what it is, not "no entities.tsv"
+        f = folder / name
+        if os.path.lexists(f) and not f.is_file():
+            what = ("a folder, not a file" if f.is_dir() else "a link that leads nowhere or loops"
+                    if not f.exists() else "not a regular file")
+            raise ConfigError(option, f"{f}: {what} (the KG format: clirlib.data.kg)")
+    missing = [n for n in names[:3] if not (folder / n).is_file()]
     if missing:
         raise ConfigError(option, f"{path} is not a KG folder: no {', '.join(missing)} in it or in {p / lang} "
                                   "(the format: clirlib.data.kg)")

@@ -518,13 +518,16 @@ def test_bad_kg_line_from_the_command_line_is_one_line(capsys, tmp_path):
 def test_kg_without_english_labels_is_named(capsys, tmp_path):
     from clirlib.data.kg import KnowledgeGraph, write_kg
 
-    # labels under 'EN', not 'en': no English query could be linked, so the KG would silently do nothing
-    kg = KnowledgeGraph(["Q1", "Q2"], ["", ""], {"EN": ["Paris", "France"], "fr": ["Paris", "France"]},
-                        {c: ["", ""] for c in ("EN", "fr")}, [0], [0], [1], ["P17"])
-    folder = write_kg(kg, tmp_path / "kg")
-    rc, err = run_cli(capsys, "train", "--quiet", "--system", "hike", "--kg", str(folder), "--epochs", "1")
-    assert rc == 2 and len(err) == 1, err
-    assert "labels.tsv: no label in language 'en'" in err[0] and "languages found: EN, fr" in err[0], err
+    # labels under 'eng', not 'en': no English query could be linked, so the KG would silently do nothing
+    # ('EN' is refused on its line by read_kg: a language code is lowercase, as Wikidata's)
+    for code, needles in (("eng", ("labels.tsv: no label in language 'en'", "languages found: eng, fr")),
+                          ("EN", ("labels.tsv:2: language code 'EN' is not lowercase letters and digits",))):
+        kg = KnowledgeGraph(["Q1", "Q2"], ["", ""], {code: ["Paris", "France"], "fr": ["Paris", "France"]},
+                            {c: ["", ""] for c in (code, "fr")}, [0], [0], [1], ["P17"])
+        folder = write_kg(kg, tmp_path / code)
+        rc, err = run_cli(capsys, "train", "--quiet", "--system", "hike", "--kg", str(folder), "--epochs", "1")
+        assert rc == 2 and len(err) == 1, err
+        assert all(n in err[0] for n in needles), err
 
 
 # --------------------------------------------------------------------------- 3. cache

@@ -579,3 +579,18 @@ def test_a_querys_names_come_from_packages_too_and_a_package_takes_its_first_md5
     build(tmp_path / "b", "fr", lists, embeddings=False)
     rel = (tmp_path / "b" / "wiki-clir" / "french" / "en2fr.rel").read_text().splitlines()
     assert f"{M[1]} {M[4]} 1" in rel and f"{M[1]} {M[9]} 1" not in rel
+
+
+def test_an_index_file_that_is_no_file_says_what_it_is(tmp_path):
+    """A FIFO or a broken link read as "file not found" (the shared check_regular_file)."""
+    import os
+
+    fifo, link = tmp_path / "Packages", tmp_path / "Translation-fr"
+    os.mkfifo(fifo)
+    link.symlink_to(tmp_path / "gone")
+    for path, words in ((fifo, r"not a regular file \(a FIFO"), (link, "a link that leads nowhere or loops"),
+                        (tmp_path, "a folder, not a file")):
+        with pytest.raises(DataFormatError, match=f"{path}: {words}"):
+            list(paragraphs(path))
+    with pytest.raises(MissingDataError, match="file not found"):
+        list(paragraphs(tmp_path / "absent"))

@@ -401,15 +401,16 @@ def test_gold_links_need_no_english_labels(ci_fr, tmp_path):
 
     from clirlib.data.kg import benchmark_kg_folder
 
-    # kg='gold' links queries by gold_links.tsv, not by labels: a KG whose English labels are under 'EN' still
+    # kg='gold' links queries by gold_links.tsv, not by labels: a KG whose English labels are under 'eng' still
     # builds (a refusal here would be wrong), with a warning: its English descriptions went with the labels
+    # ('EN' is refused by read_kg on its line: a language code is lowercase, as Wikidata's)
     folder = shutil.copytree(benchmark_kg_folder(ci_fr.info["benchmark_root"], "fr"), tmp_path / "kg")
     lines = (folder / "labels.tsv").read_text(encoding="utf-8").splitlines()
-    fixed = [lines[0]] + ["\t".join(c if i != 1 or c != "en" else "EN" for i, c in enumerate(line.split("\t")))
+    fixed = [lines[0]] + ["\t".join(c if i != 1 or c != "en" else "eng" for i, c in enumerate(line.split("\t")))
                           for line in lines[1:]]
     (folder / "labels.tsv").write_text("\n".join(fixed) + "\n", encoding="utf-8")
     h = Hike(HikeConfig(**{**TINY, "kg": "gold", "kg_dir": str(folder)}))
-    with pytest.warns(UserWarning, match=r"no label in language 'en' \(languages found: EN, fr\): the entities' "
+    with pytest.warns(UserWarning, match=r"no label in language 'en' \(languages found: eng, fr\): the entities' "
                                          r"query-side texts are empty"):
         h.build(ci_fr, 0)
     assert h.knowledge.info["queries_with_links"] > 0

@@ -362,3 +362,123 @@ def test_cached_transe_is_train_transe_computed_once(tmp_path, monkeypatch):
         out = transe.cached_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=3)
     assert out.tobytes() == train_transe(6, heads, rels, tails, dim=8, epochs=20, batch_size=3, seed=3).tobytes()
     assert len(list((tmp_path / "results" / "transe").glob("*.npy"))) == 3
+
+
+# --------------------------------------------------------------------------- bad input, named
+def _tiny_kg(tmp_path):
+    """Two entities with English labels and one triple, in the TSV format (``write_kg``)."""
+    kg = KnowledgeGraph(["Q1", "Q2"], ["", ""], {"en": ["Paris", "France"]}, {"en": ["", ""]},
+                        np.array([0]), np.array([0]), np.array([1]), ["P17"])
+    return write_kg(kg, tmp_path / "kg", {"7": ["Q1"]})
+
+
+@pytest.mark.parametrize("lang, problem", [
+    ("", r"empty language code"),
+    (" fr", r"language code ' fr' is not lowercase letters and digits"),
+    ("FR", r"language code 'FR' is not lowercase letters and digits"),
+    ("fr_FR", r"language code 'fr_FR' is not"),
+    ("en-", r"language code 'en-' is not"),
+])
+def test_labels_refuse_a_language_code_hike_would_never_look_up(tmp_path, lang, problem):
+    """Such labels loaded under a language no query or document has, and HIKE ignored them."""
+    folder = _tiny_kg(tmp_path)
+    (folder / "labels.tsv").write_text(f"entity\tlang\tlabel\tdescription\nQ1\ten\tParis\t\nQ2\t{lang}\tLyon\tville\n")
+    with pytest.raises(DataFormatError, match=r"labels.tsv:3: " + problem):
+        read_kg(folder)
+
+
+def test_labels_accept_wikidatas_language_codes(tmp_path):
+    folder = _tiny_kg(tmp_path)
+    codes = ("en", "fr", "simple", "en-simple", "zh-hans", "be-tarask", *WIKICLIR_LANGUAGES)
+    (folder / "labels.tsv").write_text("entity\tlang\tlabel\tdescription\n"
+                                       + "".join(f"Q1\t{c}\tParis\t\n" for c in dict.fromkeys(codes)))
+    assert read_kg(folder).langs == sorted(set(codes))
+
+
+@pytest.mark.parametrize("entity, problem", [
+    (" Q4", r"entity id ' Q4' has spaces before or after it"),
+    ("Q4 ", r"entity id 'Q4 ' has spaces before or after it"),
+    ("   ", r"empty entity id \('   ': only spaces\)"),
+])
+def test_entities_refuse_an_id_with_surrounding_spaces(tmp_path, entity, problem):
+    """" Q4" was accepted (and no other file's "Q4" found it) while "" was refused."""
+    folder = _tiny_kg(tmp_path)
+    (folder / "entities.tsv").write_text(f"entity\ttype\nQ1\t\nQ2\t\n{entity}\tQ5\n")
+    with pytest.raises(DataFormatError, match=r"entities.tsv:4: " + problem):
+        read_kg(folder)
+
+
+@pytest.mark.parametrize("triples, problem", [
+    ("Q1\tP17\tQ2\nQ2\tP17\tQ1\nQ1\tP17\tQ2\n",  # line 4 repeats line 2: one edge counted twice
+     r"triples.tsv:4: triple 'Q1' 'P17' 'Q2' listed twice \(first on line 2\)"),
+    ("Q1\tP17\tQ2\nQ1\t\tQ2\n", r"triples.tsv:3: empty relation name"),
+    ("Q1\t \tQ2\n", r"triples.tsv:2: empty relation name \(' ': only spaces\)"),
+])
+def test_triples_refuse_a_repeated_triple_and_an_empty_relation(tmp_path, triples, problem):
+    folder = _tiny_kg(tmp_path)
+    (folder / "triples.tsv").write_text("head\trelation\ttail\n" + triples)
+    with pytest.raises(DataFormatError, match=problem):
+        read_kg(folder)
+    # the same pair under two relations, and both directions, are distinct triples
+    (folder / "triples.tsv").write_text("head\trelation\ttail\nQ1\tP17\tQ2\nQ1\tP36\tQ2\nQ2\tP17\tQ1\n")
+    assert len(read_kg(folder).heads) == 3
+
+
+def test_wikidata_reader_counts_a_repeated_claim_once(tmp_path):
+    """Wikidata may state one value twice (other qualifiers); read_kg refuses a repeated triple,
+    so the reader keeps one edge and counts the other."""
+    claim = {"mainsnak": {"datavalue": {"type": "wikibase-entityid", "value": {"id": "Q2"}}}}
+    lines = ["[", json.dumps({"type": "item", "id": "Q1", "labels": {"en": {"value": "Paris"}},
+                              "claims": {"P17": [claim, claim]}}) + ",",
+             json.dumps({"type": "item", "id": "Q2", "labels": {"en": {"value": "France"}}}), "]"]
+    with pytest.warns(DataSkipWarning, match="1 repeated triples"):
+        kg = read_wikidata_json(lines, ["en"])
+    assert kg.heads.tolist() == [0] and kg.skipped == {"repeated_triples": 1}
+    assert len(read_kg(write_kg(kg, tmp_path / "kg")).heads) == 1
+
+
+def _not_a_file(path, kind):
+    """Put ``kind`` at ``path`` in place of a file; the words read_kg must say."""
+    import os
+
+    path.unlink()
+    if kind == "folder":
+        path.mkdir()
+        return "a folder, not a file"
+    if kind == "dangling link":
+        path.symlink_to(path.parent / "nowhere.tsv")
+        return "a link that leads nowhere or loops"
+    if kind == "looping link":
+        path.symlink_to(path)
+        return "a link that leads nowhere or loops"
+    os.mkfifo(path)  # opening it would wait for a writer for ever
+    return r"not a regular file \(a FIFO \(named pipe\)\)"
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling link", "looping link", "fifo"])
+@pytest.mark.parametrize("name", ["entities.tsv", "labels.tsv", "triples.tsv", "gold_links.tsv"])
+def test_something_else_in_place_of_a_kg_file_is_named_not_taken_as_absent(tmp_path, name, kind):
+    """read_kg said "no entities.tsv" and read_gold_links returned None (no gold links) instead."""
+    from clirlib.data.kg import kg_files
+    from clirlib.validate import ConfigError, check_kg_dir
+
+    folder = _tiny_kg(tmp_path)
+    words = _not_a_file(folder / name, kind)
+    with pytest.raises(DataFormatError, match=rf"{folder / name}: {words}"):
+        read_kg(folder) if name != "gold_links.tsv" else read_gold_links(folder)
+    with pytest.raises(DataFormatError, match=words):  # a run's cache key does not leave it out
+        kg_files(tmp_path / "kg", "fr")
+    with pytest.raises(ConfigError, match=rf"{folder / name}: " + words.split(r" \(")[0]):  # the CLI's check
+        check_kg_dir(folder, "fr", gold=True)
+
+
+def test_check_regular_file(tmp_path):
+    from clirlib.data.errors import check_regular_file
+
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "f")
+    assert check_regular_file(tmp_path / "f") and check_regular_file(tmp_path / "link")
+    assert check_regular_file(tmp_path / "absent") is False
+    assert check_regular_file(tmp_path / "f" / "below_a_file") is False
+    with pytest.raises(DataFormatError, match=r"/dev/null: not a regular file \(a character device\)"):
+        check_regular_file("/dev/null")

@@ -13,6 +13,8 @@ and what a malformed line gives: ``docs/systems.md``, "The KG file format in ful
 from __future__ import annotations
 
 import json
+import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,12 +23,15 @@ from typing import Iterable
 import numpy as np
 
 from .. import atomic
-from .errors import DataFormatError, DataSkipWarning
+from .errors import DataFormatError, DataSkipWarning, check_regular_file
 
 ENTITY_HEADER = ("entity", "type")
 LABEL_HEADER = ("entity", "lang", "label", "description")
 TRIPLE_HEADER = ("head", "relation", "tail")
 LINK_HEADER = ("query_id", "entity")
+#: A language code of ``labels.tsv``: Wikidata's form (``fr``, ``simple``, ``en-gb``, ``zh-hans``),
+#: lowercase letters and digits in parts joined by single hyphens.
+LANG_CODE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 @dataclass
@@ -165,13 +170,15 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
     """Read a KG folder in the TSV format of the module docstring."""
     folder = Path(folder)
     for name in ("entities.tsv", "labels.tsv", "triples.tsv"):
-        if not (folder / name).is_file():
+        if not check_regular_file(folder / name):  # a folder, a broken link, a FIFO there: an error saying so
             raise DataFormatError(f"{folder}: no {name} (a KG folder holds entities.tsv, labels.tsv, triples.tsv)")
     ids, types, index, skipped = [], [], {}, {}
     path = folder / "entities.tsv"
     for lineno, (e, t) in tsv_rows(path, ENTITY_HEADER, skipped):
-        if not e:
-            raise DataFormatError(f"{path}:{lineno}: empty entity id")
+        if not e.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty entity id" + (f" ({e!r}: only spaces)" if e else ""))
+        if e != e.strip():  # " Q4" would be an id no other file's "Q4" finds
+            raise DataFormatError(f"{path}:{lineno}: entity id {e!r} has spaces before or after it")
         if e in index:
             raise DataFormatError(f"{path}:{lineno}: entity {e!r} listed twice")
         index[e] = len(ids)
@@ -186,6 +193,10 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
     for lineno, (e, lang, lab, desc) in tsv_rows(path, LABEL_HEADER, skipped):
         if e not in index:
             raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
+        if not LANG_CODE.fullmatch(lang):  # HIKE looks labels up by "en" and the document language's code
+            raise DataFormatError(f"{path}:{lineno}: " + (f"language code {lang!r} is not lowercase letters and "
+                                  f"digits (parts joined by '-', as Wikidata's 'fr', 'en', 'simple', 'en-gb')"
+                                  if lang else "empty language code"))
         if (e, lang) in seen:
             raise DataFormatError(f"{path}:{lineno}: second label of {e!r} in language {lang!r}")
         seen.add((e, lang))
@@ -196,11 +207,18 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         raise DataFormatError(f"{path}: no labels (only the header line, or every label empty): no query "
                               f"could be linked to an entity")
     heads, rels, tails, relations, rel_index = [], [], [], [], {}
+    first: dict[tuple[str, str, str], int] = {}
     path = folder / "triples.tsv"
     for lineno, (h, r, t) in tsv_rows(path, TRIPLE_HEADER, skipped):
         for x in (h, t):
             if x not in index:
                 raise DataFormatError(f"{path}:{lineno}: unknown entity {x!r} (not in entities.tsv)")
+        if not r.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty relation name" + (f" ({r!r}: only spaces)" if r else ""))
+        if (h, r, t) in first:  # one edge counted twice
+            raise DataFormatError(f"{path}:{lineno}: triple {h!r} {r!r} {t!r} listed twice (first on line "
+                                  f"{first[h, r, t]})")
+        first[h, r, t] = lineno
         if r not in rel_index:
             rel_index[r] = len(relations)
             relations.append(r)
@@ -221,10 +239,10 @@ def kg_files(kg_dir: str | Path, lang: str) -> list[Path]:
     """The files of the KG folder ``kg_dir`` (or its ``<lang>/`` subfolder, as HIKE reads it)
     that exist: entities, labels, triples and gold links (for a run's cache key)."""
     folder = Path(kg_dir).expanduser()
-    if (folder / lang / "entities.tsv").is_file():
+    if os.path.lexists(folder / lang / "entities.tsv"):  # (what is there is checked below)
         folder = folder / lang
     names = ("entities.tsv", "labels.tsv", "triples.tsv", "gold_links.tsv")
-    return [folder / n for n in names if (folder / n).is_file()]
+    return [folder / n for n in names if check_regular_file(folder / n)]
 
 
 def read_gold_links(folder: str | Path, kg: KnowledgeGraph | None = None) -> dict[str, list[str]] | None:
@@ -234,7 +252,7 @@ def read_gold_links(folder: str | Path, kg: KnowledgeGraph | None = None) -> dic
     twice, is an error naming its line, as :func:`read_kg`'s are."""
     folder = Path(folder)
     path = folder / "gold_links.tsv"
-    if not path.is_file():
+    if not check_regular_file(path):  # absent; a folder, a broken link or a FIFO there is an error
         return None
     known = (kg if kg is not None else read_kg(folder)).index
     out: dict[str, list[str]] = {}
@@ -346,12 +364,16 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
         types.append(typ)
         claims.append(out)
     index = {e: i for i, e in enumerate(ids)}
-    relations_l, rel_index, heads, rels, tails = [], {}, [], [], []
+    relations_l, rel_index, heads, rels, tails, seen = [], {}, [], [], [], set()
     for h, out in enumerate(claims):
         for prop, tail in out:
             if tail not in index:
                 skipped["triples_outside_slice"] = skipped.get("triples_outside_slice", 0) + 1
                 continue
+            if (h, prop, tail) in seen:  # two statements of one value (other qualifiers): one edge, as read_kg wants
+                skipped["repeated_triples"] = skipped.get("repeated_triples", 0) + 1
+                continue
+            seen.add((h, prop, tail))
             if prop not in rel_index:
                 rel_index[prop] = len(relations_l)
                 relations_l.append(prop)

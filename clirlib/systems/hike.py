@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -263,7 +264,7 @@ class Hike(System):
             return None, None
         if cfg.kg_dir is not None:
             folder = Path(cfg.kg_dir)
-            if (folder / dataset.lang / "entities.tsv").is_file():
+            if os.path.lexists(folder / dataset.lang / "entities.tsv"):  # (read_kg says what is wrong there)
                 folder = folder / dataset.lang
         elif dataset.info.get("source") == "synthetic":  # the KG the generator wrote; a fit only reads it
             folder = benchmark_kg_folder(dataset.info["benchmark_root"], dataset.lang)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DataFormatError, MissingDataError
+from ..errors import DataFormatError, MissingDataError, check_regular_file
 
 #: apt's lists folder, where ``apt-get update`` puts the index files.
 APT_LISTS = Path("/var/lib/apt/lists")
@@ -65,8 +65,8 @@ def _is_lz4(path: Path) -> bool:
 
 def open_binary(path: Path) -> io.BufferedIOBase:
     """The file's bytes, lz4-decompressed when it is lz4 (by its magic number)."""
-    if not path.is_file():
-        raise MissingDataError("a folder, not a file" if path.is_dir() else "file not found", path)
+    if not check_regular_file(path):  # a folder, a broken link, a FIFO: an error saying which
+        raise MissingDataError("file not found", path)
     if not _is_lz4(path):
         return open(path, "rb")
     try:
