@@ -317,3 +317,29 @@ def test_no_provenance_history_from_a_shallow_clone(packed, tmp_path, monkeypatc
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{paths.ROOT}", str(shallow)], **git)
     monkeypatch.setattr(paths, "ROOT", shallow)
     assert shipped.shipped_before(shallow / "records") == {}  # its oldest commit is not the first that shipped
+
+
+def test_a_key_given_twice_in_the_manifest_is_named(packed):
+    """json.load kept the last of two entries of one record (or of one field) without a word."""
+    _, recs, _ = packed
+    path = paths.RECORDS_DIR / shipped.MANIFEST
+    text = path.read_text()
+    key = recs[0]["key"]
+    lines = text.splitlines(keepends=True)
+    start = lines.index(f'  "{key}": {{\n')
+    end = lines.index("  },\n", start) if "  },\n" in lines[start:] else lines.index("  }\n", start)
+    block = lines[start:end] + ["  },\n"]
+    path.write_text("".join(lines[:start] + block + lines[start:]))  # the record's entry twice, in a row
+    shipped.forget()
+    first, second = start + 1, start + 1 + len(block)
+    with pytest.raises(ValueError, match=rf"MANIFEST.json, line {second} \(first on line {first}\): key "
+                                         rf"'{key}' given twice in one table .*git checkout"):
+        shipped.manifest()
+    # a field twice in one entry: the key is named (its name is in every entry: no line to tell)
+    path.write_text(text.replace('"sha256": ', '"sha256": "0", "sha256": ', 1))
+    shipped.forget()
+    with pytest.raises(ValueError, match=r"MANIFEST.json: key 'sha256' given twice in one table"):
+        shipped.manifest()
+    path.write_text(text)  # as packed: read as before
+    shipped.forget()
+    assert set(shipped.manifest()["records"]) == {r["key"] for r in recs}

@@ -63,6 +63,34 @@ _manifests: dict[Path, dict[str, Any]] = {}
 _shards: dict[Path, "Shard"] = {}
 
 
+class _RepeatedKey(ValueError):
+    """A JSON object names one key twice (``json.load`` would keep the last, silently)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: the object as a dict, a key given twice a :class:`_RepeatedKey`."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+def _repeated_key_lines(text: str, key: str) -> str:
+    """", line N (first on line M)" when ``key`` is written as a key exactly twice in ``text``
+    (then those two are the repeat), else "" (a field name such as "sha256" is in every entry)."""
+    at = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    if len(at) != 2:
+        return ""
+    first, second = (text.count("\n", 0, i) + 1 for i in at)
+    return f", line {second} (first on line {first})"
+
+
 def manifest(folder: Path | None = None) -> dict[str, Any]:
     """The manifest of ``folder`` (default ``records/``); an empty one when there is none."""
     folder = paths.RECORDS_DIR if folder is None else folder
@@ -74,11 +102,15 @@ def manifest(folder: Path | None = None) -> dict[str, Any]:
             restore = f"(git checkout {path} restores the committed one)"
             try:
                 with open(path, encoding="utf-8") as f:
-                    data = json.load(f)
+                    text = f.read()
+                data = json.loads(text, object_pairs_hook=_unique_pairs)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg}) {restore}") from None
             except UnicodeDecodeError:
                 raise ValueError(f"{path}: not a UTF-8 text file {restore}") from None
+            except _RepeatedKey as e:  # a record listed twice: which entry holds would be json's choice
+                raise ValueError(f"{path}{_repeated_key_lines(text, e.key)}: key {e.key!r} given twice in one "
+                                 f"table (JSON readers keep only the last) {restore}") from None
             if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), dict):
                 raise ValueError(f"{path}: not a shipped-records manifest of format {FORMAT} {restore}")
             if not isinstance(data.get("shards", {}), dict):
