@@ -594,3 +594,24 @@ def test_an_index_file_that_is_no_file_says_what_it_is(tmp_path):
             list(paragraphs(path))
     with pytest.raises(MissingDataError, match="file not found"):
         list(paragraphs(tmp_path / "absent"))
+
+
+def test_field_names_are_case_insensitive(tmp_path):
+    """deb822 field names are case-insensitive (Debian Policy 5.1): "package: gamma2" after
+    "Package: gamma" is the field given twice (it was left out without a word), and a field
+    spelt in another case is read as the field."""
+    f = tmp_path / "Packages"
+    f.write_text("Package: gamma\nDescription-md5: 0123\npackage: gamma2\n")
+    with pytest.raises(DataFormatError, match=r"Packages, line 3: field 'package' given twice in one paragraph "
+                                              r"\(as 'Package' on line 1: field names are case-insensitive"):
+        list(paragraphs(f, frozenset({"Package"})))
+    lists = write_index(tmp_path / "lists")  # the builder refuses it before writing anything
+    (lists / "Packages").write_bytes(f.read_bytes())
+    with pytest.raises(DataFormatError, match=r"Packages, line 3: field 'package' given twice"):
+        build(tmp_path / "out", "fr", lists)
+    assert not (tmp_path / "out").exists()
+    f.write_text("PACKAGE: gamma\ndescription-MD5: 0123\n continued\nTag: x\n")
+    assert list(paragraphs(f, frozenset({"Package", "Description-md5"}))) == \
+        [(1, {"Package": "gamma", "Description-md5": "0123\n continued"})]
+    assert list(paragraphs(f)) == [(1, {"PACKAGE": "gamma", "description-MD5": "0123\n continued", "Tag": "x"})]
+

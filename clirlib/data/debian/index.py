@@ -13,11 +13,12 @@ pre-formatted. :func:`description` turns it into the synopsis and the paragraphs
 paragraph's lines joined by single spaces (line breaks do not matter for retrieval).
 
 Malformed lines (a continuation line with no field before it, a line without a colon, a
-field given twice in one paragraph) raise :class:`DataFormatError` naming the file and line;
-so does a damaged or truncated lz4 file (naming the last line it could read), and a file
-whose last line has no line end: deb822(5) does not spell it out, but the archive's index
-files end every line with one, so a file without it was cut short (a plain file has no
-frame that would tell), and its last text would be read shortened.
+field given twice in one paragraph, in any case: field names are case-insensitive, Debian
+Policy 5.1) raise :class:`DataFormatError` naming the file and line; so does a damaged or
+truncated lz4 file (naming the last line it could read), and a file whose last line has no
+line end: deb822(5) does not spell it out, but the archive's index files end every line
+with one, so a file without it was cut short (a plain file has no frame that would tell),
+and its last text would be read shortened.
 """
 
 from __future__ import annotations
@@ -98,10 +99,14 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
     """``(first line number, {field: value})`` of every paragraph of a deb822 file.
 
     A value keeps its continuation lines, joined by "\\n" with their leading whitespace
-    as written. ``fields``: keep only these fields (the others are still checked).
+    as written. ``fields``: keep only these fields (the others are still checked). Field
+    names are case-insensitive (Debian Policy 5.1): ``package`` is ``Package``, and a field
+    given twice in two spellings is given twice; a kept field is keyed by its spelling in
+    ``fields`` (without ``fields``, as the file first writes it).
     """
+    wanted = None if fields is None else {f.lower(): f for f in fields}
     para: dict[str, str] = {}
-    names: set[str] = set()  # every field of the paragraph so far, kept or not
+    names: dict[str, tuple[str, int]] = {}  # every field of the paragraph so far, kept or not: spelling, line
     start, last, lineno, ended = 0, None, 0, True
     with open_text(path) as f:
         try:
@@ -111,13 +116,13 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
                 if not line.strip(" \t"):  # deb822: only spaces and tabs (a no-break space is text)
                     if names:
                         yield start, para
-                    para, names, last = {}, set(), None
+                    para, names, last = {}, {}, None
                     continue
                 if line[0] in " \t":
                     if last is None:
                         raise DataFormatError("continuation line (starting with a space) with no field before it",
                                               path, lineno)
-                    if last in para:
+                    if last in para:  # (a field left out is not in para)
                         para[last] += "\n" + line
                     continue
                 if line.startswith("#"):  # deb822 comment line
@@ -126,14 +131,17 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
                 if m is None:
                     raise DataFormatError(f"expected 'Field: value', found {line[:40]!r}", path, lineno)
                 name = m.group(1)
-                if name in names:
-                    raise DataFormatError(f"field {name!r} given twice in one paragraph", path, lineno)
+                if name.lower() in names:
+                    first, at = names[name.lower()]
+                    also = "" if first == name else (f" (as {first!r} on line {at}: field names are "
+                                                     f"case-insensitive, Debian Policy 5.1)")
+                    raise DataFormatError(f"field {name!r} given twice in one paragraph{also}", path, lineno)
                 if not names:
                     start = lineno
-                names.add(name)
-                last = name
-                if fields is None or name in fields:
-                    para[name] = m.group(2).strip()
+                names[name.lower()] = (name, lineno)
+                last = name if wanted is None else wanted.get(name.lower(), name)  # the key in para, if kept
+                if wanted is None or name.lower() in wanted:
+                    para[last] = m.group(2).strip()
         except UnicodeDecodeError as e:
             # text mode decodes ahead in chunks: rescan the bytes to name the line
             raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, _bad_line(path)) from None
