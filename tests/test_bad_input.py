@@ -785,3 +785,41 @@ def test_an_unreadable_entry_is_kept_not_quarantined(results_dir, good_entry, mo
         with pytest.raises(OSError, match=f"cannot read cache entry {path}: Too many open files"):
             cache.read_entry(path, json.loads(good_entry)["key"], CFG.resolved().to_dict(), {}, [])
     assert path.read_text() == good_entry and not (path.parent / "quarantine").exists()
+
+
+@pytest.mark.parametrize("make, problem", [
+    ("folder", "a folder, not a file"),
+    ("loop", "a link that leads nowhere or loops"),
+    ("fifo", "not a regular file (a FIFO (named pipe))"),
+])
+def test_a_wikiclir_file_that_is_not_a_file_is_named_as_what_it_is(tmp_path, make, problem):
+    # before: "missing WikiCLIR file for language 'fr'; get WikiCLIR ..." for a file that is there
+    root = write_wikiclir(tmp_path / "wc")
+    path = root / "wiki-clir" / "french" / "wiki_fr.documents"
+    path.unlink()
+    {"folder": path.mkdir, "loop": lambda: path.symlink_to(path.name), "fifo": lambda: os.mkfifo(path)}[make]()
+    with pytest.raises(DataFormatError) as e:
+        _load(root)
+    assert e.value.path == str(path) and e.value.problem == problem
+
+
+def test_a_polyglot_fifo_is_refused_not_waited_on(tmp_path):
+    # a FIFO named polyglot-fr.pkl, beside or below the data: before, `train` hung in the digest's open()
+    import signal
+
+    from clirlib.data.digests import file_digest
+    from clirlib.data.polyglot import find_polyglot
+
+    (tmp_path / "beside").mkdir()
+    os.mkfifo(tmp_path / "beside" / "polyglot-fr.pkl")
+    (tmp_path / "below" / "sub").mkdir(parents=True)
+    os.mkfifo(tmp_path / "below" / "sub" / "polyglot-fr.pkl")
+    signal.alarm(20)  # a regression would wait for a writer forever
+    try:
+        for folder in ("beside", "below"):
+            with pytest.raises(DataFormatError, match=r"not a regular file \(a FIFO"):
+                find_polyglot("fr", tmp_path / folder)
+        with pytest.raises(DataFormatError, match=r"not a regular file \(a FIFO"):
+            file_digest(tmp_path / "beside" / "polyglot-fr.pkl")
+    finally:
+        signal.alarm(0)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .dataset import SPLITS, RankingDataset, Split
-from .errors import DataFormatError, MissingDataError, SkipCounter
+from .errors import DataFormatError, MissingDataError, SkipCounter, check_regular_file
 from .sampling import sample_nr, split_queries
 from .sampling import split_sizes as split_sizes_of
 from .text import has_word, tokenize
@@ -50,7 +50,7 @@ class _Query:
 
 def _open_text(path: Path) -> io.TextIOBase:
     """``path`` as UTF-8 text lines, gunzipped when it is a gzip file (as ir_datasets' GzipExtract)."""
-    if not path.is_file():
+    if not check_regular_file(path):
         raise MissingDataError("file not found", path)
     raw = gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")  # a leading byte-order mark is dropped

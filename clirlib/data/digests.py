@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from .. import atomic, paths
+from .errors import MissingDataError, check_regular_file
 
 _MEMO: dict[tuple[str, int, int], str] = {}
 CHUNK = 1 << 20
@@ -63,6 +64,8 @@ def _remember(name: str, digest: str) -> None:
 def file_digest(path: str | Path) -> str:
     """``sha256:<hex>`` of the file's bytes (memoised on path, size and mtime)."""
     p = Path(path)
+    if not check_regular_file(p):  # a FIFO would block the read below: refused by name
+        raise MissingDataError("file not found", p)
     st = os.stat(p)
     memo_key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
     if memo_key not in _MEMO:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import env
 from ..profiles import SIZES
-from .errors import DataFormatError, MissingDataError
+from .errors import DataFormatError, MissingDataError, check_regular_file
 
 #: file suffix (our language code) -> folder name inside ``wiki-clir/``
 WIKICLIR_LANGUAGES: dict[str, str] = {
@@ -138,7 +138,7 @@ def wikiclir_files(root: str | Path | None, lang: str, *, check: bool = True) ->
     )
     if check:
         for p in (files.queries, files.documents, files.qrels):
-            if not p.is_file():
+            if not check_regular_file(p):  # a folder, a broken link or a FIFO there is named as such
                 have = available_languages(base)
                 # the language's folder missing: say which languages are there; one file missing: the path says it
                 hint = (f" (languages present: {', '.join(have) or 'none'})"

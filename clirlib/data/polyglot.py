@@ -34,7 +34,7 @@ import numpy as np
 from .. import atomic
 from ..determinism import rng
 from .dataset import Vocab
-from .errors import DataFormatError, MissingDataError
+from .errors import DataFormatError, MissingDataError, check_regular_file
 from .text import normalize
 
 SPECIAL_TOKENS = ("<UNK>", "<S>", "</S>", "<PAD>")
@@ -49,7 +49,7 @@ class EmbeddingCoverageWarning(UserWarning):
 def read_polyglot(path: str | Path) -> tuple[list[str], np.ndarray]:
     """The ``(words, vectors)`` of a Polyglot pickle, checked."""
     path = Path(path)
-    if not path.is_file():
+    if not check_regular_file(path):
         raise MissingDataError("Polyglot embedding file not found", path)
     try:
         with open(path, "rb") as f:
@@ -144,11 +144,11 @@ def find_polyglot(lang: str, *dirs: str | Path | None) -> Path | None:
         if d is None or not Path(d).is_dir():
             continue
         d = Path(d)
-        for name in names:
-            if (d / name).is_file():
+        for name in names:  # a folder, a broken link or a FIFO of that name is refused, not skipped
+            if check_regular_file(d / name):
                 return d / name
         for name in names:
             hits = sorted(d.rglob(name))
-            if hits:
+            if hits and check_regular_file(hits[0]):
                 return hits[0]
     return None

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataFormatError, MissingDataError, SkipCounter
+from .errors import DataFormatError, MissingDataError, SkipCounter, check_regular_file
 from .text import has_word
 
 _HASH_BIT = 1 << 62  # keys of non-numeric ids live above every numeric id
@@ -82,7 +82,7 @@ def read_lines(path: Path, skips: SkipCounter | None = None) -> Iterator[tuple[i
     A byte-order mark at the start of the file is dropped (``utf-8-sig``). With ``skips``,
     blank lines and a header line are counted there (pass it on one pass per file only).
     """
-    if not path.is_file():
+    if not check_regular_file(path):
         raise MissingDataError("file not found", path)
     lineno = 0
     first = True
