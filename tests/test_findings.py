@@ -463,6 +463,27 @@ def test_stability_small_norms_compare_scs_settings_only():
                                      "its ordinary norm: r small at eps = 1: 0.001 against 0.5 in r (0.002x, smaller).")
 
 
+def test_stability_small_norms_with_equal_norms_or_a_stopped_run():
+    # equal norms read "(1x, larger)" and a stopped run's NaN "(nanx, larger)": now "the same" and said missing
+    summary = pd.DataFrame([_setting("r", 1.0, "5", first=0.5), _setting("r small", 1.0, "5", first=0.5),
+                            _setting("r", 2.0, "5", first=0.5), _setting("r small", 2.0, "5", finished=False)])
+    text = findings.stability_sentences(summary, pd.DataFrame(columns=_VERSUS), _trace({("r", 1.0, "5"): [0.5]}),
+                                        {"r small": "r"})
+    assert text.splitlines()[-1] == ("- **SCS at small norms, first-step gradient norm** against the same regime at "
+                                     "its ordinary norm: r small at eps = 1: 0.5 against 0.5 in r (1x, the same); "
+                                     "r small at eps = 2: no first-step norm to compare (a run stopped, or recorded "
+                                     "no steps).")
+
+
+def test_stability_largest_norm_line_names_a_stopped_runs_missing_norm():
+    # a stopped run has no first-step norm: "none at eps = 1 (...)", not "nan at eps = 1"
+    summary = pd.DataFrame([_setting("zeta", 0.0, "5", first=2.0), _setting("zeta", 1.0, "5", finished=False)])
+    versus = pd.DataFrame([("zeta", "5", 1.0, 4.0, 0, 0, 0.4, 0.5, 0.01, 0.01)], columns=_VERSUS)
+    text = findings.stability_sentences(summary, versus, _trace({("zeta", 0.0, "5"): [2.0]}))
+    assert ("per regime: zeta: 4x to 4x (first-step norm 2 at eps = 0, none at eps = 1 (the run stopped, or "
+            "recorded no steps)).") in text
+
+
 def test_stability_where_every_scs_run_with_clipping_stopped():
     # zeta fired clipping (eps 0, step 1) and its only SCS run with clipping stopped at a non-finite value (no
     # NDCG@5): there is no best SCS setting to name; this raised "Encountered all NA values" (Series.idxmax)

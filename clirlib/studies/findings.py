@@ -311,7 +311,8 @@ def stability_sentences(summary: pd.DataFrame, versus: pd.DataFrame, trace: pd.D
     parts = []
     for regime, g in versus.groupby("regime", sort=False):
         rs = summary[(summary["regime"] == regime) & (summary["clip"] == summary["clip"].iloc[0])].set_index("epsilon")
-        first = ", ".join(f"{rs.loc[e, 'grad_norm_first_step']:.3g} at eps = {e:g}" for e in rs.index)
+        first = ", ".join(f"{rs.loc[e, 'grad_norm_first_step']:.3g} at eps = {e:g}" if pd.notna(rs.loc[e, 'grad_norm_first_step'])
+                          else f"none at eps = {e:g} (the run stopped, or recorded no steps)" for e in rs.index)
         parts.append(f"{regime}: {g['max grad cosine / SCS'].min():.3g}x to {g['max grad cosine / SCS'].max():.3g}x "
                      f"(first-step norm {first})")
     if parts:
@@ -370,8 +371,13 @@ def stability_sentences(summary: pd.DataFrame, versus: pd.DataFrame, trace: pd.D
             for eps in sorted({e for r, e in first.index if r == small and e > 0}):
                 if (ordinary, eps) in first.index:
                     a, b = first.loc[(small, eps)], first.loc[(ordinary, eps)]
+                    if pd.isna(a) or pd.isna(b):
+                        parts.append(f"{small} at eps = {eps:g}: no first-step norm to compare (a run stopped, or "
+                                     f"recorded no steps)")
+                        continue
+                    how = "smaller" if a < b else "larger" if a > b else "the same"
                     parts.append(f"{small} at eps = {eps:g}: {a:.3g} against {b:.3g} in {ordinary} "
-                                 f"({a / b:.3g}x, {'smaller' if a < b else 'larger'})")
+                                 f"({a / b:.3g}x, {how})")
         if parts:
             lines.append("- **SCS at small norms, first-step gradient norm** against the same regime at its "
                          "ordinary norm: " + "; ".join(parts) + ".")
