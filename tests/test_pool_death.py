@@ -26,6 +26,7 @@ class CrashConfig(systems.SystemConfig):
     system: str = "toy-crash"
     #: "never", "always", or a file: SIGKILL unless the file exists (written just before, so once)
     die: str = "never"
+    tag: int = 0  # tells apart runs that differ in nothing else
 
 
 class Crash(systems.System):
@@ -47,19 +48,35 @@ class Crash(systems.System):
         return np.array([len(dataset.docs[int(d)]) for d in s.didx], dtype=np.float64)
 
 
+@dataclass(frozen=True)
+class GroupedCrashConfig(CrashConfig):
+    system: str = "toy-crash-grouped"
+
+
+class GroupedCrash(Crash):
+    """The same, with its runs of one (language, seed) sent to one worker together, as MDL's."""
+
+    name = "toy-crash-grouped"
+    Config = GroupedCrashConfig
+    shares_per_seed = True
+
+
 systems.register(Crash)
+systems.register(GroupedCrash)
 
 
 @pytest.fixture()
 def crash(tmp_path, monkeypatch):
     systems.register(Crash)
+    systems.register(GroupedCrash)
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     yield
     systems.SYSTEMS.pop(Crash.name, None)
+    systems.SYSTEMS.pop(GroupedCrash.name, None)
 
 
-def _cfg(lang, die="never"):
-    return systems.config("toy-crash", dataset="ci", lang=lang, die=die)
+def _cfg(lang, die="never", tag=0, system="toy-crash"):
+    return systems.config(system, dataset="ci", lang=lang, die=die, tag=tag)
 
 
 def test_a_run_that_kills_its_worker_fails_alone_and_the_grid_goes_on(crash):
@@ -101,3 +118,17 @@ def test_a_pool_whose_workers_die_before_any_run_fails_the_runs_instead_of_loopi
     assert rounds == [2]  # one round, not a loop
     assert [f.config for f in caught.value.failures] == grid
     assert all(f.error.endswith(executors.DEAD_BEFORE_START) for f in caught.value.failures)
+
+
+def test_in_a_group_only_the_run_that_kills_its_worker_fails(crash):
+    # runs grouped per (language, seed) share a worker: before, the killer's whole group failed with it,
+    # the runs after it never started and the one before it stored
+    grid = [_cfg("fr", tag=1, system="toy-crash-grouped"), _cfg("fr", die="always", tag=2, system="toy-crash-grouped"),
+            _cfg("fr", tag=3, system="toy-crash-grouped"), _cfg("it", tag=4, system="toy-crash-grouped")]
+    assert [len(g) for g in executors._groups([(i, c) for i, c in enumerate(grid)])] == [3, 1]  # fr together
+    with pytest.raises(executors.GridError) as caught:
+        grid_runs.system_runs(grid, workers=2)
+    assert [f.config for f in caught.value.failures] == [grid[1]]
+    assert caught.value.failures[0].error.endswith(executors.DEAD_WORKER_TWICE)
+    for c in (grid[0], grid[2], grid[3]):
+        assert experiments.cached_record(c) is not None, c.tag

@@ -299,8 +299,8 @@ class PoolExecutor:
                     _fail(grid, not_started, death + DEAD_BEFORE_START)
                     break
                 waiting = not_started
-                for group in in_flight:  # each alone, so a run that kills its worker takes no other run with it
-                    dead, unstarted, death = _pool_round(grid, [group], 1, collection, since)
+                for run in in_flight:  # each alone, so a run that kills its worker takes no other run with it
+                    dead, unstarted, death = _pool_round(grid, [run], 1, collection, since)
                     _fail(grid, dead, death + DEAD_WORKER_TWICE)
                     _fail(grid, unstarted, death + DEAD_BEFORE_START)
         return grid.result()
@@ -327,12 +327,12 @@ def _pool_round(grid: _Grid, groups: list[list[tuple[str, Any]]], workers: int, 
     """Train ``groups`` in a new pool of ``workers`` spawned processes, finishing each run in
     ``grid``. Python's process pool breaks as a whole when a worker dies (killed, out of
     memory): its other workers are ended too. The runs of a broken pool that were not
-    finished come back, in grid order, as two lists of groups: those whose worker had started
-    them (in flight: one of them may have killed its worker) and those not started (they did
-    nothing wrong), with the pool's traceback ("" when it did not break). A group keeps the
-    runs it stored before (:func:`_after_death`)."""
+    finished come back, in grid order, as two lists of groups: the runs a worker was training
+    (in flight, a group of one each: one of them may have killed its worker) and the groups of
+    the runs not started (they did nothing wrong), with the pool's traceback ("" when it did
+    not break). A group keeps the runs it stored before (:func:`_after_death`)."""
     ctx = multiprocessing.get_context("spawn")
-    started = ctx.RawArray("b", len(groups))  # set by a worker as it starts a group: survives its death
+    started = ctx.RawArray("i", len(groups))  # per group, 1 + the run a worker is on: survives its death
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(started,), mp_context=ctx)
     finished, broken, death = False, [], ""
     try:
@@ -366,13 +366,16 @@ def _pool_round(grid: _Grid, groups: list[list[tuple[str, Any]]], workers: int, 
     for i in sorted(broken):
         keys = [k for k, _ in groups[i]]
         left = []
-        for (key, cfg), (status, value) in zip(groups[i], _after_death(grid, keys, "", since, collection)):
+        for k, ((key, cfg), (status, value)) in enumerate(zip(groups[i], _after_death(grid, keys, "", since,
+                                                                                        collection))):
             if status == "stored":
                 grid.finish(key, status, value)
-            else:
+            elif k == started[i] - 1:  # the run its worker was on
+                in_flight.append([(key, cfg)])
+            else:  # not started (after the run in progress, or the whole group), or an error before it
                 left.append((key, cfg))
         if left:
-            (in_flight if started[i] else not_started).append(left)
+            not_started.append(left)
     return in_flight, not_started, death
 
 
@@ -397,8 +400,9 @@ def _groups(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
     return list(groups.values())
 
 
-#: In a pool worker: one flag per group of its pool, set as the worker starts the group
-#: (:func:`_pool_round` reads them after a death; shared memory, so a killed worker's flags stay).
+#: In a pool worker: per group of its pool, 1 + the index of the run the worker is on, set as it
+#: starts each run (:func:`_pool_round` reads them after a death; shared memory, so a killed
+#: worker's marks stay).
 _STARTED = None
 
 
@@ -419,10 +423,10 @@ def _run_group(configs: list[Any], collection: bool, results_dir: Path, index: i
     trained (``("stored", record as read back)``), so an interrupted group keeps the runs it
     finished; a run alone goes back to the driver, which stores it."""
     paths.RESULTS_DIR = results_dir  # the driver's (a spawned worker reads its own default)
-    if _STARTED is not None and index is not None:
-        _STARTED[index] = 1
     out = []
-    for c in configs:
+    for k, c in enumerate(configs):
+        if _STARTED is not None and index is not None:
+            _STARTED[index] = k + 1
         status, value = _compute(c, None, collection)
         if status == "ok" and len(configs) > 1:
             status, value = "stored", experiments.store_record(c, value)
