@@ -208,6 +208,7 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
                               f"could be linked to an entity")
     heads, rels, tails, relations, rel_index = [], [], [], [], {}
     first: dict[tuple[str, str, str], int] = {}
+    repeat = None  # (line, the line it repeats) of the first repeated triple
     path = folder / "triples.tsv"
     for lineno, (h, r, t) in tsv_rows(path, TRIPLE_HEADER, skipped):
         for x in (h, t):
@@ -215,9 +216,10 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
                 raise DataFormatError(f"{path}:{lineno}: unknown entity {x!r} (not in entities.tsv)")
         if not r.strip():
             raise DataFormatError(f"{path}:{lineno}: empty relation name" + (f" ({r!r}: only spaces)" if r else ""))
-        if (h, r, t) in first:  # one edge counted twice
-            raise DataFormatError(f"{path}:{lineno}: triple {h!r} {r!r} {t!r} listed twice (first on line "
-                                  f"{first[h, r, t]})")
+        if (h, r, t) in first:  # Wikidata states one value twice (other qualifiers): one edge, counted
+            skipped["repeated_triples"] = skipped.get("repeated_triples", 0) + 1
+            repeat = repeat or (lineno, first[h, r, t])
+            continue
         first[h, r, t] = lineno
         if r not in rel_index:
             rel_index[r] = len(relations)
@@ -225,6 +227,9 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         heads.append(index[h])
         rels.append(rel_index[r])
         tails.append(index[t])
+    if repeat:
+        warnings.warn(f"{path}: {skipped['repeated_triples']} repeated triple(s) read as one edge each (the first "
+                      f"on line {repeat[0]}, a repeat of line {repeat[1]})", DataSkipWarning, stacklevel=2)
     return KnowledgeGraph(ids, types, labels, descs, np.asarray(heads, np.int64), np.asarray(rels, np.int64),
                           np.asarray(tails, np.int64), relations, skipped)
 

@@ -175,7 +175,7 @@ class DocIndex:
         for lineno, line in read_lines(path, skips):
             cols = line.split("\t")
             did = cols[0].strip()
-            if len(cols) != 3 or not did or _BAD_ID.search(did):  # the slow path raises the right error
+            if len(cols) != 3 or not did or not did.isdigit() and _BAD_ID.search(did):  # the slow path raises
                 tsv_fields(path, lineno, line, ("doc_id", "title", "text"))
             # id_key, inlined for the common numeric ids (this loop sees every document)
             keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() and (did[0] != "0" or did == "0")

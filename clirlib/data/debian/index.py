@@ -131,17 +131,19 @@ def paragraphs(path: Path, fields: frozenset[str] | None = None) -> Iterator[tup
                 if m is None:
                     raise DataFormatError(f"expected 'Field: value', found {line[:40]!r}", path, lineno)
                 name = m.group(1)
-                if name.lower() in names:
-                    first, at = names[name.lower()]
+                low = name.lower()  # once per line: this loop reads every field of every paragraph
+                if low in names:
+                    first, at = names[low]
                     also = "" if first == name else (f" (as {first!r} on line {at}: field names are "
                                                      f"case-insensitive, Debian Policy 5.1)")
                     raise DataFormatError(f"field {name!r} given twice in one paragraph{also}", path, lineno)
                 if not names:
                     start = lineno
-                names[name.lower()] = (name, lineno)
-                last = name if wanted is None else wanted.get(name.lower(), name)  # the key in para, if kept
-                if wanted is None or name.lower() in wanted:
-                    para[last] = m.group(2).strip()
+                names[low] = (name, lineno)
+                key = name if wanted is None else wanted.get(low)  # the key in para, None if left out
+                last = key or name
+                if key is not None:
+                    para[key] = m.group(2).strip()
         except UnicodeDecodeError as e:
             # text mode decodes ahead in chunks: rescan the bytes to name the line
             raise DataFormatError(f"not valid UTF-8 ({e.reason})", path, _bad_line(path)) from None
