@@ -466,6 +466,18 @@ def test_an_id_or_relevance_python_would_bend_is_refused_naming_the_line(tmp_pat
     ("labels.tsv", "entity\tlang\tlabel\tdescription\nQ1\ten\tParis\n", "labels.tsv:2: expected 4 tab-separated"),
     ("labels.tsv", "entity\tlang\tlabel\tdescription\nQ9\ten\tX\t\n", "labels.tsv:2: unknown entity 'Q9'"),
     ("triples.tsv", "head\trelation\ttail\nQ1\tP17\tQ7\n", "triples.tsv:2: unknown entity 'Q7'"),
+    # labels under a code HIKE never looks up (it reads "en" and the document language's) loaded unused
+    *(("labels.tsv", f"entity\tlang\tlabel\tdescription\nQ1\ten\tParis\t\nQ2\t{code}\tLyon\tville\n",
+       f"labels.tsv:3: {problem}") for code, problem in (
+        ("", "empty language code"), (" fr", "language code ' fr' is not lowercase letters and digits"),
+        ("FR", "language code 'FR' is not lowercase letters and digits"), ("fr_FR", "language code 'fr_FR' is not"),
+        ("en-", "language code 'en-' is not"))),
+    # " Q4" was accepted (no other file's "Q4" found it) while "" was refused
+    *(("entities.tsv", f"entity\ttype\nQ1\t\nQ2\t\n{e}\tQ5\n", f"entities.tsv:4: {problem}") for e, problem in (
+        (" Q4", "entity id ' Q4' has spaces before or after it"), ("Q4 ", "entity id 'Q4 ' has spaces before or after it"),
+        ("   ", "empty entity id ('   ': only spaces)"))),
+    ("triples.tsv", "head\trelation\ttail\nQ1\tP17\tQ2\nQ1\t\tQ2\n", "triples.tsv:3: empty relation name"),
+    ("triples.tsv", "head\trelation\ttail\nQ1\t \tQ2\n", "triples.tsv:2: empty relation name (' ': only spaces)"),
 ])
 def test_bad_kg_line_names_file_and_line(tmp_path, name, content, needle):
     from clirlib.data.kg import read_kg

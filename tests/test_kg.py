@@ -372,40 +372,12 @@ def _tiny_kg(tmp_path):
     return write_kg(kg, tmp_path / "kg", {"7": ["Q1"]})
 
 
-@pytest.mark.parametrize("lang, problem", [
-    ("", r"empty language code"),
-    (" fr", r"language code ' fr' is not lowercase letters and digits"),
-    ("FR", r"language code 'FR' is not lowercase letters and digits"),
-    ("fr_FR", r"language code 'fr_FR' is not"),
-    ("en-", r"language code 'en-' is not"),
-])
-def test_labels_refuse_a_language_code_hike_would_never_look_up(tmp_path, lang, problem):
-    """Such labels loaded under a language no query or document has, and HIKE ignored them."""
-    folder = _tiny_kg(tmp_path)
-    (folder / "labels.tsv").write_text(f"entity\tlang\tlabel\tdescription\nQ1\ten\tParis\t\nQ2\t{lang}\tLyon\tville\n")
-    with pytest.raises(DataFormatError, match=r"labels.tsv:3: " + problem):
-        read_kg(folder)
-
-
 def test_labels_accept_wikidatas_language_codes(tmp_path):
     folder = _tiny_kg(tmp_path)
     codes = ("en", "fr", "simple", "en-simple", "zh-hans", "be-tarask", *WIKICLIR_LANGUAGES)
     (folder / "labels.tsv").write_text("entity\tlang\tlabel\tdescription\n"
                                        + "".join(f"Q1\t{c}\tParis\t\n" for c in dict.fromkeys(codes)))
     assert read_kg(folder).langs == sorted(set(codes))
-
-
-@pytest.mark.parametrize("entity, problem", [
-    (" Q4", r"entity id ' Q4' has spaces before or after it"),
-    ("Q4 ", r"entity id 'Q4 ' has spaces before or after it"),
-    ("   ", r"empty entity id \('   ': only spaces\)"),
-])
-def test_entities_refuse_an_id_with_surrounding_spaces(tmp_path, entity, problem):
-    """" Q4" was accepted (and no other file's "Q4" found it) while "" was refused."""
-    folder = _tiny_kg(tmp_path)
-    (folder / "entities.tsv").write_text(f"entity\ttype\nQ1\t\nQ2\t\n{entity}\tQ5\n")
-    with pytest.raises(DataFormatError, match=r"entities.tsv:4: " + problem):
-        read_kg(folder)
 
 
 def test_a_repeated_triple_is_one_edge_counted_and_warned(tmp_path):
@@ -419,16 +391,8 @@ def test_a_repeated_triple_is_one_edge_counted_and_warned(tmp_path):
     assert len(kg.heads) == 2 and kg.skipped["repeated_triples"] == 1
 
 
-@pytest.mark.parametrize("triples, problem", [
-    ("Q1\tP17\tQ2\nQ1\t\tQ2\n", r"triples.tsv:3: empty relation name"),
-    ("Q1\t \tQ2\n", r"triples.tsv:2: empty relation name \(' ': only spaces\)"),
-])
-def test_triples_refuse_an_empty_relation(tmp_path, triples, problem):
+def test_a_pair_under_two_relations_or_both_ways_is_three_triples(tmp_path):
     folder = _tiny_kg(tmp_path)
-    (folder / "triples.tsv").write_text("head\trelation\ttail\n" + triples)
-    with pytest.raises(DataFormatError, match=problem):
-        read_kg(folder)
-    # the same pair under two relations, and both directions, are distinct triples
     (folder / "triples.tsv").write_text("head\trelation\ttail\nQ1\tP17\tQ2\nQ1\tP36\tQ2\nQ2\tP17\tQ1\n")
     assert len(read_kg(folder).heads) == 3
 
