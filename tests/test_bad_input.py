@@ -58,7 +58,9 @@ def no_training(monkeypatch):
 def test_an_abbreviated_option_is_unknown(capsys, no_training, typed):
     # argparse would take a unique prefix for --epochs / --temperature / --labels: a misspelling that trains
     rc, err = run_cli(capsys, "train", "--quiet", *typed)
-    assert rc == 2 and err == [f"python -m clirlib: error: unrecognized arguments: {' '.join(typed)} (see --help)"]
+    # named by the command that owns the options (the top level's --help lists none of them)
+    assert rc == 2 and err == [f"python -m clirlib train: error: unrecognized arguments: {' '.join(typed)} "
+                               f"(see python -m clirlib train --help)"]
 
 
 @pytest.mark.parametrize("args, option", [
@@ -116,9 +118,15 @@ def test_data_that_is_neither_a_profile_nor_a_folder(capsys, no_training, data, 
 
 def test_records_verify_names_a_bad_seed(capsys):
     rc, err = run_cli(capsys, "records", "verify", "--seed", "-1")
-    assert rc == 2 and err == ["python -m clirlib records: error: --seed: must be >= 0, got -1"], err  # was numpy's
+    assert rc == 2 and err == ["python -m clirlib records verify: error: --seed: must be >= 0, got -1"], err  # was numpy's
     rc, err = run_cli(capsys, "records", "verify", "-n", "0")
-    assert rc == 2 and err == ["python -m clirlib records: error: -n: must be at least 1, got 0"], err  # named "N"
+    assert rc == 2 and err == ["python -m clirlib records verify: error: -n: must be at least 1, got 0"], err  # named "N"
+    rc, err = run_cli(capsys, "records", "verify", "--n", "3")  # verify's own options, not the top level's
+    assert rc == 2 and err == ["python -m clirlib records verify: error: unrecognized arguments: --n 3 "
+                               "(see python -m clirlib records verify --help)"], err
+    rc, err = run_cli(capsys, "records")  # the subcommands, not argparse's internal name 'action'
+    assert rc == 2 and err == ["python -m clirlib records: error: the following arguments are required: "
+                               "{pack,prune,verify} (see --help)"], err
 
 
 def test_bad_setting_from_the_shell_has_no_traceback(tmp_path):
@@ -699,9 +707,12 @@ def sandbox(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (lambda t: ["--data", str(t / "missing")], "does not exist"),
+    # before, the reader's words offered "ci, default, paper, curves", which reproduce's --data refuses
+    (lambda t: ["--data", str(t / "missing")], "/missing: no such folder (--data names a WikiCLIR-layout folder"),
     (lambda t: ["--data", str(t)], "not a WikiCLIR folder"),
     (lambda t: ["--data", "ci"], "'ci' is an embedded benchmark profile: choose it with --profile"),  # was a folder
+    # before, "choose it with --profile", which refuses 'curves'
+    (lambda t: ["--data", "curves"], "'curves' is the embedded benchmark of a study (notebook 16 reads it itself)"),
     (lambda t: ["--kernel", "no-such-kernel"], "no Jupyter kernel named 'no-such-kernel'"),
     (lambda t: ["--notebooks", "99"], "starts with '99'"),
     (lambda t: ["--notebooks", ""], "an empty prefix would choose every notebook"),  # ran all of them
@@ -835,3 +846,18 @@ def test_a_polyglot_fifo_is_refused_not_waited_on(tmp_path):
             file_digest(tmp_path / "beside" / "polyglot-fr.pkl")
     finally:
         signal.alarm(0)
+
+
+def test_records_pack_takes_a_study_as_verify_names_it(capsys, monkeypatch):
+    # `records verify --study curves` and `make verify STUDY=curves` name the study; pack had only --profile curves
+    from clirlib.runs import shipped
+
+    packed = []
+    monkeypatch.setattr(shipped, "pack_local", lambda profile, code=None: packed.append(profile))
+    assert cli.main(["records", "pack", "--study", "curves"]) == 0
+    assert cli.main(["records", "pack", "--profile", "curves"]) == 0
+    assert cli.main(["records", "pack"]) == 0
+    assert packed == ["curves", "curves", "default"]
+    rc, err = run_cli(capsys, "records", "pack", "--study", "curves", "--profile", "ci")
+    assert rc == 2 and err == ["python -m clirlib records pack: error: argument --profile: not allowed with argument "
+                               "--study (see --help)"], err

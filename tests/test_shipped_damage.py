@@ -128,7 +128,7 @@ def test_records_verify_names_a_damaged_shard_in_one_line(packed, capsys):
     shipped.forget()
     assert cli.main(["records", "verify", "-n", "1"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("python -m clirlib records: error: ") and shard.name in err and "\n" not in err
+    assert err.startswith("python -m clirlib records verify: error: ") and shard.name in err and "\n" not in err
 
 
 def test_a_pack_stopped_before_its_manifest_leaves_the_old_records(packed, monkeypatch):
