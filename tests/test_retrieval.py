@@ -192,3 +192,59 @@ def test_ndcg_1_and_10_in_the_registry_not_in_the_tables():
     rl = RankedLists.from_scores([0.9, 0.8, 0.1], [1, 2, 0], ["q", "q", "q"])
     assert METRICS["NDCG@1"](rl)[0] == pytest.approx(0.5)
     assert METRICS["NDCG@10"](rl)[0] == pytest.approx((1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)))
+
+
+# --------------------------------------------------------------------------- mutation review, round 6
+def test_relevance_lists_the_queries_in_order_of_first_appearance():
+    from clirlib.data.dataset import Split
+
+    # the split's pairs by hand: query 3 (MR doc 10, NR doc 11), then query 1 (SR doc 12, MR doc 13)
+    s = Split(np.array([3, 3, 1, 1]), np.array([10, 11, 12, 13]), np.array([2, 0, 1, 2]))
+    qrows, drows, labels, queries = retrieval.relevance(s)
+    assert queries.tolist() == [3, 1]  # first appearance (evaluate_system's row order), not ascending id
+    assert (qrows.tolist(), drows.tolist(), labels.tolist()) == ([3, 1, 1], [10, 12, 13], [2, 1, 2])  # NR left out
+
+
+def test_top_values_finds_top_scores_in_the_columns_after_the_last_group():
+    # n = 5000, k = 10: groups of s = round(sqrt(5000 / 10)) = 22, g = 5000 // 22 = 227 groups over
+    # columns 0-4993; columns 4994-4999 are left over. Put the two largest scores there (the first and
+    # the last leftover column): torch.topk, the plain path, is the reference.
+    scores = torch.randn(2, 5000, generator=torch.Generator().manual_seed(0))
+    scores[0, 4994], scores[0, 4999], scores[1, 4994] = 10.0, 9.0, 8.0
+    vals, cols = retrieval.top_values(scores, 10)
+    ref = torch.topk(scores, 10, dim=1)
+    assert np.array_equal(-np.sort(-vals, axis=1), ref.values.numpy())
+    assert [set(r) for r in cols.tolist()] == [set(r) for r in ref.indices.tolist()]
+    assert {4994, 4999} <= set(cols[0].tolist()) and 4994 in cols[1].tolist()
+
+
+def test_smooth_cosine_at_eps_one_half_ranks_by_r_eps():
+    # q = (1, 0); doc 0 = (1, 0); doc 1 = 3 (0.8, 0.6), norm 3, q.d = 2.4, the MR one. By hand,
+    # r_eps = q.d / ((|q| + eps)(|d| + eps)) at eps 0.5: doc 0 1 / (1.5 * 1.5) = 0.444 < doc 1
+    # 2.4 / (1.5 * 3.5) = 0.457, so doc 1 first (at eps 0.25 doc 0 would win: 0.640 > 0.591)
+    q = np.array([[1.0, 0.0]])
+    d = np.array([[1.0, 0.0], [2.4, 1.8]])
+    keys, labels = _rel([0], [1], [2], 2)
+    assert retrieval.rank_vectors(q, d, 0.5, np.array([0]), keys, labels, k=2).tolist() == [[2, 0]]
+    assert retrieval.rank_vectors_reference(q, d, 0.5, np.array([0]), keys, labels, k=2).tolist() == [[2, 0]]
+
+
+def test_the_collection_encodes_unknown_words_as_unk(tmp_path):
+    from clirlib.data.wikiclir import load_wikiclir
+
+    # two queries, each with its MR document, and one document (599) in no pool; the documents
+    # vocabulary comes from the training pools, so the test pool's words are outside it
+    en, fr = tmp_path / "wiki-clir" / "english", tmp_path / "wiki-clir" / "french"
+    en.mkdir(parents=True)
+    fr.mkdir(parents=True)
+    (en / "wiki_en.queries").write_text("".join(f"10{i}\tT{i}\tword{i}\n" for i in range(2)))
+    (fr / "wiki_fr.documents").write_text("500\tT\tmot0 un\n501\tT\tmot1 deux\n599\tT\tmot0 zzz\n")
+    (fr / "en2fr.rel").write_text("100 500 2\n101 501 2\n")
+    ds = load_wikiclir(tmp_path, "fr", n_queries=2, n_nr=1, split_sizes=(1, 0, 1))
+    coll = retrieval.collection_dataset(ds)
+    words = {"500": ["mot0", "un"], "501": ["mot1", "deux"], "599": ["mot0", "zzz"]}
+    stoi = ds.d_vocab.stoi
+    # every word by the training vocabulary, an unknown one as 1, Vocab's <UNK> (0 is <PAD>, which encoders mask)
+    want = {d: [stoi.get(w, 1) for w in ws] for d, ws in words.items()}
+    assert {d: coll.docs[coll.doc_ids.index(d)].tolist() for d in words} == want
+    assert ds.d_vocab.itos[1] == "<UNK>" and any(1 in v for v in want.values())  # the fixture has unknown words

@@ -133,3 +133,31 @@ def test_a_change_of_the_rankers_settings_bumps_the_cache_version():
     got = (cache.CACHE_VERSION, hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest())
     assert got == SOSL_SETTINGS_FINGERPRINT, \
         "the settings system:sosl runs train with changed, not their keys: bump cache.CACHE_VERSION, then this pair"
+
+
+# --------------------------------------------------------------------------- mutation review, round 6
+def test_bm25_indexes_again_for_another_collection():
+    # fitted on one set of documents, scored on another (the pool, then the whole collection): the
+    # second is indexed, not scored against the first. The same three documents in another order
+    # [e], [a b c], [a a d] have the same statistics, so their scores are the first's, permuted.
+    import dataclasses
+
+    ds = _three_docs()
+    bm = systems.get("bm25")().fit(ds, 0)
+    first = bm.score_matrix(ds, np.array([0, 1]))  # (2, 3)
+    other = dataclasses.replace(ds, doc_ids=["d2", "d0", "d1"], docs=Ragged.from_lists([[6], [2, 3, 4], [2, 2, 5]]))
+    assert np.allclose(bm.score_matrix(other, np.array([0, 1])), first[:, [2, 0, 1]])
+    assert not np.allclose(first[:, [2, 0, 1]], first)  # the permutation shows
+
+
+def test_bm25_an_empty_document_scores_zero_in_its_place():
+    # documents [a b c], [] (no word), [a a d]; query [a]. The empty text is indexed as the one token
+    # "<empty>" (bm25s cannot index an empty text), so N = 3 and avgdl = (3 + 1 + 3) / 3 = 7/3, and
+    # by hand as in test_bm25_hand_checked: "a" df = 2, idf = ln 1.6
+    import dataclasses
+
+    ds = dataclasses.replace(_three_docs(), docs=Ragged.from_lists([[2, 3, 4], [], [2, 2, 5]]))
+    m = systems.get("bm25")().fit(ds, 0).score_matrix(ds, np.array([0]))
+    norm3 = 1.5 * (0.25 + 0.75 * 3 / (7 / 3))
+    assert m.shape == (1, 3)
+    assert m[0] == pytest.approx([math.log(1.6) / (1 + norm3), 0.0, 2 * math.log(1.6) / (2 + norm3)], rel=1e-5)
