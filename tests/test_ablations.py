@@ -110,6 +110,12 @@ def test_attribute_finds_the_cause_that_closes_the_gap():
         boot = stats.bootstrap_gap_share(a.to_numpy(), b.to_numpy(), np.full(len(a), r["paper"]), 2000, 0)
         assert (r["share_lo"], r["share_hi"]) == tuple(np.nanquantile(boot, [0.025, 0.975]))
         assert r["share_lo"] < r["share"] < r["share_hi"] and r["share_lo"] != r["ci_lo"] / r["gap"]
+        # the effect's interval and p-value: stats' paired bootstrap and randomization test of the same
+        # seed-averaged values, with the table's resamples and seed (2000, 0)
+        assert (r["ci_lo"], r["ci_hi"]) == stats.paired_bootstrap_ci(a, mean.loc["baseline"], 2000, 0)
+        for cause in ablations.CAUSES:  # (balanced's p is the floor 1 / 2001; the others' are not)
+            assert row.loc[(loss, cause), "p_value"] == stats.paired_randomization(
+                mean.loc[cause], mean.loc["baseline"], 2000, 0)
         assert r["verdict"] == "accounts for the gap"
         assert row.loc[(loss, "epochs30"), "verdict"] == "no significant effect"
     assert t["p_holm"].tolist() == pytest.approx(stats.holm(t["p_value"]).tolist())  # Holm over every row of the table
@@ -166,3 +172,63 @@ def test_imbalance_counts_the_baselines_training_pairs(monkeypatch):
     monkeypatch.setattr(data, "load_for", fake_load_for)
     assert ablations.imbalance("ci") == "fr training split: 6 NR, 2 SR and 2 MR pairs, 4.0 NR and SR pairs per MR pair"
     assert seen[0].lang == "fr" and seen[0].dataset == "ci"  # the study's language and data
+
+
+# --------------------------------------------------------------------------- mutation review, round 6
+def test_paper_value_reads_the_language_asked_for():
+    # Table 2 of the paper (reported.table2): MSE's P_mr@1 is 0.253 in French, 0.231 in Italian;
+    # German is not in the paper
+    assert ablations.paper_value("fr", "mse") == 0.253
+    assert ablations.paper_value("it", "mse") == 0.231
+    assert np.isnan(ablations.paper_value("de", "mse"))
+
+
+def test_attribute_counts_changes_both_ways_and_each_losss_seeds():
+    # four queries by hand, P_mr@1 per query (the same in every seed of a run):
+    # MSE, seeds 0-2: baseline [0, 1, 0, 0], balanced [1, 0, 0, 0]: one query up, one down, 2 changed;
+    # PO, seed 0 only: baseline [0, 0, 0, 0], balanced [1, 1, 0, 0]: 2 changed, 1 seed; SOSL, seed 0
+    rows = []
+    for loss, variant, seeds, hits in (("mse", "baseline", (0, 1, 2), [0, 1, 0, 0]),
+                                       ("mse", "balanced", (0, 1, 2), [1, 0, 0, 0]),
+                                       ("po", "baseline", (0,), [0, 0, 0, 0]), ("po", "balanced", (0,), [1, 1, 0, 0]),
+                                       ("sosl", "baseline", (0,), [1, 1, 1, 0])):
+        for s in seeds:
+            rows += [{"variant": variant, "loss": loss, "seed": s, "lang": "fr", "query_id": f"q{i}", "P_mr@1": float(h)}
+                     for i, h in enumerate(hits)]
+    t = ablations.attribute(pd.DataFrame(rows), n_resamples=200).set_index("loss")
+    assert t.loc["mse", "n_changed"] == 2 and t.loc["po", "n_changed"] == 2
+    assert t.loc["mse", "effect"] == 0.0  # +1 and -1 over four queries
+    assert t.loc["mse", "n_seeds"] == 3 and t.loc["po", "n_seeds"] == 1
+    assert (t["reference"] == 0.75).all()  # SOSL's baseline: 3 of 4 queries
+    assert (t["reference_paper"] == 0.438).all()  # SOSL's French P_mr@1 in the paper's Table 2
+
+
+def _table_row(cause, variant, effect, share, share_lo, p_holm, verdict):
+    # MSE in French: baseline 0.100 against the paper's 0.253 (gap 0.153); SOSL's baseline 0.400
+    return {"lang": "fr", "loss": "mse", "cause": cause, "hypothesis": ablations.VARIANTS[cause][0],
+            "variant_label": ablations.VARIANTS[cause][1], "n_queries": 100, "n_changed": 10, "n_seeds": 3,
+            "baseline": 0.1, "variant": variant, "paper": 0.253, "gap": 0.153, "effect": effect,
+            "ci_lo": effect - 0.02, "ci_hi": effect + 0.02, "p_value": p_holm / 3, "share": share,
+            "share_lo": share_lo, "share_hi": share + 0.2, "reference": 0.4, "reference_paper": 0.438,
+            "p_holm": p_holm, "verdict": verdict}
+
+
+def test_sentences_name_the_largest_part_the_overshoot_and_p_by_hand():
+    part = "accounts for part of the gap"
+    t = pd.DataFrame([_table_row("balanced", 0.15, 0.05, 0.327, 0.1, 0.005, part),
+                      _table_row("reachable", 0.2, 0.1, 0.654, 0.3, 0.0004, part),
+                      _table_row("epochs30", 0.3, 0.2, 1.307, 0.45, 0.0002, part)])
+    text = " ".join(ablations.sentences(t))
+    assert "Holm p = 0.005;" in text  # 0.005 is not below 0.001
+    assert text.count("Holm p < 0.001") == 2  # 0.0004 and 0.0002
+    # only epochs30's 0.300 lies above the paper's 0.253 (and below SOSL's 0.400)
+    assert text.count("it overshoots") == 1
+    assert "— accounts for part of the gap (it overshoots: above the paper's 0.253, below SOSL's 0.400)" in text
+    # none reaches MOST with 95 % confidence; the largest share is epochs30's (131 %)
+    assert "none of the three causes accounts for the gap on its own" in text
+    assert "(largest: epochs30, CI [45 %, 151 %])" in text
+
+
+def test_verdict_rule_a_small_significant_drop_widens_the_gap():
+    # any significant negative effect on a positive gap widens it (effect < 0), however small
+    assert ablations.verdict(0.2, -0.01, 0.001, -0.05) == "widens the gap"

@@ -132,3 +132,98 @@ def test_one_definition_of_the_nr_documents_per_query():
     defaults += [size.n_nr for size in profiles.SIZES.values()]
     defaults += [cli.build_parser().parse_args(["train"]).n_nr]
     assert set(defaults) == {labels.N_NR}
+
+
+# --------------------------------------------------------------------------- mutation review, round 6: stability
+def _finished_run():
+    # two epochs of 4 steps; one clipped step (norm 9 > clip 5), in epoch 1, whose largest norm (9) is
+    # the run's; norms sorted 1 1 1 2 2 3 4 9: median 2 (mean 2.875), first 4, last 1
+    from clirlib.metrics import METRIC_NAMES
+
+    return {"config": {"epsilon": 1.0, "clip": 5.0, "thresholds": [0.2, 0.7]},
+            "history": [{"n_steps": 4, "n_clipped": 1, "grad_norm_max": 9.0},
+                        {"n_steps": 4, "n_clipped": 0, "grad_norm_max": 3.0}],
+            "step_grad_norms": [4.0, 1.0, 2.0, 9.0, 3.0, 2.0, 1.0, 1.0],
+            "test": {m: 0.1 * (i + 1) for i, m in enumerate(METRIC_NAMES)}}
+
+
+def test_run_summary_of_a_finished_run_by_hand():
+    row = stability.run_summary(_finished_run(), by=("epsilon", "thresholds"))
+    assert (row["epsilon"], row["thresholds"]) == (1.0, (0.2, 0.7))  # a list field becomes a tuple
+    assert (row["finished"], row["nonfinite_steps"], row["steps"], row["clipped_steps"]) == (True, 0, 8, 1)
+    assert row["clipped_share"] == 1 / 8
+    assert (row["grad_norm_max"], row["grad_norm_median"], row["grad_norm_first_step"]) == (9.0, 2.0, 4.0)
+    assert np.isnan(row["stopped_epoch"]) and row["NDCG@5"] == _finished_run()["test"]["NDCG@5"]
+
+
+def test_run_summary_of_a_stopped_run_counts_one_nonfinite_step_where_it_stopped():
+    # train.NonFiniteError's message names the epoch, then the step
+    rec = {"config": {"epsilon": 0.0}, "error": "non-finite gradient norm (nan) at epoch 3, step 17; eps 0"}
+    row = stability.run_summary(rec, by=("epsilon",))
+    assert (row["finished"], row["nonfinite_steps"], row["stopped_epoch"], row["stopped_step"]) == (False, 1, 3, 17)
+    assert np.isnan(row["steps"]) and np.isnan(row["grad_norm_max"]) and np.isnan(row["NDCG@5"])
+
+
+def test_step_trace_numbers_steps_and_epochs_from_one():
+    rec = {"config": {"epsilon": 1.0}, "history": [{"n_steps": 2}, {"n_steps": 3}],
+           "step_grad_norms": [5.0, 4.0, 3.0, 2.0, 1.0]}
+    stopped = {"config": {"epsilon": 0.0}, "error": "non-finite loss (nan) at epoch 1, step 1"}
+    t = stability.step_trace([rec, stopped], by=("epsilon",))  # the stopped run has no trace
+    assert list(t.columns) == ["epsilon", "step", "epoch", "grad_norm"]
+    assert t["step"].tolist() == [1, 2, 3, 4, 5] and t["epoch"].tolist() == [1, 1, 2, 2, 2]
+    assert t["grad_norm"].tolist() == [5.0, 4.0, 3.0, 2.0, 1.0] and set(t["epsilon"]) == {1.0}
+
+
+def test_clipping_inactive_at_exactly_the_clip():
+    # clip_grad_norm_ scales by clip / (norm + 1e-6), which is exactly 1 where norm + 1e-6 == clip
+    clip = 0.5 + 1e-6
+    assert stability.clipping_inactive({"config": {"clip": clip}, "step_grad_norms": [0.5]}) is True
+
+
+def test_run_grid_reuses_a_clipped_run_only_where_clipping_never_fired(monkeypatch):
+    # "calm": norms 1 and 2, never above the clip 5: its unclipped setting is the clipped run;
+    # "wild": norm 7 was clipped, so its unclipped setting trains its own run
+    trained = []
+
+    def fake_base(profile, dataset, lang, epsilon, clip, record_steps, **fields):
+        return {"regime": fields["regime"], "epsilon": epsilon, "clip": clip}
+
+    def fake_run(cfg, force=None, allow_nonfinite=False):
+        trained.append((cfg["regime"], cfg["clip"]))
+        return {"config": {"clip": cfg["clip"]}, "step_grad_norms": [1.0, 2.0] if cfg["regime"] == "calm" else [7.0]}
+
+    monkeypatch.setattr(stability.reproduction, "base", fake_base)
+    monkeypatch.setattr(stability.experiments, "run", fake_run)
+    out = stability.run_grid("ci", None, "fr", {"calm": {"regime": "calm"}, "wild": {"regime": "wild"}}, [1.0], [5.0, None])
+    assert trained == [("calm", 5.0), ("wild", 5.0), ("wild", None)]
+    assert out["calm", 1.0, "none"] == (out["calm", 1.0, "5"][0], False)
+    assert out["wild", 1.0, "none"][1] is True and out["wild", 1.0, "none"][0]["config"]["clip"] is None
+
+
+def test_small_norm_pairs_never_pairs_a_regime_with_itself():
+    # the rescaled regime listed first: its partner is the one without init_scale, not itself
+    regimes = {"a small": dict(pretrained=True, init_scale=1e-3), "a": dict(pretrained=True, init_scale=None)}
+    assert stability.small_norm_pairs(regimes) == {"a small": "a"}
+
+
+def test_scs_vs_cosine_numbers_by_hand():
+    # regime "r": cosine's largest norm 8 against SCS's 2 (ratio 4), 3 clipped steps against 0;
+    # regime "s": the cosine run stopped, so there is no p-value (and no Holm) for it
+    def rec(values):
+        return {"test_per_query": {"query_id": ["q1", "q2", "q3"], "NDCG@5": values}}
+
+    stopped = {"error": "non-finite loss (nan) at epoch 1, step 2"}
+    grid = {("r", 0.0, "5"): (rec([0.1, 0.2, 0.3]), True), ("r", 1.0, "5"): (rec([0.4, 0.5, 0.9]), True),
+            ("s", 0.0, "5"): (stopped, True), ("s", 1.0, "5"): (rec([0.4, 0.5, 0.9]), True)}
+    nan = float("nan")
+    summary = pd.DataFrame([
+        {"regime": "r", "epsilon": 0.0, "clip": "5", "grad_norm_max": 8.0, "clipped_steps": 3, "NDCG@5": 0.2},
+        {"regime": "r", "epsilon": 1.0, "clip": "5", "grad_norm_max": 2.0, "clipped_steps": 0, "NDCG@5": 0.6},
+        {"regime": "s", "epsilon": 0.0, "clip": "5", "grad_norm_max": nan, "clipped_steps": nan, "NDCG@5": nan},
+        {"regime": "s", "epsilon": 1.0, "clip": "5", "grad_norm_max": 2.0, "clipped_steps": 0, "NDCG@5": 0.6}])
+    v = stability.scs_vs_cosine(summary, grid, n_resamples=100).set_index("regime")
+    assert v.loc["r", "max grad cosine / SCS"] == 4.0
+    assert (v.loc["r", "clipped cosine"], v.loc["r", "clipped SCS"]) == (3, 0)
+    assert (v.loc["r", "NDCG@5 cosine"], v.loc["r", "NDCG@5 SCS"]) == (0.2, 0.6)
+    assert np.isnan(v.loc["s", "p_value"]) and np.isnan(v.loc["s", "p_holm"])
+    assert v.loc["r", "p_holm"] == v.loc["r", "p_value"]  # Holm over the one tested row
