@@ -286,3 +286,56 @@ def test_realtext_curves_at_the_whole_split_from_the_shipped_records(monkeypatch
     assert first["MDL.6"] == "none up to 1,200" and first["SOSL, average pooling"] == "1,200"
     with pytest.raises(ValueError, match="system 'BM25' is not in the order given"):
         rc.first_passing(g.assign(system="BM25"))
+
+
+# --------------------------------------------------------------------------- mutation review, round 6
+def _gate_record(seed: int, dev: float) -> dict:
+    # 20 dev queries, each 9 NR and 1 MR (a random order's NDCG@5: 0.295); one epoch
+    return {"config": {"seed": seed}, "dev": {"NDCG@5": dev, "P_mr@1": dev / 2}, "dev_chance": 0.1,
+            "dev_counts": [[9, 0, 1]] * 20}
+
+
+def test_gates_read_the_first_seed_by_number_and_pool_every_seed_beside_it():
+    # seed 1 listed first; seed 0 ranks like a random order (0.30), seed 1 perfectly (1.0): the row is
+    # seed 0's, which fails, while the two seeds together (mean 0.65) pass
+    labelled = [("MDL.6", 72, _gate_record(1, 1.0)), ("MDL.6", 72, _gate_record(0, 0.3))]
+    row = curves.gates(labelled).iloc[0]
+    assert (row["seed"], row["dev_NDCG@5"], row["dev_P_mr@1"], row["runs"]) == (0, 0.3, 0.15, 2)
+    assert not row["passes"] and bool(row["passes_all_seeds"]) and row["p_all_seeds"] < 0.01 < row["p"]
+
+
+def test_the_table_and_sentence_read_gate_rows_in_any_order():
+    # the hand-made rows of test_the_table_gives_the_smallest_passing_size_or_none, largest size first
+    rows = pd.DataFrame([
+        {"system": "MDL.6", "n_train": 3000, "passes": True, "dev_NDCG@5": 0.30, "random_NDCG@5": 0.19, "p": 0.0001},
+        {"system": "MDL.6", "n_train": 1000, "passes": True, "dev_NDCG@5": 0.25, "random_NDCG@5": 0.19, "p": 0.001},
+        {"system": "MDL.6", "n_train": 360, "passes": False, "dev_NDCG@5": 0.19, "random_NDCG@5": 0.19, "p": 0.4},
+    ])
+    assert curves.first_passing(rows).iloc[0]["learns_from"] == "1,000"
+    assert "it passes at 1,000, 3,000 of the sizes tried (360, 1,000, 3,000)." in curves.sentence(rows)
+
+
+def test_grown_pairs_round_to_the_nearest_triple():
+    # default: 1,600 triples per epoch for 360 training queries; at n = 2: 1600 * 2 / 360 = 8.89 -> 9
+    assert curves.grown_pairs("default", 2) == 9 and curves.grown_pairs("default", 360) == 1600
+
+
+def test_all_seeds_only_at_the_sizes_the_profile_names(monkeypatch):
+    # all seeds at 1,000 (the middle size), one seed at 360 and 3,000
+    monkeypatch.setitem(profiles.CURVES, "default", {**profiles.CURVES["default"], "all_seeds_at": (1000,)})
+    seeds = {n: sorted({c.seed for lab, m, c in curves.configs("default", ["MDL.6"]) if m == n}) for n in (360, 1000, 3000)}
+    assert seeds == {360: [0], 1000: [0, 1, 2], 3000: [0]}
+
+
+def test_run_hands_the_pool_the_largest_training_sets_first(monkeypatch):
+    calls = []
+
+    def fake_system_runs(configs, *, force=None, desc="", workers=None, collection=True):
+        calls.append([(c.train_queries, c.seed) for c in configs])
+        return [{"config": {"train_queries": c.train_queries, "seed": c.seed}} for c in configs]
+
+    monkeypatch.setattr(curves.grid_runs, "system_runs", fake_system_runs)
+    got = curves.run("ci", ["MDL.6"], workers=2)
+    # ci: sizes 24 (seed 0) and 72 (seeds 0, 1); MDL.6 goes to the pool, 72 first
+    assert calls == [[(72, 0), (72, 1), (24, 0)]]
+    assert [(n, r["config"]["seed"]) for _, n, r in got] == [(24, 0), (72, 0), (72, 1)]  # configs' order

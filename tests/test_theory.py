@@ -277,3 +277,73 @@ def test_theorem3_gates_group_a_sizes_seeds():
     assert g["dev_NDCG@5"].item() == pytest.approx(0.75)
     assert g["random_NDCG@5"].item() == pytest.approx((1 + 1 / math.log2(3)) / 2, abs=1e-12)
     assert not g["passes"].item()  # 0.75 is below a random order's 0.8155
+
+
+# ---------------------------------------------------------------- mutation review, round 6: Theorem 3's numbers
+
+def _bootstrap_by_hand(frame, n_boot, seed, level):
+    """bootstrap_slope's docstring written out: per draw, each n's runs resampled with replacement
+    (one generator, sizes ascending), a least-squares line through log n and log mean gap."""
+    ns = sorted(frame["n_train_queries"].unique())
+    groups = [frame.loc[frame["n_train_queries"] == n, "gap"].to_numpy(float) for n in ns]
+    rng = np.random.default_rng(seed)
+    draws = [np.polyfit(np.log(ns), np.log([rng.choice(g, len(g)).mean() for g in groups]), 1)[0]
+             for _ in range(n_boot)]
+    return tuple(np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
+
+
+def test_bootstrap_slope_interval_resamples_with_replacement_at_the_level_asked():
+    runs = _runs(lambda n: 2.0 / n, noise=0.3)  # seeds' gaps 0.7, 1, 1.3 times 2 / n: the means fall like 1 / n
+    s = theorem3.bootstrap_slope(runs, n_boot=200, level=0.9)
+    assert s["slope"] == pytest.approx(-1.0, abs=1e-12)
+    assert (s["ci_low"], s["ci_high"]) == pytest.approx(_bootstrap_by_hand(runs, 200, 0, 0.9), abs=1e-12)
+    assert s["ci_low"] < -1.0 < s["ci_high"]  # the seeds differ, so the interval has a width
+
+
+def test_bootstrap_slope_reads_the_sizes_in_any_row_order():
+    runs = _runs(lambda n: 2.0 / n, noise=0.3)
+    back = theorem3.bootstrap_slope(runs.iloc[::-1], n_boot=100)  # the largest n first
+    assert back["slope"] == pytest.approx(-1.0, abs=1e-12)
+    assert back["ci_low"] < -1.0 < back["ci_high"]  # (the draws differ: each n's runs come in the other order)
+    row = theorem3.theorem3_slopes(runs.iloc[::-1], n_boot=100).iloc[0]
+    # the mean gap at n = 10 is 2 / 10 (the noise averages out over seeds 0-2), at 80 2 / 80
+    assert (row["n_min"], row["n_max"]) == (10, 80)
+    assert (row["gap_at_n_min"], row["gap_at_n_max"]) == pytest.approx((0.2, 0.025))
+
+
+def test_bootstrap_slope_needs_two_seeds_at_every_size():
+    runs = _runs(lambda n: 2.0 / n, noise=0.3)
+    runs = runs[(runs["n_train_queries"] != 80) | (runs["seed"] == 0)]  # one seed at n = 80
+    s = theorem3.bootstrap_slope(runs, n_boot=100)
+    assert s["n_seeds"] == 1 and np.isnan(s["ci_low"]) and np.isnan(s["ci_high"])
+    assert theorem3.theorem3_slopes(runs, n_boot=100)["trend"].tolist() == ["not measured"]
+
+
+def test_a_falling_slope_whose_interval_holds_zero_is_unclear():
+    # mean gaps fall like n^-0.2, but the seeds' gaps spread from 0.5 to 1.5 times that, so the
+    # bootstrap interval (about [-0.49, 0.11] with 300 draws) contains 0
+    t = theorem3.theorem3_slopes(_runs(lambda n: n ** -0.2, noise=0.5), n_boot=300).iloc[0]
+    assert t["slope"] == pytest.approx(-0.2, abs=1e-9) and t["ci_low"] < 0 < t["ci_high"]
+    assert t["trend"] == "unclear"
+
+
+def test_theorem3_slopes_one_row_per_epsilon_with_its_steps():
+    runs = pd.concat([_runs(lambda n: 2.0 / n), _runs(lambda n: 1.0 / n).assign(epsilon=0.0)], ignore_index=True)
+    runs.loc[5, "steps"] = 100  # one run of eps = 1 took 100 steps, the others 64
+    t = theorem3.theorem3_slopes(runs, n_boot=50).set_index("epsilon")
+    assert sorted(t.index) == [0.0, 1.0]
+    assert t.loc[1.0, "gap_at_n_min"] == pytest.approx(0.2) and t.loc[0.0, "gap_at_n_min"] == pytest.approx(0.1)
+    assert (t.loc[1.0, "steps_min"], t.loc[1.0, "steps_max"]) == (64, 100)
+    assert (t.loc[0.0, "steps_min"], t.loc[0.0, "steps_max"]) == (64, 64)
+
+
+def test_theorem3_frame_row_by_hand():
+    # 10 training queries, train_fraction 0.15: the trainer keeps round(1.5) = 2 (banker's rounding);
+    # epochs of 3, 4 and 5 steps, the second chosen: 12 steps, 3 + 4 = 7 to the selected model
+    rec = {"config": {"epsilon": 1.0, "lr": 100.0, "epochs": 3, "train_fraction": 0.15, "seed": 0},
+           "history": [{"n_steps": 3}, {"n_steps": 4}, {"n_steps": 5}], "best_epoch": 2,
+           "split_losses": {"train": 0.125, "test": 0.5}, "test": {"NDCG@5": 0.3}, "seconds": 1.0,
+           "data_info": {"split_sizes": {"train": 10}}}
+    row = theorem3.theorem3_frame({("sgd", "fixed steps", 0.15, 0): rec}).iloc[0]
+    assert (row["n_train_queries"], row["steps"], row["steps_to_selected"]) == (2, 12, 7)
+    assert row["gap"] == 0.375 and (row["optimizer"], row["train_fraction"], row["seed"]) == ("sgd", 0.15, 0)
