@@ -301,10 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    name = " ".join(str(w) for w in (args.command, getattr(args, "action", None), getattr(args, "source", None)) if w)
-    if extra:  # named by the command that owns the options, not the top level (whose --help lists none)
-        print(f"python -m clirlib {name}: error: unrecognized arguments: {' '.join(extra)} "
-              f"(see python -m clirlib {name} --help)", file=sys.stderr)
+    # the nested command's name (a train option could be called "source" or "action": only these two have them)
+    name = (f"records {args.action}" if args.command == "records" else f"data {args.source}" if args.command == "data"
+            else args.command)
+    if extra:  # named by the command that owns the options (the top level's --help lists none of them)
+        at = rest.index(args.command) if args.command in rest else 0
+        owner = "" if any(x in rest[:at] for x in extra) else f" {name}"  # typed before the command: the top level's
+        print(f"python -m clirlib{owner}: error: unrecognized arguments: {' '.join(extra)} "
+              f"(see python -m clirlib{owner} --help)", file=sys.stderr)
         return 2
     if args.command == "train":
         args.given = _given_options(parser.train_parser, rest[rest.index("train") + 1:])

@@ -861,3 +861,30 @@ def test_records_pack_takes_a_study_as_verify_names_it(capsys, monkeypatch):
     rc, err = run_cli(capsys, "records", "pack", "--study", "curves", "--profile", "ci")
     assert rc == 2 and err == ["python -m clirlib records pack: error: argument --profile: not allowed with argument "
                                "--study (see --help)"], err
+
+
+def test_the_command_named_in_an_error_is_the_one_typed(capsys):
+    # a registered system's config field called "source" became part of the name ("train fr"); an
+    # option typed before the command word is the top level's, not the command's
+    from dataclasses import dataclass
+
+    from clirlib import systems
+
+    @dataclass(frozen=True)
+    class SourceConfig(systems.SystemConfig):
+        system: str = "toy-source"
+        source: str = "en"
+
+    class Source(systems.System):
+        name = "toy-source"
+        Config = SourceConfig
+
+    systems.register(Source)
+    try:
+        rc, err = run_cli(capsys, "train", "--system", "toy-source", "--source", "fr", "--epoch", "3")
+    finally:
+        systems.SYSTEMS.pop("toy-source", None)  # other tests' parsers
+    assert rc == 2 and err == ["python -m clirlib train: error: unrecognized arguments: --epoch 3 "
+                               "(see python -m clirlib train --help)"], err
+    rc, err = run_cli(capsys, "--foo", "train")
+    assert rc == 2 and err == ["python -m clirlib: error: unrecognized arguments: --foo (see python -m clirlib --help)"]
