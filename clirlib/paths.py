@@ -7,8 +7,11 @@ to keep results of an installed copy elsewhere).
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from pathlib import Path
 
 from .profiles import STUDY_BENCHMARKS
@@ -78,3 +81,41 @@ def output_dirs(profile: str, dataset: str | None = None) -> tuple[Path, Path]:
     figs.mkdir(parents=True, exist_ok=True)
     tabs.mkdir(parents=True, exist_ok=True)
     return figs, tabs
+
+
+class NotAFileError(ValueError):
+    """Something other than a readable regular file stands where one belongs; ``problem``
+    says what ("a folder, not a file", ...)."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = str(path), problem
+
+
+#: What a path that is neither a regular file nor a folder is, by its ``stat`` mode.
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def is_regular_file(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a regular file (a link to one counts), False when nothing is
+    there (not even a link), and :class:`NotAFileError` otherwise: "a folder, not a file",
+    "a link that leads nowhere or loops", "not a regular file (a FIFO (named pipe))" (opening
+    a FIFO would wait for a writer), "cannot be read (...)". One ``stat``; the readers
+    (``data.errors.check_regular_file``) and the settings' checks (``validate``) both ask it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        if os.path.islink(path):
+            raise NotAFileError(path, "a link that leads nowhere or loops") from None
+        return False
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # the link itself, or one of the folders above it, loops
+            raise NotAFileError(path, "a link that leads nowhere or loops") from None
+        raise NotAFileError(path, f"cannot be read ({e.strerror})") from None
+    if stat.S_ISREG(mode):
+        return True
+    if stat.S_ISDIR(mode):
+        raise NotAFileError(path, "a folder, not a file")
+    kind = next((name for test, name in _SPECIAL if test(mode)), "something else")
+    raise NotAFileError(path, f"not a regular file ({kind})")

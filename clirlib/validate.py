@@ -24,7 +24,7 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from . import atomic
+from . import atomic, paths
 
 #: Relevance levels of WikiCLIR: NR (0), SR (1), MR (2).
 N_LEVELS = 3
@@ -259,11 +259,10 @@ def check_kg_dir(path: str | os.PathLike, lang: str, *, gold: bool = False, opti
     folder = p / lang if os.path.lexists(p / lang / "entities.tsv") else p
     names = ("entities.tsv", "labels.tsv", "triples.tsv") + (("gold_links.tsv",) if gold else ())
     for name in names:  # there, but no file to read: say what it is, not "no entities.tsv"
-        f = folder / name
-        if os.path.lexists(f) and not f.is_file():
-            what = ("a folder, not a file" if f.is_dir() else "a link that leads nowhere or loops"
-                    if not f.exists() else "not a regular file")
-            raise ConfigError(option, f"{f}: {what} (the KG format: clirlib.data.kg)")
+        try:
+            paths.is_regular_file(folder / name)
+        except paths.NotAFileError as e:
+            raise ConfigError(option, f"{e} (the KG format: clirlib.data.kg)") from None
     missing = [n for n in names[:3] if not (folder / n).is_file()]
     if missing:
         raise ConfigError(option, f"{path} is not a KG folder: no {', '.join(missing)} in it or in {p / lang} "

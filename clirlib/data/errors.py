@@ -11,11 +11,10 @@ else (a folder, a broken link, a FIFO), which every reader refuses saying what i
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 import warnings
 from pathlib import Path
+
+from .. import paths
 
 
 class DataFormatError(ValueError):
@@ -41,34 +40,17 @@ class MissingDataError(DataFormatError, FileNotFoundError):
     """A file or folder the loader needs does not exist."""
 
 
-#: What a path that is neither a regular file nor a folder is, by its ``stat`` mode.
-_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
 def check_regular_file(path: str | Path) -> bool:
     """Whether a data file is at ``path``: True when it is a regular file (a link to one
     counts), False when nothing is there (not even a link), and a :class:`DataFormatError`
-    naming the path and what is there otherwise: "a folder, not a file", "a link that leads
-    nowhere or loops", "not a regular file (a FIFO (named pipe))" (opening a FIFO would wait
-    for a writer). A reader says "no such file" itself on False (a required file) or reads
-    nothing (an optional one); only a path that is truly absent reads as absent."""
+    naming the path and what is there otherwise (``paths.is_regular_file``'s words: a
+    folder, a broken or looping link, a FIFO, whose opening would wait for a writer). A
+    reader says "no such file" itself on False (a required file) or reads nothing (an
+    optional one); only a path that is truly absent reads as absent."""
     try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        if os.path.islink(path):
-            raise DataFormatError("a link that leads nowhere or loops", path) from None
-        return False
-    except OSError as e:
-        if e.errno == errno.ELOOP:  # the link itself, or one of the folders above it, loops
-            raise DataFormatError("a link that leads nowhere or loops", path) from None
-        raise DataFormatError(f"cannot be read ({e.strerror})", path) from None
-    if stat.S_ISREG(mode):
-        return True
-    if stat.S_ISDIR(mode):
-        raise DataFormatError("a folder, not a file", path)
-    kind = next((name for test, name in _SPECIAL if test(mode)), "something else")
-    raise DataFormatError(f"not a regular file ({kind})", path)
+        return paths.is_regular_file(path)
+    except paths.NotAFileError as e:
+        raise DataFormatError(e.problem, path) from None
 
 
 class DataSkipWarning(UserWarning):

@@ -375,7 +375,7 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
             if tail not in index:
                 skipped["triples_outside_slice"] = skipped.get("triples_outside_slice", 0) + 1
                 continue
-            if (h, prop, tail) in seen:  # two statements of one value (other qualifiers): one edge, as read_kg wants
+            if (h, prop, tail) in seen:  # two statements of one value (other qualifiers): one edge, as read_kg reads it
                 skipped["repeated_triples"] = skipped.get("repeated_triples", 0) + 1
                 continue
             seen.add((h, prop, tail))
