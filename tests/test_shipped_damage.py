@@ -335,10 +335,21 @@ def test_a_key_given_twice_in_the_manifest_is_named(packed):
     with pytest.raises(ValueError, match=rf"MANIFEST.json, line {second} \(first on line {first}\): key "
                                          rf"'{key}' given twice in one table .*git checkout"):
         shipped.manifest()
-    # a field twice in one entry: the key is named (its name is in every entry: no line to tell)
+    # a field twice in one entry: its name is in every entry, so the line is the one of the entry
+    # that repeats it (both on the line of the manifest's first "sha256", where it was written twice)
+    at = text[:text.index('"sha256": ')].count("\n") + 1
     path.write_text(text.replace('"sha256": ', '"sha256": "0", "sha256": ', 1))
     shipped.forget()
-    with pytest.raises(ValueError, match=r"MANIFEST.json: key 'sha256' given twice in one table"):
+    with pytest.raises(ValueError, match=rf"MANIFEST.json, line {at} \(first on line {at}\): key 'sha256' given "
+                                         r"twice in one table"):
+        shipped.manifest()
+    # the same field once more in the third entry, on a line of its own before it: that entry's lines are named
+    lines = text.splitlines(keepends=True)
+    third = [i for i, line in enumerate(lines) if line.lstrip().startswith('"sha256": ')][2]
+    path.write_text("".join(lines[:third] + ['   "sha256": "0",\n'] + lines[third:]))
+    shipped.forget()
+    with pytest.raises(ValueError, match=rf"MANIFEST.json, line {third + 2} \(first on line {third + 1}\): key "
+                                         r"'sha256' given twice"):
         shipped.manifest()
     path.write_text(text)  # as packed: read as before
     shipped.forget()

@@ -81,14 +81,29 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"\s*:?|[{}\[\]]')
+
+
 def _repeated_key_lines(text: str, key: str) -> str:
-    """", line N (first on line M)" when ``key`` is written as a key exactly twice in ``text``
-    (then those two are the repeat), else "" (a field name such as "sha256" is in every entry)."""
-    at = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
-    if len(at) != 2:
-        return ""
-    first, second = (text.count("\n", 0, i) + 1 for i in at)
-    return f", line {second} (first on line {first})"
+    """", line N (first on line M)": where ``key`` is written a second time as a key of one
+    JSON object of ``text``, and where that object first had it; "" when no object repeats it.
+    Keys are told from string values by the ':' after them, objects by their braces."""
+    objects: list[dict[str, int] | None] = []  # per open bracket: the object's keys and offsets, None for an array
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group()
+        if tok in ("{", "["):
+            objects.append({} if tok == "{" else None)
+        elif tok in ("}", "]"):
+            if objects:
+                objects.pop()
+        elif tok.endswith(":") and objects and objects[-1] is not None:
+            name = json.loads(tok[:-1].rstrip())
+            seen = objects[-1]
+            if name == key and name in seen:
+                first, second = (text.count("\n", 0, i) + 1 for i in (seen[name], m.start()))
+                return f", line {second} (first on line {first})"
+            seen.setdefault(name, m.start())
+    return ""
 
 
 def manifest(folder: Path | None = None) -> dict[str, Any]:
