@@ -136,7 +136,12 @@ def test_gold_links_name_an_unknown_entity_and_a_repeated_link(tmp_path):
     for lines, problem in (("7\tQ1\n8\tQ9\n", r"gold_links.tsv:3: unknown entity 'Q9' \(not in entities.tsv\)"),
                            ("7\tQ1\n7\tQ2\n7\tQ1\n",  # line 4 repeats line 2
                             r"gold_links.tsv:4: link of query '7' to entity 'Q1' listed twice \(first on line 2\)"),
-                           ("\tQ1\n", r"gold_links.tsv:2: empty query id")):
+                           ("\tQ1\n", r"gold_links.tsv:2: empty query id"),
+                           ("7\tQ1\n \tQ2\n", r"gold_links.tsv:3: empty query id \(' ': only spaces\)"),
+                           # " 7" is no query of any dataset: its links were silently never used
+                           ("7\tQ1\n 7\tQ2\n", r"gold_links.tsv:3: query id ' 7' holds white space or a NUL byte"),
+                           ("7 8\tQ2\n", r"gold_links.tsv:2: query id '7 8' holds white space"),
+                           ("7\x00\tQ2\n", r"gold_links.tsv:2: query id '7\\x00' holds white space or a NUL")):
         path.write_text("query_id\tentity\n" + lines)
         for args in ((folder,), (folder, read_kg(folder))):  # checked against entities.tsv or the KG given
             with pytest.raises(DataFormatError, match=problem):

@@ -263,8 +263,11 @@ def read_gold_links(folder: str | Path, kg: KnowledgeGraph | None = None) -> dic
     out: dict[str, list[str]] = {}
     first: dict[tuple[str, str], int] = {}
     for lineno, (q, e) in tsv_rows(path, LINK_HEADER):
-        if not q:
-            raise DataFormatError(f"{path}:{lineno}: empty query id")
+        if not q.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty query id" + (f" ({q!r}: only spaces)" if q else ""))
+        if q.split() != [q] or "\x00" in q:  # " 7" would be a query no dataset has: its links never used
+            raise DataFormatError(f"{path}:{lineno}: query id {q!r} holds white space or a NUL byte, which no "
+                                  f"query id of a dataset holds (the WikiCLIR layout refuses them)")
         if e not in known:
             raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
         if (q, e) in first:
