@@ -211,6 +211,19 @@ def test_wikidata_reader_on_dump_lines(tmp_path):
     assert read_wikidata_json(path, ["en"]).labels == {"en": [""]}
 
 
+def test_wikidata_reader_refuses_language_codes_it_would_misread():
+    # "EN" is no key of Wikidata's labels (lowercase codes): every label read as empty, without a word;
+    # "en" named twice appended each entity's label twice, so France's slot held Paris's label
+    for langs, problem in ((["EN"], r"language code 'EN' is not lowercase letters"),
+                           (["en", "fr "], r"language code 'fr ' is not"),
+                           ([], r"no language given"),
+                           (["en", "fr", "en"], r"language 'en' named twice")):
+        with pytest.raises(ValueError, match=problem):
+            read_wikidata_json(WIKIDATA_LINES, langs)
+    with pytest.warns(DataSkipWarning):  # one code as a string is that code, not its letters
+        assert read_wikidata_json(WIKIDATA_LINES, "en").labels == {"en": ["Paris", "France"]}
+
+
 def test_wikidata_reader_reads_older_numeric_ids_and_counts_claims_naming_no_entity():
     def claim(value):
         return [{"mainsnak": {"datavalue": {"type": "wikibase-entityid", "value": value}}}]

@@ -314,9 +314,18 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
     (instance of) value as the type. Triples whose tail is not among the read entities are
     left out (a dump slice links outside itself), and so are properties, lexemes and claims
     naming no entity; each is counted in the graph's ``skipped`` and reported in one
-    ``DataSkipWarning``. ``lines`` is a path or an iterable of lines.
+    ``DataSkipWarning``. ``lines`` is a path or an iterable of lines; ``langs`` Wikidata's
+    lowercase codes, each once (one code may be given as a string).
     """
-    langs = list(langs)
+    langs = [langs] if isinstance(langs, str) else list(langs)
+    for l in langs:  # Wikidata's keys are lowercase codes: "EN" would read no label, without a word
+        if not isinstance(l, str) or not LANG_CODE.fullmatch(l):
+            raise ValueError(f"language code {l!r} is not lowercase letters and digits (parts joined by '-', "
+                             f"as Wikidata's 'fr', 'en', 'simple', 'en-gb')")
+    if not langs:
+        raise ValueError("no language given: the graph's labels and descriptions are read for the languages named")
+    if len(set(langs)) != len(langs):  # each entity's term would be appended once per mention: lists misaligned
+        raise ValueError(f"language {next(l for l in langs if langs.count(l) > 1)!r} named twice in {langs}")
     wanted = set(relations) if relations is not None else None
     name = str(lines) if isinstance(lines, (str, Path)) else "<lines>"
     skipped: dict[str, int] = {}
