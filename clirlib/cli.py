@@ -149,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sosl: the paper's ranker (default); bm25: the lexical floor; mdl: MDL; hike: HIKE; "
                         "e5: multilingual-e5-small zero-shot; e5head: the paper's projection trained on frozen e5 "
                         "vectors (clirlib.systems)")
-    t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a WikiCLIR directory, "
+    t.add_argument("--data", default="ci", help=f"embedded-benchmark profile ({', '.join(profiles.NAMES)}), a study's benchmark "
+                        f"({', '.join(profiles.STUDY_BENCHMARKS)}: the learning curves' {profiles.SIZES['curves'].splits['fr'][0]:,} French "
+                        "training queries), a WikiCLIR directory, "
                         "irds:wikiclir/<lang> or irds:clirmatrix/<doc lang>/<variant>/<query lang>[/<split>] "
                         "(ir_datasets' local cache; nothing is downloaded); default: ci")
     t.add_argument("--profile", help=argparse.SUPPRESS)  # the other commands' name for it: refused with a pointer

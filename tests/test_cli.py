@@ -269,7 +269,7 @@ def test_a_bad_thread_count_is_one_line_even_before_the_parser(args):
 
 
 def test_train_help_gives_each_systems_epochs_and_every_option_a_line():
-    from clirlib import cli
+    from clirlib import cli, profiles
 
     t = cli.build_parser().train_parser
     text = " ".join(t.format_help().split())  # the help as printed, its line breaks folded
@@ -279,3 +279,8 @@ def test_train_help_gives_each_systems_epochs_and_every_option_a_line():
     # MDL's 50 once read "the paper's for the encoder"; now every option typed by hand has its line
     hidden = {"help", "profile"}  # --profile: refused with a pointer to --data
     assert [a.dest for a in t._actions if not a.help and a.dest not in hidden] == []  # noqa: SLF001
+    # every benchmark name --data takes is named: the profiles and the learning curves' "curves",
+    # which train accepted without saying so
+    assert all(f"{name}," in text or f"{name}:" in text or f"{name})" in text
+               for name in (*profiles.NAMES, *profiles.STUDY_BENCHMARKS))
+    assert "study's benchmark (curves: the learning curves' 10,000 French training queries)" in text
