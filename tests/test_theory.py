@@ -134,6 +134,17 @@ def test_bootstrap_slope_exact_law_and_one_seed():
     assert one["slope"] == pytest.approx(-1.0) and math.isnan(one["ci_low"])
 
 
+def test_bootstrap_interval_does_not_depend_on_the_rows_order():
+    # each draw resamples a size's runs by position: before, the same runs in another row order
+    # gave another interval (here seed 2's gaps are 10 % above seed 1's, seed 0's 10 % below)
+    runs = _runs(lambda n: n ** -0.5, noise=0.1)
+    first = theorem3.bootstrap_slope(runs, n_boot=300)
+    for order in (runs.index[::-1], np.random.default_rng(3).permutation(runs.index)):
+        assert theorem3.bootstrap_slope(runs.loc[order], n_boot=300) == first
+    no_seed = runs.drop(columns="seed")  # no seed column: ordered by gap, which gives the same here
+    assert theorem3.bootstrap_slope(no_seed.loc[runs.index[::-1]], n_boot=300) == first
+
+
 def test_theorem3_verdicts_are_worded_consistent_or_not():
     shrink = theorem3.theorem3_slopes(_runs(lambda n: n ** -0.5, noise=0.05), n_boot=300)
     assert shrink["trend"].tolist() == ["shrinks"]
