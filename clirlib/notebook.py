@@ -57,10 +57,12 @@ def committed_form(nb: Path) -> None:
     same file: papermill's absolute paths become file names; run times go; the injected
     parameters cell gets a fixed id; consecutive printed (stream) outputs of a cell are
     joined, since how the kernel splits them into messages depends on timing (nbval joins
-    them the same way before it compares)."""
+    them the same way before it compares). Saved widget state goes too: a progress bar of an
+    earlier interactive run, which no output shows (its rate tells the machine's speed)."""
     import nbformat
 
     book = nbformat.read(nb, as_version=4)
+    book.metadata.pop("widgets", None)
     meta = book.metadata.get("papermill", {})
     for key in ("input_path", "output_path"):
         if meta.get(key):

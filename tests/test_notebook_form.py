@@ -34,3 +34,15 @@ def test_same_outputs_same_bytes(tmp_path):
     assert [(o.name, o.text) for o in book.cells[1].outputs] == [("stdout", "a\nb\n"), ("stderr", "c\n")]
     assert book.metadata["papermill"] == {"input_path": "nb.ipynb", "output_path": "nb.ipynb"}
     assert "start_time" not in book.cells[0].metadata["papermill"]
+
+
+def test_saved_widget_state_goes(tmp_path):
+    # notebooks 04-10 and 12 carried a progress bar's state ("4/4 [00:00<00:00, 14.57it/s]") saved by
+    # an interactive run long ago: papermill keeps a notebook's metadata, and no output shows it
+    a = tmp_path / "a.ipynb"
+    book = _executed(["a\n"], "1d17579c", "2026-11-25T18:00:00")
+    book.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"m": {"value": "4/4"}}}}
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(book, a)
+    notebook.committed_form(a)
+    assert set(nbformat.read(a, as_version=4).metadata) == {"kernelspec", "papermill"}
