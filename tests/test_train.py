@@ -132,9 +132,36 @@ def test_clipping_counts_and_small_norm_cosine_explodes():
 
 
 def test_train_fraction_and_train_scores():
-    res = train(TrainConfig(epochs=1, batch_size=32, train_fraction=0.5, score_train=True), toy_dataset(), progress=False)
-    assert len(np.unique(res.train_labels)) == 3
-    assert len(res.train_scores) == len(res.train_labels) < len(toy_dataset().splits["train"])
+    # train_fraction 0.5 keeps round(0.5 x 36) = 18 of the toy set's 36 training queries (tests/_toy.py:
+    # 60 concepts, train = the first 36 of a permutation), all their pairs; every toy query has exactly
+    # one MR pair and 8 NR pairs, so the kept labels hold 18 MR and 8 x 18 = 144 NR (counted by hand
+    # from _toy.py's rows). score_train returns the selected model's score of each kept pair, which is
+    # checked below against each pair scored on its own (Eq. 1 written out, as in the test after this one).
+    ds = toy_dataset()
+    cfg = TrainConfig(epochs=1, batch_size=32, train_fraction=0.5, score_train=True)
+    res = train(cfg, ds, progress=False, keep_model=True)
+    full = ds.splits["train"]
+    assert len(np.unique(full.qidx)) == 36 and len(np.unique(res.train_labels)) == 3
+    assert (res.train_labels == 2).sum() == 18 and (res.train_labels == 0).sum() == 144
+    assert len(res.train_scores) == len(res.train_labels) < len(full)
+    model, eps = res.model.eval(), cfg.resolved().epsilon
+    with torch.no_grad():
+        def one(texts, encoder, i):
+            ids, offsets = texts.take(np.array([i]))
+            return encoder(torch.from_numpy(ids), torch.from_numpy(offsets))  # (1, p)
+
+        by_pair = np.array([smooth_cosine(one(ds.queries, model.query_encoder, q), one(ds.docs, model.doc_encoder, d),
+                                          eps).item() for q, d in zip(full.qidx, full.didx)])
+    # the kept pairs are whole queries of the split in its row order: walk the split query by query and
+    # take a query where the next scores returned are its own pairs' scores
+    got, at, kept = res.train_scores, 0, []
+    for q in dict.fromkeys(full.qidx.tolist()):
+        rows = np.flatnonzero(full.qidx == q)
+        if at + len(rows) <= len(got) and np.allclose(got[at:at + len(rows)], by_pair[rows], atol=1e-6):
+            kept.append(q)
+            at += len(rows)
+    assert at == len(got) and len(kept) == 18
+    assert res.train_labels.tolist() == full.labels[np.isin(full.qidx, kept)].tolist()
 
 
 def test_test_metrics_recomputed_pair_by_pair():
