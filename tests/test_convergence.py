@@ -52,8 +52,13 @@ def test_only_nr_labels_have_floor_zero():
 
 
 def test_learned_anything():
-    assert learned_anything([0.0050, 0.0040], floor=0.0045)
+    # the default margin is 5 %: "learned" means some epoch below 0.95 x 0.0045 = 0.004275 (by hand)
+    assert learned_anything([0.0050, 0.0040], floor=0.0045)  # 0.0040 is 11 % below the floor
     assert not learned_anything([0.0050, 0.0044], floor=0.0045)  # within 5 % of the floor
+    # either side of 0.004275: 0.00427 is below it, 0.00428 (4.9 % below the floor) is not
+    # (a 10 % margin, whose line is 0.00405, would decide both cases above alike)
+    assert learned_anything([0.00427], floor=0.0045)
+    assert not learned_anything([0.00428], floor=0.0045)
 
 
 @pytest.mark.parametrize("encoder", ["cnn", "lstm"])
