@@ -409,7 +409,10 @@ def test_embeddings_of_different_dimensions_name_both_files(tmp_path):
     with pytest.raises(DataFormatError) as e:
         load_dataset(tmp_path / "wc", "fr", n_queries=10, n_nr=5)
     msg = str(e.value)
-    assert "polyglot-fr.pkl" in msg and "polyglot-en.pkl" in msg and "6" in msg and "4" in msg
+    # the document side (polyglot-fr.pkl, written above with dim=6) is the file blamed; the query side's
+    # width (polyglot-en.pkl, dim=4) follows with its path: each number with its own file
+    assert msg == (f"{poly / 'polyglot-fr.pkl'}: embedding dimension 6 does not match the query side's 4 "
+                   f"({poly / 'polyglot-en.pkl'})")
     assert len(msg.splitlines()) == 1  # was a torch shape error naming no file
 
 
