@@ -468,6 +468,9 @@ def test_an_id_or_relevance_python_would_bend_is_refused_naming_the_line(tmp_pat
     with pytest.raises(DataFormatError) as e:
         _load(root)
     assert problem in e.value.problem and e.value.line == len(kw[arg])  # the line appended last
+    # in the file it was appended to (the line number alone passed with no file, or another one, named)
+    fname = {"queries": "english/wiki_en.queries", "documents": "french/wiki_fr.documents", "qrels": "french/en2fr.rel"}
+    assert e.value.path == str(root / "wiki-clir" / fname[which])
 
 
 @pytest.mark.parametrize("name, content, needle", [
