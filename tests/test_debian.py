@@ -281,7 +281,12 @@ def test_embeddings_are_monolingual_polyglot_files(tmp_path):
     # words occurring at least twice in the six French documents, most frequent first; "de" is
     # in five of them and twice in two (frob-data's and widget's), 7 times in all
     assert words[4] == "de" and "orphelin" not in words
-    assert "frobnication" not in read_polyglot(tmp_path / "out" / "polyglot" / "polyglot-en.pkl")[0][:4]
+    # the English file holds the eight English texts' words (its first four are always the special tokens,
+    # so "not in [:4]" held whatever it held); counted by hand in ENGLISH: frobnication 5 (texts 1, 2, 3
+    # and twice in 4), then a, for, of, the, toolkit 4 each (ties alphabetical); no French word
+    en_words = read_polyglot(tmp_path / "out" / "polyglot" / "polyglot-en.pkl")[0]
+    assert en_words[:10] == ["<UNK>", "<S>", "</S>", "<PAD>", "frobnication", "a", "for", "of", "the", "toolkit"]
+    assert "de" not in en_words and "pour" not in en_words
     assert info["embeddings"]["fr"]["texts"] == 6 and info["embeddings"]["en"]["texts"] == 8
 
 
