@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -44,17 +45,27 @@ def test_info_nce_matches_autograd_of_the_textbook_formula():
 def test_config_refuses_bad_settings(debian):  # noqa: F811
     with pytest.raises(ConfigError, match="made up"):
         E5HeadConfig(dataset="ci").resolved()
-    with pytest.raises(ConfigError, match="unknown loss"):
+    with pytest.raises(ConfigError, match=re.escape("loss: unknown loss 'hinge'; choose one of sosl, mse, po, "
+                                                    "3part_l2, infonce")):  # e5head.HEAD_LOSSES
         E5HeadConfig(dataset=str(debian), loss="hinge").resolved()
-    with pytest.raises(ConfigError, match="temperature"):
-        E5HeadConfig(dataset=str(debian), temperature=0.0).resolved()
+    # the range check itself (validate.check_system_config: > 0, InfoNCE divides by it), for the loss that
+    # reads it and for the default loss; "temperature" alone passed with that check dropped, through the
+    # default loss's "temperature: applies to loss 'infonce' only"
+    for loss in ("infonce", "sosl"):
+        with pytest.raises(ConfigError, match=r"^temperature: must be > 0, got 0\.0$"):
+            E5HeadConfig(dataset=str(debian), loss=loss, temperature=0.0).resolved()
     assert E5HeadConfig(dataset=str(debian), loss="mse").resolved().thresholds == (0.2, 0.7)  # losses.DEFAULT_THRESHOLDS
     assert E5HeadConfig(dataset=str(debian), loss="infonce").resolved().thresholds is None
     # thresholds checked per loss as TrainConfig checks them (validate.check_thresholds)
-    for loss, ts, words in [("sosl", (0.5, -0.3), "increase strictly"), ("sosl", (0.1, 0.2, 0.3, 0.4), "needs 2"),
-                            ("mse", (5.0, 9.0), "inside"), ("3part_l2", (0.1, 0.5), "needs 3"),
-                            ("infonce", (0.2, 0.7), "takes no thresholds")]:
-        with pytest.raises(ConfigError, match=words):
+    for loss, ts, words in [("sosl", (0.5, -0.3), "thresholds must increase strictly inside (-1, 1), got "
+                                                  "(0.5, -0.3)"),
+                            ("sosl", (0.1, 0.2, 0.3, 0.4), "loss 'sosl' needs 2 thresholds for 3 relevance levels "
+                                                           "(NR, SR, MR), got 4: (0.1, 0.2, 0.3, 0.4)"),
+                            ("mse", (5.0, 9.0), "thresholds must increase strictly inside (-1, 1), got (5.0, 9.0)"),
+                            ("3part_l2", (0.1, 0.5), "loss '3part_l2' needs 3 thresholds (NR, SR, MR hinges), got 2: "
+                                                     "(0.1, 0.5)"),
+                            ("infonce", (0.2, 0.7), "loss 'infonce' takes no thresholds, got (0.2, 0.7)")]:
+        with pytest.raises(ConfigError, match=f"^thresholds: {re.escape(words)}$"):
             E5HeadConfig(dataset=str(debian), loss=loss, thresholds=ts).resolved()
     assert E5HeadConfig(dataset=str(debian), loss="sosl", thresholds=(0.1, 0.6)).resolved().thresholds == (0.1, 0.6)
     # the temperature divides InfoNCE's scores only: refused for the paper's losses, not ignored
