@@ -308,10 +308,10 @@ def test_missing_or_bad_files_say_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(DataFormatError, match=r"Translation-fr, line 4: expected 'Field: value'"):
         build(tmp_path / "out", "fr", tmp_path)
     (tmp_path / "Translation-fr").write_text(" orphan continuation\n")
-    with pytest.raises(DataFormatError, match=r"line 1: continuation line"):
+    with pytest.raises(DataFormatError, match=r"Translation-fr, line 1: continuation line"):  # the file named too
         build(tmp_path / "out", "fr", tmp_path)
     (tmp_path / "Translation-fr").write_text(f"Package: x\nDescription-md5: {M[1]}\n")
-    with pytest.raises(DataFormatError, match=r"line 1: paragraph without a Description-fr field"):
+    with pytest.raises(DataFormatError, match=r"Translation-fr, line 1: paragraph without a Description-fr field"):
         build(tmp_path / "out", "fr", tmp_path)
 
 
@@ -533,11 +533,13 @@ def test_deb822_details_a_mutation_review_found_unpinned(tmp_path):
 
 def test_index_files_that_contradict_themselves_are_refused(tmp_path):
     lists = write_index(tmp_path / "lists")
-    # one Description-md5 given two texts in Translation-en
+    # one Description-md5 given two texts in Translation-en: ENGLISH's 47 lines, a blank line 48, and the
+    # second text's paragraph from line 49 (where the error points, as every error of the Debian reader)
     english = (lists / "Translation-en").read_text()
     (lists / "Translation-en").write_text(english + f"\nPackage: frob-extra\nDescription-md5: {M[1]}\n"
                                           "Description-en: Another text\n")
-    with pytest.raises(DataFormatError, match=f"Description-md5 {M[1]} given again with another text"):
+    with pytest.raises(DataFormatError, match=f"Translation-en, line 49: Description-md5 {M[1]} given again with "
+                                              "another text"):
         build(tmp_path / "out", "fr", lists, embeddings=False)
     (lists / "Translation-en").write_text(english)
     # two Translation-fr files: which area is meant is not guessed
