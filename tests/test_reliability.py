@@ -742,12 +742,19 @@ def test_probe_accepts_a_head_that_answers_as_grpc():
 
 def test_probe_refuses_another_program_on_the_port():
     # before, any listener passed and ray.init then retried for minutes (3.5 min against a web server)
+    # the whole line: the address probed (host and this server's port), and for a head to start, that port
     with _server(b"HTTP/1.0 400 Bad request\r\n\r\n") as s:
-        with pytest.raises(ConfigError, match="accepts connections but does not answer as a Ray head"):
-            raycluster.probe(f"127.0.0.1:{s.getsockname()[1]}")
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+        with pytest.raises(ConfigError) as e:
+            raycluster.probe(address)
+        assert str(e.value) == (f"--address: {address} accepts connections but does not answer as a Ray head (gRPC): "
+                                "another program has that port? Give the head's address (`ray start --head` prints it)")
     with _server(None) as s:  # accepts, never answers: refused when the timeout ends
-        with pytest.raises(ConfigError, match=r"no answer within 0.5 s"):
-            raycluster.probe(f"127.0.0.1:{s.getsockname()[1]}", timeout=0.5)
+        port = s.getsockname()[1]
+        with pytest.raises(ConfigError) as e:
+            raycluster.probe(f"127.0.0.1:{port}", timeout=0.5)
+        assert str(e.value) == (f"--address: no Ray head answers at 127.0.0.1:{port} (no answer within 0.5 s); start "
+                                f"one with `ray start --head --port={port}` or give its address")
 
 
 def test_node_deaths_are_reported_and_logged(tmp_path, monkeypatch, capsys):
