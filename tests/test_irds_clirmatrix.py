@@ -295,8 +295,9 @@ def test_reader_errors_on_the_files_themselves(tmp_path):
     """load_clirmatrix on files given by path: a missing file, a file that is not gzip."""
     docs = tmp_path / "fr.tsv.gz"
     docs.write_bytes(gzip.compress(b"1\tle fleuve\n2\tla ville\n", mtime=0))
-    with pytest.raises(MissingDataError, match="file not found"):
+    with pytest.raises(MissingDataError, match="file not found") as err:
         clirmatrix.load_clirmatrix(tmp_path / "absent.jl.gz", docs, "fr")
+    assert err.value.path == str(tmp_path / "absent.jl.gz")  # the missing file named, not only "file not found"
     broken = tmp_path / "q.jl.gz"
     for data in (gzip.compress(b"x" * 100, mtime=0)[:-12],  # a stream cut short (EOFError)
                  gzip.compress(b"", mtime=0)[:10] + b"not deflate data"):  # a corrupt stream (zlib.error)
@@ -313,7 +314,7 @@ def test_reader_errors_on_the_files_themselves(tmp_path):
         (tmp_path / name).write_bytes(data)
         with pytest.raises(DataFormatError, match="not valid UTF-8") as err:
             clirmatrix.load_clirmatrix(tmp_path / name, docs, "fr")
-        assert err.value.line == 1500, name
+        assert (err.value.path, err.value.line) == (str(tmp_path / name), 1500), name
     whole = b"\n".join(lines) + b"\n"
     cut = whole[:len(b"\n".join(lines[:1499])) + 10]  # 1,499 lines and 9 bytes of line 1,500
     broken.write_bytes(gzip.compress(cut, mtime=0)[:-8] + b"\x00" * 8)  # a wrong CRC and length at the end
