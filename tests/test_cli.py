@@ -81,8 +81,11 @@ def test_train_options_reach_the_trainer(tmp_path):
     (["--loss", "hinge"], "invalid choice"),
     (["--epochs", "two"], "invalid int value"),
     (["--thresholds", "0.7", "0.2"], "thresholds must increase"),
-    (["--data", "/nonexistent/wikiclir"], "/nonexistent/wikiclir"),
-    (["--data", "nosuchprofile"], "nosuchprofile"),
+    # neither a folder nor a profile: the name typed, then the profiles it could have meant (profiles.SIZES)
+    (["--data", "/nonexistent/wikiclir"], "error: /nonexistent/wikiclir: WikiCLIR root does not exist (nor is it an "
+                                          "embedded benchmark: ci, default, paper, curves)"),
+    (["--data", "nosuchprofile"], "error: nosuchprofile: WikiCLIR root does not exist (nor is it an embedded "
+                                  "benchmark: ci, default, paper, curves)"),
     (["--lang", "xx"], "xx"),
     (["--select-metric", "P@10"], "invalid choice"),
 ])
