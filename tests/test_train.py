@@ -56,6 +56,18 @@ def test_a_whole_number_in_a_float_setting_is_the_same_run():
     assert systems.config("bm25", k1=2).key() == systems.config("bm25", k1=2.0).key()
 
 
+def test_all_training_queries_is_saved_as_before_the_field_existed():
+    # train_queries=None (all) was saved as null: the 519 shipped records of records/ predate the field and
+    # lack it, so a run retrained from an empty cache gave 11 tables an all-empty train_queries column, and
+    # make reproduce FORCE=1 differed from the committed tables (bench/reproduce_timing.json, 2026-11-30)
+    from clirlib import systems
+
+    assert "train_queries" not in TrainConfig().resolved().to_dict()
+    assert TrainConfig(train_queries=360).resolved().to_dict()["train_queries"] == 360
+    assert TrainConfig(train_queries=None).key() == TrainConfig().key()  # the key never held it at None
+    assert "train_queries" not in systems.config("bm25").to_dict()  # as the systems' configs save it
+
+
 def test_learns_far_above_chance_and_records_history():
     ds = toy_dataset()
     res = train(TrainConfig(epochs=15, batch_size=32, lr=0.05), ds, progress=False)
