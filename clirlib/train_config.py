@@ -141,8 +141,6 @@ class TrainConfig:
         for name, default in IMPLEMENTATION_DEFAULTS.items():
             if d[name] == default:
                 del d[name]
-        if d["train_queries"] is None:  # all of them: saved as before the field existed, as SystemConfig saves it
-            del d["train_queries"]
         if d["thresholds"] is not None:
             d["thresholds"] = list(d["thresholds"])
         return d

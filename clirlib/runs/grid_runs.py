@@ -34,6 +34,8 @@ def summary_row(record: dict[str, Any]) -> dict[str, Any]:
     # with sorted keys) and one just trained then give the same table, byte for byte.
     order = [f.name for f in dataclasses.fields(TrainConfig)]
     cfg = {k: record["config"][k] for k in sorted(record["config"], key=lambda k: (k not in order, order.index(k) if k in order else 0, k))}
+    if cfg.get("train_queries", 0) is None:  # every training query: no column, as in the records that predate the field
+        del cfg["train_queries"]
     cfg["thresholds"] = tuple(cfg["thresholds"])
     # The tables keep their column name `data` for the run's source (byte-identical tables
     # across the rename of the config field to `dataset`, issue 16).
