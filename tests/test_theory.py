@@ -143,6 +143,10 @@ def test_bootstrap_interval_does_not_depend_on_the_rows_order():
         assert theorem3.bootstrap_slope(runs.loc[order], n_boot=300) == first
     no_seed = runs.drop(columns="seed")  # no seed column: ordered by gap, which gives the same here
     assert theorem3.bootstrap_slope(no_seed.loc[runs.index[::-1]], n_boot=300) == first
+    # two runs of one size under one seed (a reviewer's case): then by gap, not by the rows' order
+    one = _runs(lambda n: n ** -0.5, seeds=(0, 1), noise=0.1)
+    twice = pd.concat([one, one.assign(gap=one["gap"] * 1.3)], ignore_index=True)  # each seed twice per size
+    assert theorem3.bootstrap_slope(twice.loc[twice.index[::-1]], n_boot=300) == theorem3.bootstrap_slope(twice, n_boot=300)
 
 
 def test_theorem3_verdicts_are_worded_consistent_or_not():

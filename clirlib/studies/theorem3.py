@@ -107,8 +107,8 @@ def bootstrap_slope(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0, leve
     interval over seeds: each draw resamples, within every n, that n's runs with
     replacement and refits. ``frame`` has columns n_train_queries, gap (one row per run).
     Draws whose mean gaps leave fewer than two positive points are dropped (counted). Runs are
-    taken in seed order (a ``seed`` column), else by gap, so the rows' order never moves the interval."""
-    frame = frame.sort_values("seed" if "seed" in frame.columns else "gap", kind="stable")
+    taken in seed order (a ``seed`` column), then by gap, so the rows' order never moves the interval."""
+    frame = frame.sort_values(["seed", "gap"] if "seed" in frame.columns else "gap", kind="stable")
     groups = [g["gap"].to_numpy(float) for _, g in frame.groupby("n_train_queries")]
     ns = np.array(sorted(frame["n_train_queries"].unique()), dtype=float)
     slope = loglog_slope(ns, [g.mean() for g in groups])
