@@ -24,6 +24,9 @@ DATA       ?=
 # FORCE=1 retrains every experiment instead of reading the shipped records (records/) and
 # the results/ cache; an interrupted FORCE=1 run started again resumes.
 FORCE      ?= 0
+# JOBS: notebooks run at once (default: 2 reading records, 1 with FORCE=1, where each notebook's
+# training uses both cores; JOBS=1 for a retrain without FORCE, e.g. after a change of settings).
+JOBS       ?=
 # make verify: how many shipped records to retrain, the seed of the draw, and STUDY=curves to
 # draw from the learning curves' records (records/curves) instead of records/.
 N          ?= 3
@@ -58,7 +61,7 @@ help: ## List the targets (default goal)
 	@echo "clirlib make targets:"
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>|irds:<id>  FORCE=1 (retrain)  EXECUTOR=serial|ray  ADDRESS=<ray head>"
+	@echo "Variables: PROFILE=$(PROFILE) (ci|default|paper)  DATA=<wikiclir root>|irds:<id>  FORCE=1 (retrain)  JOBS=<notebooks at once>  EXECUTOR=serial|ray  ADDRESS=<ray head>"
 	@echo "           verify: N=<records> SEED=<draw> STUDY=curves   bench: E5_PATH=<model dir>   venv: VENV=<dir> PYTHON_SYS=<python3.11>"
 
 venv: $(STAMP) ## Create .venv with the pinned dependencies and the clirlib kernel
@@ -73,8 +76,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "clirlib (.venv)" >/dev/null
 	@touch $(STAMP)
 
-reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, EXECUTOR, ADDRESS) and write figures/ and tables/
-	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) --executor $(EXECUTOR) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
+reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, JOBS, EXECUTOR, ADDRESS) and write figures/ and tables/
+	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) $(if $(JOBS),--jobs $(JOBS)) --executor $(EXECUTOR) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
 
 verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every metric (OK / OKISH / FAIL)
 	$(PY) -m clirlib records verify -n $(N) --seed $(SEED) $(if $(STUDY),--study $(STUDY))

@@ -46,7 +46,9 @@ def section(opts) -> dict:
         busy = [other_running()]
         out_lines: list[str] = []
         # Streamed line by line (not captured at the end) so the load can be sampled while it runs.
-        with subprocess.Popen(["make", "reproduce", f"PROFILE={profile}"], cwd=str(ROOT), env=env, text=True,
+        # JOBS=1: one notebook at a time, as FORCE=1 runs them (whose time this stands for, and whose
+        # ETA these per-notebook times feed); two at a time share the cores and inflate each one's time.
+        with subprocess.Popen(["make", "reproduce", f"PROFILE={profile}", "JOBS=1"], cwd=str(ROOT), env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:
             for line in p.stdout:
                 out_lines.append(line)
@@ -56,7 +58,7 @@ def section(opts) -> dict:
         seconds = time.perf_counter() - t0
         out = "".join(out_lines)
         rec = {"seconds": seconds, "date": dt.datetime.now().isoformat(timespec="seconds"), "profile": profile,
-               "returncode": p.returncode, "how": f"bench/run_all.py --reproduce: make reproduce PROFILE={profile} "
+               "returncode": p.returncode, "jobs": 1, "how": f"bench/run_all.py --reproduce: make reproduce PROFILE={profile} JOBS=1 "
                "with CLIRLIB_HOME set to an empty folder holding a copy of notebooks/ and README.md (empty results/ and data/ "
                "caches, benchmark generated from scratch) and the shipped Debian and learning-curve records (not timed)"}
         rec["notebooks"] = notebook_seconds(out)
