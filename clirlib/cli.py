@@ -99,8 +99,10 @@ def _generate(args: argparse.Namespace) -> int:
 
     check_seed("--seed", args.seed)
     for lang in args.lang:
-        if lang not in LANGS:
-            raise ConfigError("--lang", f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
+        try:
+            profiles.check_lang(lang)
+        except ValueError as e:
+            raise ConfigError("--lang", str(e)) from None
     for lang in args.lang:
         path = generate_benchmark(args.profile, lang, seed=args.seed)
         print(f"{args.profile}/{lang}: {path}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import atomic, env
 from .metrics import METRIC_NAMES, chance_p_mr1
-from .profiles import LANGS, SIZES
+from .profiles import SIZES, check_lang
 from .validate import ConfigError, check_output
 
 #: Config fields whose command-line option has another name (``ConfigError`` names the field).
@@ -80,8 +80,11 @@ def train_command(args: argparse.Namespace) -> int:
     from .data.sources import language_of
 
     cls = systems.get(args.system)
-    if args.data in SIZES and args.lang not in LANGS:  # named by its option, as generate names it
-        raise ConfigError("--lang", f"the embedded benchmark has document languages {', '.join(LANGS)}, not {args.lang!r}")
+    if args.data in SIZES:  # named by its option, as generate names it, before any data is read
+        try:
+            check_lang(args.lang)
+        except ValueError as e:
+            raise ConfigError("--lang", str(e)) from None
     if args.data not in SIZES:  # a real-data source's one spelling: --lang FR, French and fr are one run
         args.lang = language_of(args.data, args.lang)
     values = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,

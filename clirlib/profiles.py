@@ -39,6 +39,12 @@ NAMES = ("ci", "default", "paper")
 #: French and Italian (high-resource), Swahili and Tagalog (low-resource). Defined here only.
 LANGS = ("fr", "it", "sw", "tl")
 
+
+def check_lang(lang: str) -> None:
+    """``ValueError`` unless ``lang`` is a document language of the embedded benchmark."""
+    if lang not in LANGS:
+        raise ValueError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
+
 # ----------------------------------------------------------------------------------------
 # Query splits: the paper's 3:1:1 rule
 # ----------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import atomic
 from .errors import DataFormatError, DataSkipWarning, check_regular_file
+from .wikiclir_format import BAD_ID
 
 ENTITY_HEADER = ("entity", "type")
 LABEL_HEADER = ("entity", "lang", "label", "description")
@@ -32,6 +33,8 @@ LINK_HEADER = ("query_id", "entity")
 #: A language code of ``labels.tsv``: Wikidata's form (``fr``, ``simple``, ``en-gb``, ``zh-hans``),
 #: lowercase letters and digits in parts joined by single hyphens.
 LANG_CODE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: What :data:`LANG_CODE` asks, in the words of the errors that refuse a code.
+LANG_CODE_RULE = "lowercase letters and digits (parts joined by '-', as Wikidata's 'fr', 'en', 'simple', 'en-gb')"
 
 
 @dataclass
@@ -194,9 +197,8 @@ def read_kg(folder: str | Path) -> KnowledgeGraph:
         if e not in index:
             raise DataFormatError(f"{path}:{lineno}: unknown entity {e!r} (not in entities.tsv)")
         if not LANG_CODE.fullmatch(lang):  # HIKE looks labels up by "en" and the document language's code
-            raise DataFormatError(f"{path}:{lineno}: " + (f"language code {lang!r} is not lowercase letters and "
-                                  f"digits (parts joined by '-', as Wikidata's 'fr', 'en', 'simple', 'en-gb')"
-                                  if lang else "empty language code"))
+            raise DataFormatError(f"{path}:{lineno}: " + (f"language code {lang!r} is not {LANG_CODE_RULE}"
+                                                           if lang else "empty language code"))
         if (e, lang) in seen:
             raise DataFormatError(f"{path}:{lineno}: second label of {e!r} in language {lang!r}")
         seen.add((e, lang))
@@ -265,7 +267,7 @@ def read_gold_links(folder: str | Path, kg: KnowledgeGraph | None = None) -> dic
     for lineno, (q, e) in tsv_rows(path, LINK_HEADER):
         if not q.strip():
             raise DataFormatError(f"{path}:{lineno}: empty query id" + (f" ({q!r}: only spaces)" if q else ""))
-        if q.split() != [q] or "\x00" in q:  # " 7" would be a query no dataset has: its links never used
+        if BAD_ID.search(q):  # " 7" would be a query no dataset has: its links never used
             raise DataFormatError(f"{path}:{lineno}: query id {q!r} holds white space or a NUL byte, which no "
                                   f"query id of a dataset holds (the WikiCLIR layout refuses them)")
         if e not in known:
@@ -320,8 +322,7 @@ def read_wikidata_json(lines: str | Path | Iterable[str], langs: Iterable[str],
     langs = [langs] if isinstance(langs, str) else list(langs)
     for l in langs:  # Wikidata's keys are lowercase codes: "EN" would read no label, without a word
         if not isinstance(l, str) or not LANG_CODE.fullmatch(l):
-            raise ValueError(f"language code {l!r} is not lowercase letters and digits (parts joined by '-', "
-                             f"as Wikidata's 'fr', 'en', 'simple', 'en-gb')")
+            raise ValueError(f"language code {l!r} is not {LANG_CODE_RULE}")
     if not langs:
         raise ValueError("no language given: the graph's labels and descriptions are read for the languages named")
     if len(set(langs)) != len(langs):  # each entity's term would be appended once per mention: lists misaligned

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..profiles import LANGS, SIZES
+from ..profiles import LANGS, SIZES, check_lang
 from . import irds
 from .dataset import RankingDataset
 from .errors import DataFormatError
@@ -83,8 +83,10 @@ def source_of(data: str | Path) -> Source:
 
 def _read_synthetic(data: str, lang: str, *, n_queries: int | None, n_nr: int, seed: int,
                     **kw) -> RankingDataset:
-    if lang not in LANGS:
-        raise DataFormatError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
+    try:
+        check_lang(lang)
+    except ValueError as e:
+        raise DataFormatError(str(e)) from None
     root = generate_benchmark(data, lang, seed=seed)
     sizes = SIZES[data].splits[lang] if n_queries is None else None
     ds = load_wikiclir(root, lang, n_queries=n_queries, n_nr=n_nr, seed=seed, split_sizes=sizes, **kw)

@@ -124,14 +124,14 @@ def line_at(path: Path, lineno: int) -> str:
 
 #: What an id may not hold: white space (the qrels file splits its columns on it, so it could never
 #: name such an id) or a NUL byte (no reader of text keeps it).
-_BAD_ID = re.compile(r"[\s\x00]")
+BAD_ID = re.compile(r"[\s\x00]")
 #: An integer as WikiCLIR writes it: ASCII digits (Python's int() also takes "1_0" and other scripts' digits).
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
 def check_id(path: Path, lineno: int, name: str, value: str) -> None:
     """Refuse an id with white space or a NUL byte inside (naming the file and line)."""
-    bad = _BAD_ID.search(value)
+    bad = BAD_ID.search(value)
     if bad:
         what = "a NUL byte" if bad.group() == "\x00" else f"white space ({bad.group()!r})"
         raise DataFormatError(f"{name} {value!r} holds {what}: the qrels file's columns are separated by white "
@@ -175,7 +175,7 @@ class DocIndex:
         for lineno, line in read_lines(path, skips):
             cols = line.split("\t")
             did = cols[0].strip()
-            if len(cols) != 3 or not did or not did.isdigit() and _BAD_ID.search(did):  # the slow path raises
+            if len(cols) != 3 or not did or not did.isdigit() and BAD_ID.search(did):  # the slow path raises
                 tsv_fields(path, lineno, line, ("doc_id", "title", "text"))
             # id_key, inlined for the common numeric ids (this loop sees every document)
             keys.append(int(did) if did.isdigit() and len(did) <= 18 and did.isascii() and (did[0] != "0" or did == "0")

@@ -30,7 +30,7 @@ import numpy as np
 from ... import atomic, paths
 from ...cache import clean_stale
 from ...determinism import rng
-from ...profiles import LANGS, SIZES, Profile
+from ...profiles import LANGS, SIZES, Profile, check_lang
 from ..blas import single_threaded_blas
 from ..domains import domains_file, write_domains
 from ..embeddings import train_embeddings
@@ -84,8 +84,8 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
     """
     if profile not in SIZES:
         raise ValueError(f"unknown benchmark profile {profile!r}; choose one of {', '.join(SIZES)}")
-    if lang is not None and lang not in LANGS:
-        raise ValueError(f"the embedded benchmark has document languages {', '.join(LANGS)}, not {lang!r}")
+    if lang is not None:
+        check_lang(lang)
     p = SIZES[profile]
     root = Path(out_dir) if out_dir is not None else default_dir(profile, seed)
     # Folders of killed writers (the PID in their name gone), never a live one's, however old.
