@@ -103,7 +103,7 @@ def _generate(args: argparse.Namespace) -> int:
             profiles.check_lang(lang)
         except ValueError as e:
             raise ConfigError("--lang", str(e)) from None
-    for lang in args.lang:
+    for lang in dict.fromkeys(args.lang):  # --lang fr fr generates (and prints) French once
         path = generate_benchmark(args.profile, lang, seed=args.seed)
         print(f"{args.profile}/{lang}: {path}")
     return 0

@@ -648,6 +648,18 @@ def test_generate_into_a_folder_with_a_stray_file_is_one_line(capsys, tmp_path, 
     assert (root / "notes.txt").read_text() == "mine"
 
 
+def test_generate_names_a_language_typed_twice_once(capsys, monkeypatch):
+    """``generate --lang fr it fr`` generates and prints French once, in the order typed
+    (before, it generated French twice and printed its line twice)."""
+    import clirlib.data as data
+
+    calls = []
+    monkeypatch.setattr(data, "generate_benchmark", lambda profile, lang, seed: calls.append(lang) or f"/x/{lang}")
+    assert cli.main(["generate", "--profile", "ci", "--lang", "fr", "it", "fr"]) == 0
+    assert calls == ["fr", "it"]
+    assert capsys.readouterr().out.splitlines() == ["ci/fr: /x/fr", "ci/it: /x/it"]
+
+
 def test_full_disk_while_generating_is_one_line(capsys, tmp_path, monkeypatch):
     from clirlib.data.synthetic import writing
 
