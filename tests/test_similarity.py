@@ -96,6 +96,22 @@ def test_autograd_matches_closed_form():
         torch.testing.assert_close(qq.grad, smooth_cosine_grad_q(q, d, eps), rtol=1e-7, atol=1e-12)
 
 
+def test_closed_form_below_the_clamp_is_the_gradient_of_the_clamped_cosine():
+    # eps = 0, 0 < ||q|| < MIN_NORM: smooth_cosine holds ||q|| at MIN_NORM, so its gradient is
+    # d / (MIN_NORM ||d||) with no second term. By hand, d = (1, 1): each component is
+    # 1 / (1e-8 sqrt(2)) = 70,710,678.1 (before, the closed form gave about (4.8e7, 6.4e7): a review's case)
+    d = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
+    q = torch.tensor([[5e-9, 1.5e-9]], dtype=torch.float64, requires_grad=True)  # ||q|| = 5.2e-9
+    smooth_cosine(q, d, 0.0).sum().backward()
+    expected = torch.full((1, 2), 1 / (MIN_NORM * math.sqrt(2)), dtype=torch.float64)
+    torch.testing.assert_close(q.grad, expected, rtol=1e-12, atol=0)
+    torch.testing.assert_close(smooth_cosine_grad_q(q.detach(), d, 0.0), expected, rtol=1e-12, atol=0)
+    # just above the clamp both are the cosine's gradient again (the second term back)
+    q2 = (q.detach() * 4).requires_grad_(True)  # ||q2|| = 2.1e-8
+    smooth_cosine(q2, d, 0.0).sum().backward()
+    torch.testing.assert_close(smooth_cosine_grad_q(q2.detach(), d, 0.0), q2.grad, rtol=1e-9, atol=0)
+
+
 def test_cosine_gradient_explodes_at_small_norm():
     # The phenomenon of Section 1: ||grad_q cos|| grows like 1 / ||q||.
     # By hand: ||grad_q cos(q, d)|| = sin(angle) / ||q||. q = s (1, -0.5), d = (1, 1):
