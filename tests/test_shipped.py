@@ -304,6 +304,15 @@ def test_a_study_folders_records_are_read_after_records_own(dirs, monkeypatch):
     assert list(shipped.load_all()) == [experiments.cache_key(main_cfg)]  # make verify draws from records/ alone
 
 
+@pytest.mark.parametrize("seconds, said", [
+    (8.2, "8 s"), (59.4, "59 s"),  # under a minute: seconds (an 8-s record read "0 min")
+    (59.5, "1 min"), (600, "10 min"), (3599, "60 min"),  # under an hour: whole minutes
+    (3600, "1.0 h"), (5400, "1.5 h"),  # else hours to one decimal
+])
+def test_verify_says_a_training_time_in_its_unit(seconds, said):
+    assert verify.duration(seconds) == said
+
+
 def test_make_verify_study_draws_from_the_studys_folder(dirs, monkeypatch, capsys):
     # make verify STUDY=curves: the draw reads records/curves only (retraining stubbed: the record itself)
     ds = toy_dataset()
@@ -317,7 +326,8 @@ def test_make_verify_study_draws_from_the_studys_folder(dirs, monkeypatch, capsy
     assert "1 of 1 shipped records drawn" in out and curves_rec["key"] in out and main_rec["key"] not in out
     # N above the records there are: said, with the time their records took (an hours-long draw is no surprise)
     assert "N = 3 is more than the 1 records here: each is retrained once" in out
-    assert f"their records' training took {curves_rec['seconds'] / 60:.0f} min in all" in out  # under an hour
+    assert curves_rec["seconds"] < 59.5  # a one-epoch toy: said in seconds (it read "0 min" before)
+    assert f"their records' training took {curves_rec['seconds']:.0f} s in all" in out
     monkeypatch.setattr(paths, "RECORDS_DIR", paths.RECORDS_DIR.parent / "none")
     monkeypatch.setenv(env.HOME, str(paths.RECORDS_DIR.parent))  # a moved root without records/: said why
     with pytest.raises(ValueError, match=r"no shipped records in .*none \(CLIRLIB_HOME moves records/ with the root\)"):

@@ -159,6 +159,13 @@ def compare(stored: dict[str, Any], fresh: dict[str, Any], tolerance: float = TO
     return Check(stored["key"], shipped.record_kind(stored), verdict, largest, largest_pq, worst)
 
 
+def duration(seconds: float) -> str:
+    """A training time as verify prints it: seconds under a minute, minutes under an hour, else hours."""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
 def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = None) -> int:
     """``make verify``: print the draw and one line per run; 0 when nothing FAILs, else 1.
     ``study``: draw from ``records/<study>`` (``paths.STUDY_RECORDS``; ``make verify
@@ -176,7 +183,7 @@ def run(n: int, seed: int, tolerance: float = TOLERANCE, study: str | None = Non
     if n > len(records):
         print(f"[verify] N = {n} is more than the {len(records)} records here: each is retrained once", flush=True)
     took = sum(float(records[k].get("seconds", 0.0)) for k in keys)
-    took = f"{took / 3600:.1f} h" if took >= 3600 else f"{took / 60:.0f} min"
+    took = duration(took)
     print(f"[verify] {len(keys)} of {len(records)} shipped records drawn with seed {seed} "
           f"(tolerance {tolerance} on means; their records' training took {took} in all):", flush=True)
     for k in keys:
