@@ -173,7 +173,9 @@ def test_learns_the_dictionary_task_in_the_label_space():
     (60 test queries, seed 0); the test asks for 0.9. The same fit compared by the codes'
     cosine ranks by 32 directions of which only C = 10 are aligned across languages (the
     rest, shaped by each side's reconstruction alone, hold about 88 % of the code's squared
-    norm): measured 0.35; the test asks for below 0.6 (docs/mdl_below_chance.md)."""
+    norm): measured 0.35, so the default space learns too, only less; the test asks for between
+    0.2 and 0.6 (docs/mdl_below_chance.md). 0.2 is 12 of the 60 queries: a random ranking
+    (chance 0.1) gets 12 or more with probability 0.015 (binomial)."""
     import dataclasses
 
     from _toy import dictionary_dataset
@@ -187,7 +189,7 @@ def test_learns_the_dictionary_task_in_the_label_space():
     label = evaluate(fitted.score(ds, "test"), te.labels, te.qidx, ("P_mr@1",))["P_mr@1"]
     fitted.config = dataclasses.replace(cfg, space="code")
     code = evaluate(fitted.score(ds, "test"), te.labels, te.qidx, ("P_mr@1",))["P_mr@1"]
-    assert label >= 0.9 and code < 0.6
+    assert label >= 0.9 and 0.2 <= code < 0.6
 
 
 def test_space_field_keeps_the_cached_keys():
