@@ -449,3 +449,40 @@ def test_small_encoder_learns_the_dictionary_task():
              workers=1).fit(ds, 0)
     te = ds.splits["test"]
     assert evaluate(h.score(ds, "test"), te.labels, te.qidx, ("P_mr@1",))["P_mr@1"] >= 0.8
+
+
+def test_identical_pairs_in_two_chunks_tie_and_the_tie_goes_against_the_model(monkeypatch):
+    """Two identical documents of one query, one the MR and one an NR document, placed so that
+    the length order puts them in different 256-pair chunks (rows 100 and 101: 255 five-token
+    fillers come first). A chunk is padded to its longest text, so the raw float32 scores of the
+    copies differ in their last bits and the MR copy won or lost by its row (a review's case).
+    ``one_score_per_text`` gives both the smaller score: a tie, which the metrics break against
+    the MR document in either placement (a 2-document list: P_mr@1 0, MRR_mr 1 / 2)."""
+    import types
+
+    from clirlib.data.dataset import Ragged
+    from clirlib.metrics import evaluate
+    from clirlib.systems import hike
+
+    rng = np.random.default_rng(0)
+    h = Hike(HikeConfig(dataset="ci", lang="fr"), workers=1)
+    h.model, h.knowledge = HikeModel(SmallEncoder(50, 60, seed=1), use_kg=False, seed=0), None
+    fill = [list(rng.integers(1, 60, size=5)) for _ in range(255)]
+    long_ = [list(rng.integers(1, 60, size=int(rng.integers(40, 120)))) for _ in range(43)]
+    query, dup = [list(rng.integers(1, 50, size=4))], list(rng.integers(1, 60, size=6))
+    docs = fill[:100] + [dup, dup] + fill[100:] + long_  # 300 documents, the copies at rows 100 and 101
+    ds = types.SimpleNamespace(queries=Ragged.from_lists(query), docs=Ragged.from_lists(docs))
+    qi, di = np.zeros(300, np.int64), np.arange(300)
+    order = np.argsort(ds.docs.lengths + 4, kind="stable")
+    assert [int(np.flatnonzero(order == r)[0]) // 256 for r in (100, 101)] == [0, 1]  # two chunks
+    with monkeypatch.context() as m:
+        m.setattr(hike, "one_score_per_text", lambda s, *a: s)
+        raw = h.score_pairs(ds, qi, di)
+    assert raw[100] != raw[101] and abs(raw[100] - raw[101]) < 1e-6  # the last bits differ
+    s = h.score_pairs(ds, qi, di)
+    assert s[100] == s[101] == min(raw[100], raw[101])
+    np.testing.assert_array_equal(np.delete(s, [100, 101]), np.delete(raw, [100, 101]))  # the rest keep their bits
+    for mr, nr in ((100, 101), (101, 100)):
+        labels = np.array([2, 0])
+        got = evaluate(s[[mr, nr]], labels, np.zeros(2, np.int64), ("P_mr@1", "MRR_mr"))
+        assert got == {"P_mr@1": 0.0, "MRR_mr": 0.5}

@@ -204,6 +204,24 @@ def build_knowledge(dataset, kg, cfg: HikeConfig, gold: dict[str, list[str]] | N
 
 
 # --------------------------------------------------------------------------- the system
+def one_score_per_text(scores: np.ndarray, qidx: np.ndarray, didx: np.ndarray, docs) -> np.ndarray:
+    """``scores`` with the pairs of one query whose documents have the same tokens given one
+    score, the smallest of theirs. A chunk is padded to its longest text, so the same pair
+    scored in two chunks can differ in its last bits (about 1e-7), and the tie rule
+    (docs/conventions.md) would not see the tie: which copy won followed the pairs' order.
+    Every other pair keeps its bits."""
+    rows = np.unique(didx)
+    canon: dict[bytes, int] = {}
+    text = np.array([canon.setdefault(docs[j].tobytes(), len(canon)) for j in rows.tolist()], np.int64)
+    key = qidx.astype(np.int64) * (len(canon) + 1) + text[np.searchsorted(rows, didx)]
+    groups, inverse = np.unique(key, return_inverse=True)
+    if len(groups) == len(key):  # no pair shares its query and text with another: nothing to tie
+        return scores
+    low = np.full(len(groups), np.inf)
+    np.minimum.at(low, inverse, scores)
+    return low[inverse]
+
+
 @register
 class Hike(System):
     """HIKE behind ``clirlib.systems.System``: ``fit`` trains, ``score`` scores a split's pairs.
@@ -444,7 +462,7 @@ class Hike(System):
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hike-score") as pool:
                 for _ in pool.map(run, chunks):
                     pass  # re-raises a worker's exception here
-        return out
+        return one_score_per_text(out, qidx, didx, dataset.docs)
 
     @torch.no_grad()
     def score_pairs_reference(self, dataset, qidx: np.ndarray, didx: np.ndarray, chunk: int = 256) -> np.ndarray:
