@@ -85,7 +85,7 @@ def train_command(args: argparse.Namespace) -> int:
             check_lang(args.lang)
         except ValueError as e:
             raise ConfigError("--lang", str(e)) from None
-    if args.data not in SIZES:  # a real-data source's one spelling: --lang FR, French and fr are one run
+    else:  # a real-data source's one spelling: --lang FR, French and fr are one run
         args.lang = language_of(args.data, args.lang)
     values = {"dataset": args.data, "lang": args.lang, "seed": args.seed, "data_seed": args.data_seed,
               "n_queries": args.n_queries, "n_nr": args.n_nr}

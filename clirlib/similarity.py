@@ -60,16 +60,17 @@ def smooth_cosine_grad_q(q: torch.Tensor, d: torch.Tensor, eps: float = 1.0) -> 
     At eps = 0 it is the gradient of what :func:`smooth_cosine` computes: where ||q|| < MIN_NORM
     the clamped norm is a constant, so the second term is 0 there too.
     """
-    raw_nq = torch.linalg.vector_norm(q, dim=-1, keepdim=True)  # (..., 1)
+    nq = torch.linalg.vector_norm(q, dim=-1, keepdim=True)  # (..., 1)
     nd = torch.linalg.vector_norm(d, dim=-1, keepdim=True)  # (..., 1)
-    nq = raw_nq
+    held = None  # where ||q|| is held at MIN_NORM (torch's clamp passes no gradient there)
     if eps == 0:
+        held = nq < MIN_NORM
         nq, nd = nq.clamp_min(MIN_NORM), nd.clamp_min(MIN_NORM)
     r = smooth_cosine(q, d, eps).unsqueeze(-1)  # (..., 1)
     first = d / ((nq + eps) * (nd + eps))
     second = r * q / ((nq + eps) * nq.clamp_min(torch.finfo(q.dtype).tiny))
-    if eps == 0:  # below the clamp ||q|| is held at MIN_NORM (torch's clamp passes no gradient there)
-        second = torch.where(raw_nq >= MIN_NORM, second, torch.zeros_like(second))
+    if held is not None:
+        second = second.masked_fill(held, 0.0)
     return first - second
 
 
