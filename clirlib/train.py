@@ -51,7 +51,7 @@ class NonFiniteError(FloatingPointError):
 @dataclass
 class TrainResult:
     config: TrainConfig  # resolved
-    history: list[dict[str, Any]]  # one entry per epoch
+    history: list[dict[str, Any]]  # one entry per epoch; its "lr" is the rate after that epoch's decay step
     best_epoch: int  # 1-based
     dev_metrics: dict[str, float]
     dev_chance: float  # dev P_mr@1 of a random ranking (metrics.chance_p_mr1)

@@ -26,6 +26,13 @@ def test_info_nce_hand_checked():
     assert float(in_batch_info_nce(s, 0.5)) == pytest.approx(math.log1p(math.exp(-2)), abs=1e-6)
     # a document shared by both queries is no negative of either: the only logit left is the positive's
     assert float(in_batch_info_nce(torch.ones(2, 2), 1.0, positives=torch.ones(2, 2, dtype=torch.bool))) == 0.0
+    # positives[0, 1]: document 1 is also query 0's, so it leaves row 0's negatives and no other row's.
+    # Row 0 keeps logits (1, 0): log(1 + e^-1) = 0.31326; rows 1 and 2 keep (0, 1, 0) and (0, 0, 1):
+    # log(1 + 2 e^-1) = 0.55144 each; mean 0.472050 (the mask read transposed would give 0.514992)
+    s = torch.tensor([[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    positives = torch.zeros(3, 3, dtype=torch.bool)
+    positives[0, 1] = True
+    assert float(in_batch_info_nce(s, 1.0, positives=positives)) == pytest.approx(0.472050, abs=1e-6)
     with pytest.raises(ValueError, match="square"):
         in_batch_info_nce(torch.ones(2, 3))
 

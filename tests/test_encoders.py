@@ -20,7 +20,9 @@ def test_avgpool_is_tanh_of_mean_of_own_tokens():
     out = enc(*ragged([[2, 3], [4], [1, 2, 3]]))
     # text 0: mean of rows 2 and 3 = ([0.6,0.7,0.8] + [0.9,1.0,1.1]) / 2 = [0.75, 0.85, 0.95]
     torch.testing.assert_close(out[0], torch.tanh(torch.tensor([0.75, 0.85, 0.95])))
-    torch.testing.assert_close(out[1], torch.tanh(torch.tensor([1.2, 1.3, 1.4])))
+    torch.testing.assert_close(out[1], torch.tanh(torch.tensor([1.2, 1.3, 1.4])))  # text 1: row 4 alone
+    # text 2: mean of rows 1-3 = ([0.3,0.4,0.5] + [0.6,0.7,0.8] + [0.9,1.0,1.1]) / 3 = [0.6, 0.7, 0.8]
+    torch.testing.assert_close(out[2], torch.tanh(torch.tensor([0.6, 0.7, 0.8])))
     # padding never enters the mean: the same text alone or beside a long one is identical
     alone = enc(*ragged([[4]]))
     torch.testing.assert_close(out[1:2], alone)

@@ -43,13 +43,15 @@ def test_lemma2_constants_by_hand():
     c = theory.lemma2_constants(1.0, 2, (0.2, 0.7))
     assert c["sosl_lipschitz_r"] == pytest.approx(3.4)
     assert c["sosl_smooth_r"] == 2.0
+    # 2 / eps (the proof of Lemma 2); SCS_HESSIAN_N / eps^2 = 4 / eps^2, a constant derived in clirlib
+    # (the paper writes N(p) without a value)
     assert c["scs_lipschitz"] == 2.0 and c["scs_smooth"] == 4.0
     assert c["loss_lipschitz_f"] == pytest.approx(6.8)  # Lemma A.1: 3.4 * 2
     assert c["loss_smooth_f_lemma_a2"] == pytest.approx(2 * 2 + 3.4 * 4)  # L_r beta_l + L_l beta_r
     assert c["loss_smooth_f_chain_rule"] == pytest.approx(2**2 * 2 + 3.4 * 4)  # L_r^2 beta_l + L_l beta_r
     c = theory.lemma2_constants(0.5, 0, (0.2, 0.7))  # NR: [-1, 0.2], G_0 = 1.6
-    assert c["scs_lipschitz"] == 4.0 and c["scs_smooth"] == 16.0
-    assert c["loss_lipschitz_f"] == pytest.approx(6.4)
+    assert c["scs_lipschitz"] == 4.0 and c["scs_smooth"] == 16.0  # 2 / 0.5; 4 / 0.5^2
+    assert c["loss_lipschitz_f"] == pytest.approx(6.4)  # Lemma A.1: G_0 * 2 / eps = 1.6 * 4
     with pytest.raises(ValueError, match="eps > 0"):
         theory.lemma2_constants(0.0, 0)
 

@@ -104,7 +104,9 @@ def test_same_seed_same_numbers_other_seed_differs():
 def test_dssm_encoders_train(encoder):
     res = train(TrainConfig(encoder=encoder, epochs=2, batch_size=32), toy_dataset(), progress=False)
     assert all(math.isfinite(v) for v in res.test_metrics.values())
-    assert res.history[1]["lr"] == pytest.approx(0.001 * 0.95 ** 2)  # exponential decay per epoch
+    # exponential decay per epoch, recorded after the epoch's decay step: history[e - 1]["lr"] is the rate of
+    # epoch e + 1 (epoch 2 trained at 0.001 x 0.95 = 0.00095; its row holds 0.001 x 0.95^2 = 0.0009025)
+    assert [h["lr"] for h in res.history] == pytest.approx([0.001 * 0.95, 0.001 * 0.95 ** 2])
 
 
 def test_non_finite_loss_stops_with_epoch_step_and_setting(monkeypatch):
@@ -145,7 +147,9 @@ def test_clipping_counts_and_small_norm_cosine_explodes():
     ds = toy_dataset()
     cos = train(TrainConfig(epsilon=0.0, init_scale=1e-4, epochs=1, batch_size=32, record_steps=True), ds, progress=False)
     scs = train(TrainConfig(epsilon=1.0, init_scale=1e-4, epochs=1, batch_size=32, record_steps=True), ds, progress=False)
-    assert max(cos.step_grad_norms) > 100 * max(scs.step_grad_norms)
+    # measured (this toy, seed 0): largest step norm 1189 for the cosine, 0.0161 for SCS (ratio 7.4e4);
+    # the cosine clipped 1 of its 14 steps
+    assert max(cos.step_grad_norms) > 1000 * max(scs.step_grad_norms)
     assert cos.history[0]["n_clipped"] > 0 and scs.history[0]["n_clipped"] == 0
 
 

@@ -95,6 +95,10 @@ def test_small_gain_below_margin_is_inconclusive():
     base = np.linspace(0, 0.5, N)
     out = decide(superiority(), three_seeds("a", base + 0.005) + three_seeds("b", base))
     assert out.row["p_holm"] < 0.05 and out.row["verdict"] == "inconclusive"
+    # every paired difference is +0.005: no sign flip reaches the observed mean but the identity, so the
+    # p is 1 / (10,000 + 1) (one comparison: Holm leaves it), and every bootstrap mean is 0.005
+    assert out.row["p_holm"] == pytest.approx(1 / 10001)
+    assert out.row["effect"] == pytest.approx(0.005) and out.row["ci_low"] == pytest.approx(0.005)
 
 
 def test_universal_claim_needs_every_comparison():
@@ -415,14 +419,18 @@ def test_at_most_and_closes_gap_hold_on_their_interval_not_their_point_estimate(
 
 
 def test_equivalence_p_is_the_larger_of_its_two_one_sided_tests():
-    # differences of mean 0.02 (the margin) with spread: about half the bootstrap means lie at or
-    # beyond +0.02, none at -0.02, so the p of "within +-0.02" is about 0.5 (the smaller tail would be 1 / 10001)
+    # differences of mean 0.25 (the margin) with spread, all exact in binary: 20 of +0.375, 20 of +0.125.
+    # A bootstrap mean is >= +0.25 exactly when at least 20 of its 40 draws are +0.375, so the p of
+    # "within +-0.25" is P(Bin(40, 1/2) >= 20) = 0.5627 when a mean on the margin counts against the
+    # claim (0.4373 if it did not); none lies at -0.25 (that tail would be 1 / 10001). 3 standard
+    # errors of a proportion near 0.5 over 10,000 resamples: 0.015.
     h = hypotheses.Hypothesis("e", "A = B", "test", "g", {"loss": "a"}, {"loss": "b"}, ("P_mr@1",),
-                              kind="equivalence", margin=0.02)
-    a = pd.Series(0.5 + 0.02 + np.tile([0.1, -0.1], N // 2), index=[f"q{i}" for i in range(N)])
+                              kind="equivalence", margin=0.25)
+    a = pd.Series(0.5 + 0.25 + np.tile([0.125, -0.125], N // 2), index=[f"q{i}" for i in range(N)])
     b = pd.Series(np.full(N, 0.5), index=a.index)
     r = verdicts._compare(h, a, b, 0)
-    assert r["effect"] == pytest.approx(0.02) and 0.3 < r["p"] < 0.7
+    assert r["effect"] == 0.25
+    assert r["p"] == pytest.approx(0.5627, abs=0.015)
 
 
 def test_unpaired_standard_error_by_hand():
