@@ -33,7 +33,8 @@ N          ?= 3
 SEED       ?= 0
 STUDY      ?=
 # EXECUTOR=ray trains the grids' runs as Ray tasks; ADDRESS=<host:port> (or RAY_ADDRESS) joins a cluster.
-EXECUTOR   ?= serial
+# Empty: CLIRLIB_EXECUTOR, else serial.
+EXECUTOR   ?=
 ADDRESS    ?=
 
 NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
@@ -77,7 +78,8 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, JOBS, EXECUTOR, ADDRESS) and write figures/ and tables/
-	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(filter 1,$(FORCE)),--force) $(if $(JOBS),--jobs $(JOBS)) --executor $(EXECUTOR) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
+	$(if $(filter-out 0 1,$(FORCE)),$(error FORCE must be 0 or 1, got '$(FORCE)'))
+	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data "$(DATA)") $(if $(filter 1,$(FORCE)),--force) $(if $(JOBS),--jobs $(JOBS)) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
 
 verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every metric (OK / OKISH / FAIL)
 	$(PY) -m clirlib records verify -n $(N) --seed $(SEED) $(if $(STUDY),--study $(STUDY))

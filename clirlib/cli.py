@@ -21,6 +21,8 @@ import dataclasses
 import os
 import sys
 import time
+import types
+import typing
 import warnings
 from pathlib import Path
 
@@ -140,7 +142,7 @@ def _data_debian(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .encoders import ENCODER_NAMES  # torch-heavy: imported when the parser is built, not with the package
+    from .encoders import ENCODER_NAMES, LSTM_READOUTS  # torch-heavy: imported when the parser is built, not with the package
     from .losses import LOSSES  # torch-heavy, as above
 
     p = _Parser(prog="python -m clirlib", description=__doc__.splitlines()[0].replace("``", ""))
@@ -178,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"sampled NR documents per query (default {N_NR}, the paper's)")
     t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES),
                    help="the dev metric whose best epoch is kept (default NDCG@5)")
-    t.add_argument("--lstm-readout", default="final", choices=["paper", "final"],
+    t.add_argument("--lstm-readout", default="final", choices=sorted(LSTM_READOUTS),
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
                         "the first (default); paper = the paper's words: forward LSTM's first state + backward's last")
     t.add_argument("--m", type=int, default=6, help="mdl: labels per pair (MDL.m)")
@@ -211,10 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--data", help="real data instead of the embedded benchmark: a WikiCLIR root (the folder holding "
                                   "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
     r.add_argument("--force", action="store_true",
-                   help="retrain instead of reading the shipped records (records/) and the results/ cache")
+                   help="retrain instead of reading the shipped records (records/) and the results/ cache "
+                        "(default: CLIRLIB_FORCE)")
     r.add_argument("--kernel", default="clirlib", help="the Jupyter kernel that runs the notebooks (make venv installs it)")
-    r.add_argument("--executor", default="serial", choices=["serial", "ray"],
-                   help="train the grids' runs in the notebook (serial) or as Ray tasks (ray)")
+    r.add_argument("--executor", default=None, choices=list(env.EXECUTOR_NAMES),
+                   help="train the grids' runs in the notebook (serial) or as Ray tasks (ray); "
+                        "default: CLIRLIB_EXECUTOR, else serial")
     r.add_argument("--address", default=None,
                    help="a running Ray cluster (default: $RAY_ADDRESS, else a local loopback instance)")
     r.add_argument("--notebooks", nargs="+", metavar="PREFIX",
@@ -280,18 +284,42 @@ def _epochs_help(encoders) -> str:
             f" for {' / '.join(encoders)}; " + ", ".join(f"{k} {v}" for k, v in own.items()) + ")")
 
 
+def _boolean(text: str) -> bool:
+    """A bool option's value: true / false / 1 / 0, in any case."""
+    value = {"true": True, "1": True, "false": False, "0": False}.get(text.strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return value
+
+
+def _option_type(hint: typing.Any, default: typing.Any):
+    """The parser of a registered config field's option: its annotation (``X | None`` read as X),
+    else its default's type; bool, int, float or str (anything else is read as str)."""
+    kinds = (bool, int, float, str)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        hint = args[0] if len(args) == 1 else None
+    kind = hint if hint in kinds else type(default) if type(default) in kinds else str
+    return _boolean if kind is bool else kind
+
+
 def _options_of_registered_systems(t: argparse.ArgumentParser) -> None:
     """An option for each field of a system registered in this process (a system of the
-    user's, ``systems.register``) that no option above sets: ``--<field>``, typed by its default."""
+    user's, ``systems.register``) that no option above sets: ``--<field>``, typed by its
+    annotation (``depth: int | None = None`` gives an int option; a bool takes true / false)."""
     dests = {a.dest for a in t._actions}  # noqa: SLF001 (Python 3.11-3.13 argparse has no public list)
     for name, cls in sorted(systems.SYSTEMS.items()):
         if name in systems.BUILTIN:  # their options are the ones above, with their help
             continue
+        try:
+            hints = typing.get_type_hints(cls.cli_config)
+        except Exception:  # noqa: BLE001 (an annotation that names what its module cannot resolve: the defaults decide)
+            hints = {}
         for f in dataclasses.fields(cls.cli_config):
             if cli_train.dest_of(f.name) in dests or f.name in cls.cli_hidden:
                 continue
-            kind = type(f.default) if f.default is not None and type(f.default) in (int, float, str) else str
-            t.add_argument(f"--{f.name.replace('_', '-')}", type=kind, help=f"{name}: its config's {f.name}")
+            t.add_argument(f"--{f.name.replace('_', '-')}", type=_option_type(hints.get(f.name), f.default),
+                           help=f"{name}: its config's {f.name}")
             dests.add(f.name)
 
 

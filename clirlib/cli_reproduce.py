@@ -104,7 +104,16 @@ def _notebooks() -> list[Path]:
     return sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
+def settings_from_env(args: argparse.Namespace) -> None:
+    """``--force`` and ``--executor`` where not typed: ``CLIRLIB_FORCE`` and ``CLIRLIB_EXECUTOR``
+    (a typed flag wins), so that the notebooks' ``force`` parameter and the executor reproduce
+    starts agree with what the kernels would read from the environment."""
+    args.force = args.force or env.force()
+    args.executor = args.executor or env.executor()
+
+
 def reproduce(args: argparse.Namespace) -> int:
+    settings_from_env(args)
     if args.data and not args.data.startswith(paths.IRDS_PREFIX) and args.data not in profiles.SIZES:
         # a folder: absolute, since the kernels run in notebooks/ (a relative path would name another
         # folder there); a profile's name is left as typed for precheck's own message
@@ -131,7 +140,7 @@ def reproduce(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     # The committed notebooks carry the default profile's outputs: a default run on the
     # embedded benchmark copies each executed notebook back over its source once it succeeds.
-    in_place = args.profile == "default" and not args.data
+    in_place = paths.writes_committed(args.profile, args.data)
     marker = _force_marker(paths.RESULTS_DIR) if args.force else None
     eta = _Eta(notebooks) if args.force else None
     total = time.perf_counter()
@@ -151,7 +160,7 @@ def reproduce(args: argparse.Namespace) -> int:
           f"{'; notebooks/ updated' if in_place else ''}")
     if marker is not None:
         marker.unlink(missing_ok=True)  # the forced retrain is complete: nothing to resume
-    if args.profile == "default" and not args.data and len(notebooks) == len(_notebooks()):
+    if in_place and len(notebooks) == len(_notebooks()):
         from .runs import shipped  # torch-heavy: only when notebooks ran
 
         shipped.note_complete()  # under CLIRLIB_RECORDS_READ: the log records prune may trust
@@ -159,14 +168,14 @@ def reproduce(args: argparse.Namespace) -> int:
     # its real-text column FAMILIES_NOTEBOOK's realtext_paper_claims.csv: a run of neither
     # (--notebooks 01 04) leaves it as it is.
     ran = {nb.name for nb in notebooks}
-    if args.profile == "default" and not args.data and ran & {CLAIMS_NOTEBOOK, FAMILIES_NOTEBOOK, CURVES_NOTEBOOK}:
+    if in_place and ran & {CLAIMS_NOTEBOOK, FAMILIES_NOTEBOOK, CURVES_NOTEBOOK}:
         real = paths.TABLES_DIR / "realtext_paper_claims.csv"  # notebook 13's: the same claims on real text
         dssm = paths.TABLES_DIR / "curves_table3_verdicts.csv"  # notebook 16's: Table 3 where DSSM learns
         changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "claims_summary.csv"),
                                 real_text=pd.read_csv(real) if real.is_file() else None,
                                 where_dssm_learns=pd.read_csv(dssm) if dssm.is_file() else None, paper=True)
         print(f"[reproduce] README claims table {'regenerated' if changed else 'unchanged'}")
-    if args.profile == "default" and not args.data and FAMILIES_NOTEBOOK in ran:
+    if in_place and FAMILIES_NOTEBOOK in ran:
         from .studies.verdict_words import REALTEXT_MARKERS  # torch-heavy (stats): only when it runs
 
         changed = update_readme(paths.ROOT / "README.md", pd.read_csv(paths.TABLES_DIR / "realtext_claims.csv"),
@@ -337,10 +346,6 @@ def _executor_env(args: argparse.Namespace):
     """Name the executor for the notebook kernels (``clirlib.runs.executors.get_executor`` reads
     it). ``ray`` without an address: one local loopback Ray instance for every notebook,
     started here; returns the function that stops it."""
-    from .runs.executors import EXECUTORS  # torch-heavy, as above
-
-    if args.executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {args.executor!r}; choose one of {', '.join(EXECUTORS)}")
     env.set_for_children(**{env.EXECUTOR: args.executor})
     if args.address:
         env.set_for_children(**{env.RAY_ADDRESS: args.address})

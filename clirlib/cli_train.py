@@ -67,6 +67,8 @@ def check_options_apply(args: argparse.Namespace) -> frozenset[str]:
                                     f"e5head, not --system {args.system}")
     if "lstm_readout" in given and args.encoder != "lstm":
         raise ConfigError("--lstm-readout", f"applies to --encoder lstm only, not {args.encoder}")
+    if "temperature" in given and getattr(args, "loss", None) != "infonce":  # the config cannot tell a typed 0.05
+        raise ConfigError("--temperature", f"applies to --loss infonce only, not {args.loss}")
     return own
 
 

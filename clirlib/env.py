@@ -179,7 +179,8 @@ def set_default(name: str, value: str) -> None:
     os.environ.setdefault(name, value)
 
 
-#: Values of ``CLIRLIB_EXECUTOR`` (``clirlib.runs.executors.EXECUTORS``).
+#: Values of ``CLIRLIB_EXECUTOR`` and of ``reproduce --executor``: ``clirlib.runs.executors.EXECUTORS``
+#: but its process pool, which the system grids choose in Python (``get_executor``).
 EXECUTOR_NAMES = ("serial", "ray")
 
 

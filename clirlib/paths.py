@@ -65,6 +65,12 @@ def run_tag(profile: str, dataset: str | None = None) -> str:
     return f"{re.sub(r'[^A-Za-z0-9._]+', '-', name).strip('-')}-{profile}"
 
 
+def writes_committed(profile: str, dataset: str | None = None) -> bool:
+    """Whether a run writes the committed outputs (``figures/``, ``tables/``, the notebooks and the
+    README's claims tables): the ``default`` profile on the embedded benchmark, and nothing else."""
+    return profile == "default" and not dataset
+
+
 def output_dirs(profile: str, dataset: str | None = None) -> tuple[Path, Path]:
     """(figures, tables) folders for a run.
 
@@ -73,7 +79,7 @@ def output_dirs(profile: str, dataset: str | None = None) -> tuple[Path, Path]:
     executes, the ``paper`` profile, real data) writes below ``results/<run_tag>/`` so it
     never overwrites the published outputs.
     """
-    if profile == "default" and not dataset:
+    if writes_committed(profile, dataset):
         figs, tabs = FIGURES_DIR, TABLES_DIR
     else:
         tag = run_tag(profile, dataset)

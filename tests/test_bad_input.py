@@ -180,6 +180,8 @@ def no_fitting(monkeypatch):
     (["--labels", "random"], "--labels: does not apply to --system sosl"),
     (["--system", "bm25", "--thresholds", "0.2", "0.7"], "--thresholds: does not apply to --system bm25"),
     (["--encoder", "cnn", "--lstm-readout", "paper"], "--lstm-readout: applies to --encoder lstm only"),
+    # the default temperature, typed, was silently unused by the e5 head's SOSL (another value was refused)
+    (["--system", "e5head", "--temperature", "0.05"], "--temperature: applies to --loss infonce only, not sosl"),
     (["--profile", "default"], "--profile: train takes the embedded benchmark as its data: --data default"),
     (["--system", "bm25", "--seed", "7"], "--seed: --system bm25 draws no random number"),  # the same run, new key
     (["--system", "e5", "--seed", "7"], "--seed: --system e5 draws no random number"),

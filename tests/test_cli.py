@@ -222,6 +222,26 @@ def test_reproduce_refuses_zero_jobs_in_one_line():
     assert p.stderr.strip() == "python -m clirlib reproduce: error: --jobs: expected at least 1 notebook at a time, got 0"
 
 
+@pytest.mark.parametrize("environ, typed, expected", [
+    ({}, [], (False, "serial")),  # the defaults
+    ({"CLIRLIB_FORCE": "1", "CLIRLIB_EXECUTOR": "ray"}, [], (True, "ray")),  # were overwritten: serial, force=False
+    ({"CLIRLIB_EXECUTOR": "ray"}, ["--executor", "serial"], (False, "serial")),  # a typed flag wins
+    ({"CLIRLIB_FORCE": "0"}, ["--force"], (True, "serial")),
+])
+def test_reproduce_reads_force_and_executor_from_the_environment_where_not_typed(monkeypatch, environ, typed, expected):
+    # `CLIRLIB_EXECUTOR=ray python -m clirlib reproduce` ran serially (the flag's default "serial" was
+    # written over the variable), and CLIRLIB_FORCE=1 reached the notebooks as force=False
+    from clirlib import cli, cli_reproduce
+
+    for name in ("CLIRLIB_FORCE", "CLIRLIB_EXECUTOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    args = cli.build_parser().parse_args(["reproduce", *typed])
+    cli_reproduce.settings_from_env(args)
+    assert (args.force, args.executor) == expected
+
+
 def test_train_says_when_the_data_has_fewer_queries_than_asked(capsys):
     # `train --n-queries 1000` on files with 45 usable queries used the 45 without a word
     from types import SimpleNamespace
@@ -294,3 +314,20 @@ def test_train_help_gives_each_systems_epochs_and_every_option_a_line():
     assert all(f"{name}," in text or f"{name}:" in text or f"{name})" in text
                for name in (*profiles.NAMES, *profiles.STUDY_BENCHMARKS))
     assert "study's benchmark (curves: the learning curves' 10,000 French training queries)" in text
+
+
+def test_the_train_options_choices_are_the_systems_own_lists():
+    # The parser restates MDL's, HIKE's and the e5 head's lists instead of importing their modules, which
+    # would load the data package (about 0.25 s) for every command: this keeps the copies equal.
+    from clirlib import cli
+    from clirlib.encoders import LSTM_READOUTS
+    from clirlib.systems import e5head, hike, mdl
+
+    choices = {a.dest: a.choices for a in cli.build_parser().train_parser._actions if a.choices}
+    assert set(choices["labels"]) == set(mdl.LABELS) and set(choices["criterion"]) == set(mdl.CRITERIA)
+    assert set(choices["space"]) == set(mdl.SPACES)
+    assert set(choices["kg_mode"]) == set(hike.KG_MODES) and set(choices["first_stage"]) == set(hike.FIRST_STAGES)
+    assert set(choices["loss"]) == set(e5head.HEAD_LOSSES) and set(choices["lstm_readout"]) == set(LSTM_READOUTS)
+    helps = {a.dest: a.help for a in cli.build_parser().train_parser._actions}
+    assert f"(default {e5head.E5HeadConfig.dim})" in helps["dim"]  # the e5 head's defaults, restated in the help
+    assert f"(default {e5head.E5HeadConfig.temperature})" in helps["temperature"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import numpy as np
 import pandas as pd
@@ -339,3 +340,22 @@ def test_run_hands_the_pool_the_largest_training_sets_first(monkeypatch):
     # ci: sizes 24 (seed 0) and 72 (seeds 0, 1); MDL.6 goes to the pool, 72 first
     assert calls == [[(72, 0), (72, 1), (24, 0)]]
     assert [(n, r["config"]["seed"]) for _, n, r in got] == [(24, 0), (72, 0), (72, 1)]  # configs' order
+
+
+@pytest.mark.parametrize("argv, line", [
+    # before: a traceback, an abbreviation that trained, and a misspelt CLIRLIB_ variable ignored
+    (["--seeds", "-1"], "--seeds: expected numbers >= 0, got -1"),
+    (["--sizes", "24", "0"], "--sizes: expected numbers >= 1, got 24 0"),
+    (["--prof", "ci"], "unrecognized arguments: --prof ci (see --help)"),
+])
+def test_the_curves_command_line_refuses_bad_input_in_one_line(capsys, argv, line):
+    with pytest.raises(SystemExit) if argv[0] == "--prof" else contextlib.nullcontext():  # argparse exits itself
+        assert curves.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"python -m clirlib.studies.curves: error: {line}"
+
+
+def test_the_curves_command_line_checks_the_environment_first(capsys, monkeypatch):
+    monkeypatch.setenv("CLIRLIB_FORSE", "1")  # misspelt: was silently ignored
+    assert curves.main(["--profile", "ci"]) == 2
+    assert "CLIRLIB_FORSE" in capsys.readouterr().err

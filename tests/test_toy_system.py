@@ -79,6 +79,34 @@ def test_an_option_the_toy_system_lacks_is_refused(toy, capsys):
     assert "--epochs: does not apply to --system toy-length" in capsys.readouterr().err
 
 
+@dataclass(frozen=True)
+class TypedConfig(systems.SystemConfig):
+    system: str = "toy-typed"
+    flip: bool = False
+    depth: int | None = None
+    alpha: float = 0.5
+
+
+class Typed(DocumentLength):
+    name = "toy-typed"
+    Config = TypedConfig
+
+
+def test_a_registered_systems_options_are_typed_by_their_annotations():
+    # before, an option was typed by its field's default: `--depth 3` reached the config as the string
+    # '3' (another cache key than depth=3 in Python) and a bool field could not be set at all
+    systems.register(Typed)
+    try:
+        train = cli.build_parser().train_parser
+        args = train.parse_args(["--system", "toy-typed", "--depth", "3", "--flip", "TRUE", "--alpha", "0.25"])
+        assert (args.depth, args.flip, args.alpha) == (3, True, 0.25)
+        assert train.parse_args(["--flip", "0"]).flip is False
+        with pytest.raises(SystemExit):  # argparse's one line: "--flip: expected true or false, got 'yes'"
+            train.parse_args(["--flip", "yes"])
+    finally:
+        systems.SYSTEMS.pop("toy-typed", None)
+
+
 def test_extra_metrics_are_checked_when_the_system_is_registered():
     # before, an unknown name (a bare KeyError) or R@10 (the registry's R family has no way on candidate
     # lists) failed only after fit; now registering says so
