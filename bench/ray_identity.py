@@ -162,7 +162,7 @@ def measure(cpus: list[int], keep: bool = False, kernel: str = "clirlib", notebo
     only = ["--notebooks", *notebooks] if notebooks else []
     try:
         serial_home, ray_home = make_home(work / "serial", data), make_home(work / "ray", data)
-        rec["serial_seconds"], rec["serial_load"] = reproduce(serial_home, only, {}, kernel)
+        rec["serial_seconds"], rec["serial_load"] = reproduce(serial_home, [*only, "--executor", "serial"], {}, kernel)
         log(f"serial reproduce: {rec['serial_seconds'] / 60:.1f} min")
         # The nodes' processes (and so Ray's workers) inherit this environment: the same
         # home, hash seed and quiet bars as the driver, loopback-only Ray.

@@ -227,7 +227,7 @@ def test_reproduce_takes_executor_and_address():
 
     args = build_parser().parse_args(["reproduce", "--profile", "ci", "--executor", "ray", "--address", "h:6379"])
     assert (args.executor, args.address) == ("ray", "h:6379")
-    assert build_parser().parse_args(["reproduce"]).executor == "serial"
+    assert build_parser().parse_args(["reproduce"]).executor is None  # untyped: CLIRLIB_EXECUTOR, else serial
 
 
 _DRIVER = """
