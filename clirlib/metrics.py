@@ -390,6 +390,26 @@ paper's MAP@t over the whole collection, and R@100 and MRR beside them):
 #: Measures of whole-collection retrieval (``clirlib.retrieval``), in table order.
 COLLECTION_METRICS = ("MAP@10", "MAP@50", "MAP@1000", "R@100", "MRR", "NDCG@1", "NDCG@10")
 
+#: The measures of ``METRICS`` that candidate lists (:class:`RankedLists`) can be scored by.
+CANDIDATE_METRICS = tuple(m for m in METRICS if METRICS[m].on_candidate_lists)
+
+
+def candidate_names(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` as a tuple, checked as measures of candidate lists: a plain string (it would be
+    read letter by letter), an unknown name (a bare KeyError) or a whole-collection-only measure
+    (``R@100``) raises ``ValueError`` naming it and the choices."""
+    if isinstance(names, (str, bytes)):
+        raise ValueError(f"names={names!r}: give a list of metric names (e.g. [{names!r}]), not a string")
+    names = tuple(names)
+    for name in names:
+        if name not in METRICS:
+            raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+        if name not in CANDIDATE_METRICS:
+            raise ValueError(f"metric {name!r} is a whole-collection metric (clirlib.retrieval's "
+                             f"COLLECTION_METRICS), not one of candidate lists; choose one of "
+                             f"{', '.join(CANDIDATE_METRICS)}")
+    return names
+
 
 def evaluate_per_query(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = METRIC_NAMES) -> pd.DataFrame:
     """Per-query metrics: column ``query_id`` then ``names`` (default: the seven metrics;
@@ -397,6 +417,7 @@ def evaluate_per_query(scores: Any, labels: Any, query_ids: Any, names: Sequence
 
     One row per query, in order of first appearance of the query in ``query_ids``.
     """
+    names = candidate_names(names)
     rl = RankedLists.from_scores(scores, labels, query_ids)
     table = {"query_id": rl.query_ids}
     table.update({name: METRICS[name](rl) for name in names})
@@ -405,6 +426,7 @@ def evaluate_per_query(scores: Any, labels: Any, query_ids: Any, names: Sequence
 
 def evaluate(scores: Any, labels: Any, query_ids: Any, names: Sequence[str] = METRIC_NAMES) -> dict[str, float]:
     """The metrics ``names`` (default: the seven of Tables 2-3), each averaged over queries."""
+    names = candidate_names(names)
     rl = RankedLists.from_scores(scores, labels, query_ids)
     return {name: float(METRICS[name](rl).mean()) for name in names}
 

@@ -79,6 +79,23 @@ def test_one_name_two_ways():
             METRICS[name](rl)
 
 
+def test_evaluate_refuses_bad_metric_names():
+    # names are checked before any work, one line naming the name and the choices: an unknown name
+    # (was a bare KeyError), a plain string (was read letter by letter) and a whole-collection-only
+    # measure (was "Measure(family='R', ...) has no way on RankedLists")
+    args = ([0.3, 0.2], [2, 0], [0, 0])
+    for fn in (evaluate, evaluate_per_query):
+        with pytest.raises(ValueError, match=r"unknown metric 'ndcg@5'; choose one of P_mr@1, .*NDCG@5"):
+            fn(*args, names=["ndcg@5"])
+        with pytest.raises(ValueError, match=r"names='MAP': give a list of metric names \(e.g. \['MAP'\]\)"):
+            fn(*args, names="MAP")
+        with pytest.raises(ValueError, match=r"'R@100' is a whole-collection metric .*COLLECTION_METRICS"):
+            fn(*args, names=["R@100"])
+    # a tuple, a list or a generator of good names still works
+    assert evaluate(*args, names=("MAP", "NDCG@1")) == evaluate(*args, names=iter(["MAP", "NDCG@1"])) == {
+        "MAP": 1.0, "NDCG@1": 1.0}
+
+
 def test_hand_checked_per_query():
     table = evaluate_per_query(*_fixture_arrays())
     assert list(table.columns) == ["query_id", *METRIC_NAMES]

@@ -115,9 +115,9 @@ def register(cls: type["System"]) -> type["System"]:
     """Class decorator: make ``cls`` reachable as ``SYSTEMS[cls.name]``."""
     if cls.name in SYSTEMS and SYSTEMS[cls.name] is not cls:
         raise ValueError(f"two systems are named {cls.name!r}")
-    from ..metrics import METRICS  # here, not after a fit: a name that cannot be computed would fail only then
+    from ..metrics import CANDIDATE_METRICS  # here, not after a fit: a name that cannot be computed would fail only then
 
-    usable = [m for m in METRICS if METRICS[m].on_candidate_lists]
+    usable = CANDIDATE_METRICS
     bad = [m for m in cls.extra_metrics if m not in usable]
     if bad:
         raise ValueError(f"system {cls.name!r}: extra_metrics {bad} are not measures of metrics.METRICS that "
