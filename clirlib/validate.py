@@ -159,9 +159,16 @@ def check_config(cfg) -> None:
         check_seed(name, getattr(cfg, name))
     if _number("n_nr", cfg.n_nr, integer=True) < 0:
         raise ConfigError("n_nr", f"must be >= 0, got {cfg.n_nr}")
-    if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
-        raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
-                                       f"dev and one test query, got {cfg.n_queries}")
+    if cfg.n_queries is not None:
+        check_n_queries(cfg.n_queries)
+
+
+def check_n_queries(value: Any, low: int = MIN_QUERIES) -> None:
+    """A number of queries: an integer >= ``low``; the default ``MIN_QUERIES`` is the fewest a
+    3:1:1 split leaves a dev and a test query of (a reader given explicit sizes needs 1)."""
+    why = " so that the 3:1:1 split leaves at least one dev and one test query" if low >= MIN_QUERIES else ""
+    if _number("n_queries", value, integer=True) < low:
+        raise ConfigError("n_queries", f"must be >= {low}{why}, got {value}")
 
 
 def check_seed(name: str, value: Any) -> None:
@@ -180,10 +187,13 @@ def _at_least(name: str, value: Any, low: float, *, integer: bool = False, stric
 
 
 def check_reader_options(*, n_queries: Any = None, n_nr: Any = 0, seed: Any = 0, max_doc_tokens: Any = None,
-                         split_sizes: Any = None) -> None:
-    """The options every real-data reader takes (``load_wikiclir``, ``load_clirmatrix``):
-    ``n_queries`` None or >= 1, ``n_nr`` >= 0, a seed, ``max_doc_tokens`` None or >= 1,
-    ``split_sizes`` None or three counts >= 0 (train, dev, test) with a positive sum."""
+                         split_sizes: Any = None, min_count: Any = 1, max_vocab: Any = 2,
+                         min_queries: int = 1) -> None:
+    """The options every real-data reader takes (``load_wikiclir``, ``load_clirmatrix``) and
+    ``load_dataset``: ``n_queries`` None or >= ``min_queries`` (``load_dataset``, which splits
+    3:1:1, passes ``MIN_QUERIES``; a reader's own tests select fewer), ``n_nr`` >= 0, a seed,
+    ``max_doc_tokens`` None or >= 1, ``split_sizes`` None or three counts >= 0 (train, dev,
+    test) with a positive sum, ``min_count`` >= 1 and ``max_vocab`` >= 2 (``<PAD>``, ``<UNK>``)."""
     if split_sizes is not None:
         sizes = tuple(split_sizes)
         if len(sizes) != 3:
@@ -193,11 +203,13 @@ def check_reader_options(*, n_queries: Any = None, n_nr: Any = 0, seed: Any = 0,
         if sum(sizes) < 1:
             raise ConfigError("split_sizes", f"must ask for at least one query, got {split_sizes}")
     if n_queries is not None:
-        _at_least("n_queries", n_queries, 1, integer=True)
+        check_n_queries(n_queries, min_queries)
     _at_least("n_nr", n_nr, 0, integer=True)
     check_seed("seed", seed)
     if max_doc_tokens is not None:
         _at_least("max_doc_tokens", max_doc_tokens, 1, integer=True)
+    _at_least("min_count", min_count, 1, integer=True)
+    _at_least("max_vocab", max_vocab, 2, integer=True)
 
 
 def _unit_interval(name: str, value: Any) -> None:
@@ -216,9 +228,8 @@ def check_system_config(cfg) -> None:
     _at_least("n_nr", cfg.n_nr, 0, integer=True)
     if cfg.train_queries is not None:
         _at_least("train_queries", cfg.train_queries, 1, integer=True)
-    if cfg.n_queries is not None and _number("n_queries", cfg.n_queries, integer=True) < MIN_QUERIES:
-        raise ConfigError("n_queries", f"must be >= {MIN_QUERIES} so that the 3:1:1 split leaves at least one "
-                                       f"dev and one test query, got {cfg.n_queries}")
+    if cfg.n_queries is not None:
+        check_n_queries(cfg.n_queries)
     system = getattr(cfg, "system", "")
     if system == "bm25":
         _at_least("k1", cfg.k1, 0)

@@ -526,6 +526,25 @@ def test_reader_options_are_checked(tmp_path):
             load_wikiclir(root, "fr", **kwargs)
 
 
+def test_load_dataset_checks_its_options_as_a_run_config_does(tmp_path):
+    # load_dataset refuses, before reading anything, what a TrainConfig refuses: n_queries below
+    # MIN_QUERIES (3 gave empty dev and test splits, silently), a min_count that is not an integer
+    # >= 1 (-5 and 2.5 were accepted), a negative seed (numpy's bare message); the readers too
+    from clirlib.validate import ConfigError
+
+    for kwargs, needle in ((dict(n_queries=3), "n_queries: must be >= 5 so that the 3:1:1 split leaves"),
+                           (dict(min_count=-5), "min_count: must be >= 1, got -5"),
+                           (dict(min_count=2.5), "min_count: must be an integer, got 2.5"),
+                           (dict(max_vocab=1), "max_vocab: must be >= 2, got 1"),
+                           (dict(seed=-1), "seed: must be >= 0, got -1")):
+        with pytest.raises(ConfigError, match=needle):
+            load_dataset(tmp_path / "nothing-here", "fr", **kwargs)  # refused before the missing folder
+    root = write_wikiclir(tmp_path / "wc")
+    with pytest.raises(ConfigError, match="min_count: must be >= 1, got 0"):
+        load_wikiclir(root, "fr", min_count=0)
+    assert len(load_wikiclir(root, "fr", n_queries=3, n_nr=1).query_ids) == 3  # a reader still selects fewer
+
+
 # --------------------------------------------------------------------------- sources
 def test_each_form_of_data_names_its_registered_source():
     # The table of clirlib.data.sources: a profile, the two ir_datasets collections, and

@@ -230,7 +230,7 @@ def load_clirmatrix(queries: dict[str, Path] | Path, documents: Path, lang: str,
     """
     split_sizes = tuple(split_sizes) if split_sizes is not None else None  # read once (it may be an iterator)
     check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
-                         split_sizes=split_sizes)
+                         split_sizes=split_sizes, min_count=min_count, max_vocab=max_vocab)
     official = isinstance(queries, dict)
     if official:
         if set(queries) != set(SPLITS):

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .. import env
 from ..labels import N_NR
+from ..validate import MIN_QUERIES, check_reader_options
 from .digests import input_digests
 from .dataset import RankingDataset
 from .errors import DataFormatError, MissingDataError
@@ -71,6 +72,8 @@ def load_dataset(data: str | Path = "default", lang: str = "fr", *, n_queries: i
     (``EmbeddingCoverageWarning``), for a caller that reads none, and a later caller that reads
     them is still warned.
     """
+    check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, min_count=min_count, max_vocab=max_vocab,
+                         max_doc_tokens=max_doc_tokens, min_queries=MIN_QUERIES)  # as a run's config: 3:1:1 needs 5
     if embeddings not in EMBEDDINGS:
         raise ValueError(f"embeddings must be one of {', '.join(EMBEDDINGS)}, not {embeddings!r}")
     if embeddings == "polyglot" and embeddings_dir and not Path(embeddings_dir).expanduser().is_dir():

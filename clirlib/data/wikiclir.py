@@ -73,7 +73,7 @@ def load_wikiclir(root: str | Path | None = None, lang: str = "fr", *, n_queries
     """
     split_sizes = tuple(split_sizes) if split_sizes is not None else None  # read once (it may be an iterator)
     check_reader_options(n_queries=n_queries, n_nr=n_nr, seed=seed, max_doc_tokens=max_doc_tokens,
-                         split_sizes=split_sizes)
+                         split_sizes=split_sizes, min_count=min_count, max_vocab=max_vocab)
     if split_sizes is not None:
         split_sizes = tuple(int(k) for k in split_sizes)
         n_queries = sum(split_sizes)
