@@ -165,8 +165,10 @@ def system_workers() -> int:
 
 
 def ir_datasets_home() -> Path:
-    """ir_datasets' cache folder: ``IR_DATASETS_HOME`` or ``~/.ir_datasets``."""
-    return Path(os.environ.get(IR_DATASETS_HOME, Path.home() / ".ir_datasets"))
+    """ir_datasets' cache folder: ``IR_DATASETS_HOME`` (``~`` expanded, as :func:`check` reads it)
+    or, unset or empty as every variable here, ``~/.ir_datasets`` (an empty value was the working folder)."""
+    value = os.environ.get(IR_DATASETS_HOME, "").strip()
+    return Path(value).expanduser() if value else Path.home() / ".ir_datasets"
 
 
 def quiet_children() -> None:

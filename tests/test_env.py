@@ -50,6 +50,13 @@ def test_threads_and_paths(monkeypatch, tmp_path):
         assert env.home(tmp_path / "default") == (tmp_path / "default").resolve()
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
     assert env.ir_datasets_home() == tmp_path
+    # empty is unset (it was Path('.'), the working folder) and ~ is expanded, as check() reads it
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    for unset in ("", "  "):
+        monkeypatch.setenv("IR_DATASETS_HOME", unset)
+        assert env.ir_datasets_home() == tmp_path / "me" / ".ir_datasets"
+    monkeypatch.setenv("IR_DATASETS_HOME", " ~/irds ")
+    assert env.ir_datasets_home() == tmp_path / "me" / "irds"
 
 
 def test_quiet_children_keeps_the_users_choice(monkeypatch):
