@@ -22,9 +22,11 @@ THREADS = 2
 
 
 def user_root() -> Path:
-    """The root clirlib would use (``CLIRLIB_HOME``; unset or empty: this checkout), read from the
-    environment without importing ``clirlib.paths``, which a script may first point elsewhere."""
-    return Path(os.environ.get("CLIRLIB_HOME", "").strip() or ROOT).expanduser()
+    """The root clirlib would use (``CLIRLIB_HOME``; unset or empty: this checkout), read now by
+    ``clirlib.env`` without importing ``clirlib.paths``, which a script may first point elsewhere."""
+    from clirlib import env
+
+    return env.home(ROOT)
 
 
 def set_threads(n: int = THREADS) -> None:

@@ -101,7 +101,9 @@ def measure(profile: str = "default", langs=LANGS, seeds=SEEDS, n_queries: int =
     """MDL fits (first, in child processes), then whole-collection scoring in this process."""
     import torch
 
-    torch.set_num_threads(int(os.environ.get("CLIRLIB_THREADS", "2")))
+    from clirlib import env
+
+    torch.set_num_threads(env.threads())
     res: dict = {"load_average": os.getloadavg()[0], "profile": profile, "queries": n_queries, "docs": n_docs}
     if fits:
         res["fits"] = mdl_fits(profile, langs, seeds)

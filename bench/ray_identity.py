@@ -261,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
 def section(opts) -> dict:
     """Runs the check with ``BENCH_RAY_IDENTITY=1`` (two ci reproduces: long), else reports
     the last recorded outcome (``bench/ray_identity.json``)."""
-    if os.environ.get("BENCH_RAY_IDENTITY") == "1":
+    from clirlib import env
+
+    if env.bench_switch(env.BENCH_RAY_IDENTITY):
         saved = dict(os.environ)
         try:
             rec = measure([2, 2])

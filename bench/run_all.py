@@ -67,6 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BENCH_DIR, ROOT, copy_bandwidth, log, machine, other_running, set_threads  # noqa: E402
 
+from clirlib import env  # noqa: E402
+
 #: The sections, in the order they run and appear in the report.
 #: Sections that measure a child's peak RSS come first, while this process is small.
 TOPICS = ("paper_bench", "stream_bench", "mdl_bench", "hike_bench", "train_bench", "metrics_bench",
@@ -106,7 +108,10 @@ def write_markdown(res: dict, modules, rows: list[dict]) -> str:
     return "\n".join(L)
 
 
-def main(argv=None) -> int:
+def parse(argv=None) -> argparse.Namespace:
+    """The options: the command line, then the ``BENCH_`` switches of ``clirlib.env`` (all three
+    checked now, ``BENCH_RAY_IDENTITY`` too: its section reads it hours later; a bad value is one
+    line and exit 2)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions; paper epoch extrapolated (smoke test)")
     ap.add_argument("--skip", nargs="+", default=[], choices=TOPICS, help="leave out these sections")
@@ -118,8 +123,16 @@ def main(argv=None) -> int:
     ap.add_argument("--only-reproduce", action="store_true",
                     help="only time `make reproduce` and record it in bench/reproduce_timing.json (read by later runs)")
     opts = ap.parse_args(argv)
-    opts.quick = opts.quick or os.environ.get("BENCH_QUICK") == "1"
-    opts.reproduce = opts.reproduce or os.environ.get("BENCH_REPRODUCE") == "1"
+    try:
+        quick, reproduce, _ = (env.bench_switch(name) for name in env.BENCH_SWITCHES)
+    except ValueError as e:
+        ap.error(str(e))
+    opts.quick, opts.reproduce = opts.quick or quick, opts.reproduce or reproduce
+    return opts
+
+
+def main(argv=None) -> int:
+    opts = parse(argv)
     os.environ.setdefault("CLIRLIB_PROGRESS", "0")
     if opts.only_reproduce:
         import reproduce_bench

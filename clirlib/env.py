@@ -32,6 +32,11 @@
                           records prune`` lists, with ``--apply`` drops, the others)
 ========================  ==========================================================
 
+The benchmarks (``bench/``, ``make bench``; not clirlib's own, so :func:`check` leaves them to
+``bench/run_all.py``, which reads them at its start) have three switches, read here too
+(:func:`bench_switch`): ``BENCH_QUICK`` (``--quick``), ``BENCH_REPRODUCE`` (``--reproduce``)
+and ``BENCH_RAY_IDENTITY`` (the two ci reproduces of ``bench/ray_identity.py``).
+
 Switches take ``0`` or ``1``; any other value raises, naming the variable, as does a
 ``CLIRLIB_`` variable not in the table. :func:`check` reads and checks every variable above
 at once; the command line and ``notebook.setup`` call it before any work starts, so a bad
@@ -56,6 +61,9 @@ FORCE_SINCE = "CLIRLIB_FORCE_SINCE"
 DEVICE = "CLIRLIB_DEVICE"
 RAY_USE_TLS = "RAY_USE_TLS"
 RECORDS_READ = "CLIRLIB_RECORDS_READ"
+BENCH_QUICK, BENCH_REPRODUCE, BENCH_RAY_IDENTITY = "BENCH_QUICK", "BENCH_REPRODUCE", "BENCH_RAY_IDENTITY"
+#: The benchmarks' switches (``bench/``), read by :func:`bench_switch`.
+BENCH_SWITCHES = (BENCH_QUICK, BENCH_REPRODUCE, BENCH_RAY_IDENTITY)
 #: The ``CLIRLIB_`` variables of the table above: :func:`check` refuses any other (a misspelt one was ignored).
 KNOWN = (HOME, FORCE, FORCE_SINCE, PROGRESS, THREADS, DEVICE, EXECUTOR, SYSTEM_WORKERS, RECORDS_READ)
 
@@ -68,6 +76,14 @@ def _switch(name: str) -> bool | None:
     if value not in ("0", "1"):
         raise ValueError(f"environment variable {name}={value!r}: use 0 or 1")
     return value == "1"
+
+
+def bench_switch(name: str) -> bool:
+    """A benchmark switch of ``BENCH_SWITCHES``: ``1`` on; ``0``, unset or empty off; any other
+    value raises naming it (``BENCH_QUICK=true`` was silently off)."""
+    if name not in BENCH_SWITCHES:
+        raise ValueError(f"unknown benchmark switch {name!r}; choose one of {', '.join(BENCH_SWITCHES)}")
+    return bool(_switch(name))
 
 
 def home(default: Path) -> Path:

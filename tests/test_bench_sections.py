@@ -170,3 +170,54 @@ def test_reproduce_record_parses_notebook_times_and_names_every_differing_file(t
     md = "\n".join(reproduce_bench.markdown(rec, {}))
     assert "| notebooks 01-12 (budget 20 min) | 1.0 min |" in md  # only 01_a's 60 s counts
     assert "| 2.0 min" in md and "| 0 |" in md
+
+
+def test_bench_switches_are_read_through_clirlib_env(monkeypatch, capsys):
+    # BENCH_QUICK / BENCH_REPRODUCE / BENCH_RAY_IDENTITY are read by clirlib.env's switch helper: 1 on,
+    # 0 or unset off, anything else one line and exit 2 at the start (BENCH_QUICK=true was silently off,
+    # a bad BENCH_RAY_IDENTITY surfaced only at its section, hours in)
+    import ray_identity
+
+    for name in ("BENCH_QUICK", "BENCH_REPRODUCE", "BENCH_RAY_IDENTITY"):
+        monkeypatch.delenv(name, raising=False)
+    opts = run_all.parse([])
+    assert (opts.quick, opts.reproduce) == (False, False)
+    monkeypatch.setenv("BENCH_QUICK", "1")
+    monkeypatch.setenv("BENCH_REPRODUCE", "0")
+    opts = run_all.parse([])
+    assert (opts.quick, opts.reproduce) == (True, False)
+    assert run_all.parse(["--reproduce"]).reproduce is True
+    for name in ("BENCH_QUICK", "BENCH_REPRODUCE", "BENCH_RAY_IDENTITY"):
+        monkeypatch.setenv(name, "true")
+        with pytest.raises(SystemExit) as stop:
+            run_all.parse(["--quick"])
+        assert stop.value.code == 2
+        assert f"error: environment variable {name}='true': use 0 or 1" in capsys.readouterr().err
+        monkeypatch.setenv(name, "0")
+    monkeypatch.setenv("BENCH_RAY_IDENTITY", "yes")
+    monkeypatch.setattr(ray_identity, "measure", lambda *a, **k: pytest.fail("ran with BENCH_RAY_IDENTITY=yes"))
+    with pytest.raises(ValueError, match="BENCH_RAY_IDENTITY='yes': use 0 or 1"):
+        ray_identity.section(None)
+
+
+def test_bench_scripts_read_variables_through_clirlib_env(monkeypatch, tmp_path):
+    # clirlib.env is the one reader of the variables (CLIRLIB_THREADS was int()-ed in mdl_bench,
+    # CLIRLIB_HOME re-read in common): a bench script may copy the environment for a child, and read
+    # PYTHONPATH to extend it, but reads no setting itself
+    import ast
+
+    import common
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            reads = (isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Attribute)
+                     and f.value.attr == "environ") or (isinstance(f, ast.Attribute) and f.attr == "getenv")
+            if reads and not (node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "PYTHONPATH"):
+                pytest.fail(f"bench/{path.name} line {node.lineno} reads the environment: read it in clirlib.env")
+    monkeypatch.setenv("CLIRLIB_HOME", " ")  # empty is unset, as clirlib reads it
+    assert common.user_root() == common.ROOT
+    monkeypatch.setenv("CLIRLIB_HOME", str(tmp_path))
+    assert common.user_root() == tmp_path.resolve()

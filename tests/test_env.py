@@ -169,3 +169,17 @@ def test_a_records_creation_time_is_utc_whatever_the_time_zone(monkeypatch):
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_bench_switches(monkeypatch):
+    # the benchmarks' switches go through the one switch helper: 1 / 0 / unset, else a one-line error;
+    # a name that is not one of them is refused (the bench read BENCH_QUICK == "1" itself: "true" was off)
+    monkeypatch.setenv("BENCH_QUICK", "1")
+    assert env.bench_switch(env.BENCH_QUICK) is True
+    monkeypatch.setenv("BENCH_QUICK", "")
+    assert env.bench_switch(env.BENCH_QUICK) is False
+    monkeypatch.setenv("BENCH_QUICK", "true")
+    with pytest.raises(ValueError, match="environment variable BENCH_QUICK='true': use 0 or 1"):
+        env.bench_switch(env.BENCH_QUICK)
+    with pytest.raises(ValueError, match="unknown benchmark switch 'BENCH_FAST'; choose one of BENCH_QUICK, "):
+        env.bench_switch("BENCH_FAST")
