@@ -49,6 +49,9 @@ import pandas as pd
 from .labels import MR, NR, SR  # noqa: F401  (label values, re-exported for the metrics' callers)
 
 METRIC_NAMES = ("P_mr@1", "P_mr@5", "P_r@5", "NDCG@5", "MAP", "MRR_mr", "MRR_r")
+#: The dev metric that picks a run's epoch by default (``TrainConfig``, HIKE; e5-head's fixed
+#: one), and so the one the learning gate and Figure 4's choice of thresholds read.
+SELECT_METRIC = "NDCG@5"
 
 
 @dataclass(frozen=True, eq=False)

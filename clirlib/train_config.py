@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from .encoders import ENCODERS, LSTM_READOUTS
 from .labels import N_NR
 from .losses import DEFAULT_THRESHOLDS, get_loss
-from .metrics import METRIC_NAMES
+from .metrics import METRIC_NAMES, SELECT_METRIC
 from .validate import check_config, floats_as_floats
 
 #: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
@@ -86,7 +86,7 @@ class TrainConfig:
     n_nr: int = N_NR  # NR documents per query
     train_fraction: float = 1.0  # keep this share of the training queries (Theorem 3 study)
     train_queries: int | None = None  # keep this many training queries, nested subsets (learning curves; None: all)
-    select_metric: str = "NDCG@5"  # dev metric that picks the epoch
+    select_metric: str = SELECT_METRIC  # dev metric that picks the epoch
     patience: int | None = None  # early stopping: stop after this many epochs without a dev gain (None: never)
     pretrained: bool = True  # start from the (Polyglot-format) embeddings when available
     init_scale: float | None = None  # rescale initial embedding rows to this mean norm

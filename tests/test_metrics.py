@@ -406,3 +406,30 @@ def _reference_per_query(scores, labels, qids):
             ]
         )
     return np.array(out)
+
+
+def test_the_selection_metric_is_written_once():
+    # metrics.SELECT_METRIC is the one spelling of the default dev metric that picks the epoch: the
+    # configs' defaults, the studies' defaults, e5-head's fixed choice and the gate read it (it was
+    # the literal "NDCG@5" in each), and its value is the one every key and record was made with
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from clirlib import metrics
+    from clirlib.studies import gate, reproduction, stability
+    from clirlib.systems.hike import HikeConfig
+    from clirlib.train_config import TrainConfig
+
+    assert metrics.SELECT_METRIC == "NDCG@5"
+    assert TrainConfig().select_metric == HikeConfig().select_metric == gate.METRIC == metrics.SELECT_METRIC
+    assert gate.K == 5
+    for fn, arg in ((reproduction.figure4, "select_metric"), (reproduction.best_per_epsilon, "select_metric"),
+                    (stability.scs_vs_cosine, "metric")):
+        assert inspect.signature(fn).parameters[arg].default == metrics.SELECT_METRIC
+    pkg = Path(metrics.__file__).parent
+    for name in ("train_config.py", "systems/hike.py", "systems/e5head.py", "studies/gate.py",
+                 "studies/reproduction.py", "studies/stability.py"):
+        literals = [n.lineno for n in ast.walk(ast.parse((pkg / name).read_text()))
+                    if isinstance(n, ast.Constant) and n.value == "NDCG@5"]
+        assert not literals, f"clirlib/{name} lines {literals} write 'NDCG@5': use metrics.SELECT_METRIC"

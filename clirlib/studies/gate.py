@@ -46,10 +46,11 @@ import numpy as np
 from .. import determinism
 from ..data import load_dataset
 from ..labels import MR, N_NR, NR, SR, label_counts
-from ..metrics import random_ndcg
+from ..metrics import METRICS, SELECT_METRIC, random_ndcg
 
-METRIC = "NDCG@5"
-K = 5
+#: The gate's metric: the runs' selection metric, whose best-of-E dev value it tests, and its cutoff.
+METRIC = SELECT_METRIC
+K = METRICS[METRIC].cutoff
 #: The gate's level: a system passes when its one-sided p is below ALPHA.
 ALPHA = 0.01
 N_RESAMPLES = 10_000

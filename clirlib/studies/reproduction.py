@@ -24,7 +24,7 @@ import pandas as pd
 from . import hypotheses, verdicts
 from .. import atomic, profiles
 from ..data.sources import source_of
-from ..metrics import METRIC_NAMES
+from ..metrics import METRIC_NAMES, SELECT_METRIC
 from ..profiles import LANGS
 from ..runs.experiments import config, run, settings
 from ..runs.grid_runs import run_many
@@ -98,7 +98,7 @@ def records(configs) -> list[dict[str, Any]]:
 
 
 def figure4(profile: str, dataset: str | None = None, lang: str = "fr", force: bool | None = None,
-            select_metric: str = "NDCG@5") -> tuple[pd.DataFrame, pd.DataFrame]:
+            select_metric: str = SELECT_METRIC) -> tuple[pd.DataFrame, pd.DataFrame]:
     """All (eps, thresholds) runs, and per eps the run whose dev ``select_metric`` is best."""
     grid = settings(profile)["threshold_grid"]
     configs = [base(profile, dataset, lang, epsilon=eps, thresholds=t) for eps in EPSILONS for t in grid]
@@ -107,7 +107,7 @@ def figure4(profile: str, dataset: str | None = None, lang: str = "fr", force: b
     return allruns, best_per_epsilon(allruns, select_metric)
 
 
-def best_per_epsilon(allruns: pd.DataFrame, select_metric: str = "NDCG@5") -> pd.DataFrame:
+def best_per_epsilon(allruns: pd.DataFrame, select_metric: str = SELECT_METRIC) -> pd.DataFrame:
     """Per eps (ascending), the run with the best dev ``select_metric``; ties go to the run
     listed first, i.e. the first entry of the threshold grid (the paper's (0.2, 0.7))."""
     return (allruns.sort_values(["epsilon", f"dev_{select_metric}"], ascending=[True, False], kind="stable")

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import reproduction
-from ..metrics import METRIC_NAMES
+from ..metrics import METRIC_NAMES, SELECT_METRIC
 from ..runs import experiments
 from ..runs.grid_runs import per_query_frame
 from ..stats import holm, paired_randomization
@@ -172,7 +172,7 @@ def small_norm_pairs(regimes: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
 
 
 def scs_vs_cosine(summary: pd.DataFrame, grid: Mapping[tuple[str, float, str], tuple[dict[str, Any], bool]],
-                  metric: str = "NDCG@5", n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+                  metric: str = SELECT_METRIC, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """Per (regime, clip) and eps > 0, leaving out a pair whose two runs both are the clipped
     setting's (``run_grid``'s ``own`` False: the same comparison again): plain cosine's largest
     gradient norm over SCS's, the clipped steps of both, the test ``metric`` of both, the

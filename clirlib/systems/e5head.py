@@ -34,7 +34,7 @@ import torch
 
 from .. import determinism
 from ..losses import DEFAULT_THRESHOLDS, LOSSES, in_batch_info_nce
-from ..metrics import evaluate
+from ..metrics import SELECT_METRIC, evaluate
 from ..similarity import smooth_cosine
 from ..validate import ConfigError, check_thresholds
 from . import System, register
@@ -164,8 +164,8 @@ class E5Head(System):
             self.weight, self.bias = weight.detach(), bias.detach()
             dev_m = evaluate(self._pair_scores(dev_frozen), dev.labels, dev.qidx)
             self.history.append({"epoch": epoch, "train_loss": total / units, **{f"dev_{k}": v for k, v in dev_m.items()}})
-            if dev_m["NDCG@5"] > best:  # earliest epoch on ties
-                best, self.best_epoch = dev_m["NDCG@5"], epoch
+            if dev_m[SELECT_METRIC] > best:  # earliest epoch on ties (the metric is fixed, not a setting)
+                best, self.best_epoch = dev_m[SELECT_METRIC], epoch
                 best_state = (copy.deepcopy(self.weight), copy.deepcopy(self.bias))
         self.weight, self.bias = best_state
         return self

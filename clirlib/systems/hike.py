@@ -51,7 +51,7 @@ from ..data.errors import DataFormatError
 from ..data.kg import benchmark_kg_folder, read_gold_links, read_kg
 from ..data.text import tokenize
 from .entity_linking import label_index, link, link_quality
-from ..metrics import METRICS, METRIC_NAMES, RankedLists
+from ..metrics import METRICS, METRIC_NAMES, SELECT_METRIC, RankedLists
 from .transe import cached_transe, top_neighbours
 from ..profiles import SIZES
 from ..validate import ConfigError, check_bert_dir, check_kg_dir
@@ -90,7 +90,7 @@ class HikeConfig(SystemConfig):
     max_entities: int = 3
     fusion_heads: int = 6
     patience: int | None = 5
-    select_metric: str = "NDCG@5"
+    select_metric: str = SELECT_METRIC
     transe_epochs: int = 50
     # A training batch is packed in this many groups of similar length (``Hike._scores``):
     # less padding, the same model; a config field because the dropout draws, so the trained
