@@ -19,7 +19,7 @@ from .encoders import ENCODERS, LSTM_READOUTS
 from .labels import N_NR
 from .losses import DEFAULT_THRESHOLDS, get_loss
 from .metrics import METRIC_NAMES, SELECT_METRIC
-from .validate import check_config, floats_as_floats
+from .validate import check_config, floats_as_floats, threshold_values
 
 #: Section 5 / 5.1 settings per encoder: learning rate, decay per epoch, batch, epochs.
 PAPER_SETTINGS: dict[str, dict[str, Any]] = {
@@ -122,7 +122,7 @@ class TrainConfig:
         thresholds = self.thresholds if self.thresholds is not None else DEFAULT_THRESHOLDS[self.loss]
         out = dataclasses.replace(
             self,
-            thresholds=tuple(float(t) for t in thresholds),
+            thresholds=threshold_values(thresholds),
             epochs=self.epochs if self.epochs is not None else paper["epochs"],
             batch_size=self.batch_size if self.batch_size is not None else paper["batch_size"],
             lr=self.lr if self.lr is not None else paper["lr"],

@@ -20,9 +20,12 @@ import functools
 import math
 import os
 import typing
+from collections.abc import Iterable
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from . import atomic, paths
 
@@ -46,14 +49,25 @@ def float_fields(cls: type) -> frozenset[str]:
                      if "float" in str(hints[f.name]) and "int" not in str(hints[f.name]))
 
 
+def python_numbers(v: Any) -> Any:
+    """``v`` with each NumPy scalar (also inside a list or tuple) as the Python value it holds:
+    ``np.int64(3)`` is 3, which json can write (it could not); a Python value is left as it is,
+    and an ``np.float64`` (a float already) is written as before, so no existing key changes."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return type(v)(python_numbers(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
 def floats_as_floats(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    """``d`` (a config's dict) with each whole number of a float field written as a float, so
-    that ``epsilon=1`` and ``epsilon=1.0`` are one setting with one cache key."""
+    """``d`` (a config's dict) with NumPy scalars as Python values (:func:`python_numbers`) and
+    each whole number of a float field written as a float, so that ``epsilon=1`` and
+    ``epsilon=1.0`` are one setting with one cache key."""
     def as_float(v: Any) -> Any:
         if isinstance(v, Integral) and not isinstance(v, bool):
             return float(v)
         return [as_float(x) for x in v] if isinstance(v, (list, tuple)) else v
 
+    d = {k: python_numbers(v) for k, v in d.items()}
     return {k: as_float(v) if k in float_fields(cls) else v for k, v in d.items()}
 
 
@@ -76,8 +90,22 @@ def _number(name: str, value: Any, *, integer: bool = False) -> float:
     return float(value)
 
 
+def threshold_values(thresholds: Any) -> tuple[float, ...]:
+    """``thresholds`` (a sequence of numbers) as a tuple of floats; a text or a single number
+    raises naming the option (``"0.1"`` was read character by character: "could not convert
+    string to float: '.'")."""
+    if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Iterable):
+        raise ConfigError("thresholds", f"must be a sequence of numbers, e.g. (0.2, 0.7), got {thresholds!r}")
+    try:
+        return tuple(float(t) for t in thresholds)
+    except (TypeError, ValueError):
+        raise ConfigError("thresholds", f"must be a sequence of numbers, e.g. (0.2, 0.7), got {thresholds!r}") from None
+
+
 def check_thresholds(loss: str, thresholds) -> None:
     """Count and order of ``thresholds`` for ``loss`` (see the module docstring)."""
+    if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Iterable):
+        threshold_values(thresholds)  # its one-line error
     ts = tuple(thresholds)
     for t in ts:
         _number("thresholds", t)

@@ -56,6 +56,35 @@ def test_a_whole_number_in_a_float_setting_is_the_same_run():
     assert systems.config("bm25", k1=2).key() == systems.config("bm25", k1=2.0).key()
 
 
+def test_numpy_scalars_are_keyed_as_the_python_numbers_they_hold():
+    # a setting given as a NumPy scalar (a value read from an array) is keyed as the Python number it
+    # holds: np.int64(3) is the run of seed=3 (before: "Object of type int64 is not JSON serializable");
+    # np.float32(.1) is its exact value 0.10000000149011612, another number than 0.1; the systems'
+    # configs alike; np.float64 (a float already) keeps the key it had
+    from clirlib import systems
+
+    assert TrainConfig(seed=np.int64(3), data_seed=np.int32(1)).key() == TrainConfig(seed=3, data_seed=1).key()
+    assert TrainConfig(epsilon=np.float32(.1)).key() == TrainConfig(epsilon=float(np.float32(.1))).key()
+    assert TrainConfig(epsilon=np.float64(.1)).key() == TrainConfig(epsilon=.1).key() == "a1175020aea22ff0"
+    d = TrainConfig(seed=np.int64(3), epsilon=np.int64(1), thresholds=(np.float32(.5), np.float64(.75))).to_dict()
+    assert (d["seed"], d["epsilon"], d["thresholds"]) == (3, 1.0, [.5, .75])
+    assert [type(d["seed"]), type(d["epsilon"])] + [type(t) for t in d["thresholds"]] == [int, float, float, float]
+    assert systems.config("mdl", dataset="ci", seed=np.int64(2)).key() == systems.config("mdl", dataset="ci", seed=2).key()
+
+
+def test_thresholds_must_be_a_sequence():
+    # a text or a single number is refused naming thresholds (before: "could not convert string to
+    # float: '.'" for "0.1", "'float' object is not iterable" for 0.5); a sequence of numbers, or of
+    # number texts (accepted before, the same key), still works
+    from clirlib.validate import ConfigError
+
+    for bad in ("0.1", 0.5, ("a", "b")):
+        with pytest.raises(ConfigError, match=r"^thresholds: must be a sequence of numbers, e\.g\. \(0\.2, 0\.7\), got"):
+            TrainConfig(thresholds=bad).resolved()
+    assert TrainConfig(thresholds=("0.2", "0.7")).key() == TrainConfig(thresholds=iter([0.2, 0.7])).key() == \
+        TrainConfig().key()
+
+
 def test_a_run_on_every_training_query_has_no_train_queries_column():
     # runs of the paper's ranker save train_queries: null since the learning curves added the field; the 519
     # records of records/ predate it, so a run retrained from an empty cache gave 11 tables an all-empty
