@@ -127,13 +127,17 @@ SIZES: dict[str, Profile] = {
 # Experiments
 # ----------------------------------------------------------------------------------------
 
+#: The paper's epochs per encoder (Section 5 / 5.1): ``train_config.PAPER_SETTINGS`` and the
+#: ``paper`` profile's runs read them (here, below the trainer: this module imports no torch).
+PAPER_EPOCHS: dict[str, int] = {"avgpool": 30, "cnn": 30, "lstm": 15}
+
 #: Epochs per encoder, patience, seeds and Figure 4's threshold grid (docs/profiles.md, "Training settings").
 TRAINING: dict[str, dict[str, Any]] = {
     "ci": {"epochs": {"avgpool": 30, "cnn": 1, "lstm": 1}, "patience": 5, "seeds": (0, 1, 2),
            "threshold_grid": ((0.2, 0.7), (0.1, 0.5))},
     "default": {"epochs": {"avgpool": 30, "cnn": 3, "lstm": 2}, "patience": 5, "seeds": (0, 1, 2),
                 "threshold_grid": ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8))},
-    "paper": {"epochs": {"avgpool": 30, "cnn": 30, "lstm": 15}, "patience": 5, "seeds": (0, 1, 2),
+    "paper": {"epochs": dict(PAPER_EPOCHS), "patience": 5, "seeds": (0, 1, 2),
               "threshold_grid": ((0.2, 0.7), (0.1, 0.5), (0.3, 0.8), (0.2, 0.9), (0.0, 0.5))},
 }
 
@@ -154,14 +158,18 @@ LEMMA2: dict[str, dict[str, int]] = {
 THEOREM3_EPOCHS: dict[str, int] = {"ci": 2, "default": 2, "paper": 10}
 
 
+#: The HIKE paper's schedule: 15 epochs of 1,600 (q, d+, d-) triples (``HikeConfig``'s defaults,
+#: and the ``default`` and ``paper`` profiles' runs below).
+HIKE_EPOCHS, HIKE_PAIRS_PER_EPOCH = 15, 1600
+
 #: HIKE's runs (notebooks 13 and 15, ``clirlib.studies.knowledge``): epochs and (q, d+, d-) triples
 #: per epoch, the languages of the full-KG runs (the controls run on the first) and seeds.
 #: ``ci`` only checks that the code runs (one short epoch on French; its numbers decide
 #: nothing); ``default`` and ``paper`` run the HIKE paper's 15 epochs of 1,600 triples.
 HIKE: dict[str, dict[str, Any]] = {
     "ci": {"epochs": 1, "pairs_per_epoch": 160, "langs": ("fr",), "seeds": (0, 1, 2)},
-    "default": {"epochs": 15, "pairs_per_epoch": 1600, "langs": LANGS, "seeds": (0, 1, 2)},
-    "paper": {"epochs": 15, "pairs_per_epoch": 1600, "langs": LANGS, "seeds": (0, 1, 2)},
+    "default": {"epochs": HIKE_EPOCHS, "pairs_per_epoch": HIKE_PAIRS_PER_EPOCH, "langs": LANGS, "seeds": (0, 1, 2)},
+    "paper": {"epochs": HIKE_EPOCHS, "pairs_per_epoch": HIKE_PAIRS_PER_EPOCH, "langs": LANGS, "seeds": (0, 1, 2)},
 }
 
 

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from . import atomic, paths
+from .labels import NAMES
 
 #: Relevance levels of WikiCLIR: NR (0), SR (1), MR (2).
-N_LEVELS = 3
+N_LEVELS = len(NAMES)
 #: Losses whose thresholds are the K - 1 inner cut points of [-1, 1].
 THRESHOLD_LOSSES = ("sosl", "mse", "po")
 #: Fewest queries a 3:1:1 split gives a non-empty dev and test split (dev = test = n // 5).

@@ -49,3 +49,32 @@ def test_unknown_profile_raises():
         profiles.training("huge")
     with pytest.raises(ValueError, match="unknown profile"):
         reproduction.source("huge", None)
+
+
+def test_constants_shared_by_two_modules_are_written_once():
+    # each value below was written twice (two literals that could drift apart); now one module holds it
+    # and the other reads it, with the values every key and record was made with
+    import inspect
+
+    from clirlib import labels, validate
+    from clirlib.data import clirmatrix
+    from clirlib.data.debian import index, stats_table
+    from clirlib.systems.hike import HikeConfig
+    from clirlib.train_config import PAPER_SETTINGS
+
+    # the paper's epochs: Section 5's settings and the paper profile's runs
+    assert profiles.PAPER_EPOCHS == {"avgpool": 30, "cnn": 30, "lstm": 15}
+    assert {e: s["epochs"] for e, s in PAPER_SETTINGS.items()} == profiles.PAPER_EPOCHS
+    assert profiles.TRAINING["paper"]["epochs"] == profiles.PAPER_EPOCHS
+    assert profiles.TRAINING["paper"]["epochs"] is not profiles.PAPER_EPOCHS  # a change to one is not the other's
+    # the HIKE paper's schedule: HikeConfig's defaults and the default / paper profiles
+    assert (profiles.HIKE_EPOCHS, profiles.HIKE_PAIRS_PER_EPOCH) == (15, 1600)
+    assert (HikeConfig().epochs, HikeConfig().pairs_per_epoch) == (profiles.HIKE_EPOCHS, profiles.HIKE_PAIRS_PER_EPOCH)
+    for p in ("default", "paper"):
+        assert (profiles.HIKE[p]["epochs"], profiles.HIKE[p]["pairs_per_epoch"]) == (15, 1600)
+    # the Debian benchmark's languages: one set, in two user-visible orders (runs and apt; Table 1)
+    assert index.LANGS == ("fr", "de", "it") and index.TABLE_LANGS == ("fr", "it", "de")
+    assert inspect.signature(stats_table).parameters["langs"].default is index.TABLE_LANGS
+    # the relevance levels and CLIRMatrix's label map read clirlib.labels
+    assert validate.N_LEVELS == len(labels.NAMES) == 3
+    assert clirmatrix.LEVEL_TO_LABEL == {6: labels.MR, **dict.fromkeys(range(1, 6), labels.SR), 0: labels.NR}

@@ -30,11 +30,11 @@ from .sampling import sample_nr, split_queries
 from .sampling import split_sizes as split_sizes_of
 from .text import has_word, tokenize
 from .vocabulary import intern_tokens, text_info, to_ragged, vocab_for
-from ..labels import N_NR
+from ..labels import MR, N_NR, NR, SR
 from ..validate import check_reader_options
 
-#: CLIRMatrix relevance level -> benchmark label (2 = MR, 1 = SR, 0 = NR); see the module docstring.
-LEVEL_TO_LABEL: dict[int, int] = {6: 2, 5: 1, 4: 1, 3: 1, 2: 1, 1: 1, 0: 0}
+#: CLIRMatrix relevance level -> benchmark label (``labels``: MR, SR, NR); see the module docstring.
+LEVEL_TO_LABEL: dict[int, int] = {6: MR, 5: SR, 4: SR, 3: SR, 2: SR, 1: SR, 0: NR}
 LABEL_RULE = "6 -> MR, 1-5 -> SR, 0 -> NR (n_nr sampled per query from its level-0 judgements)"
 MR_LEVEL = 6
 

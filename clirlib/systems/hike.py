@@ -53,7 +53,7 @@ from ..data.text import tokenize
 from .entity_linking import label_index, link, link_quality
 from ..metrics import METRICS, METRIC_NAMES, SELECT_METRIC, RankedLists
 from .transe import cached_transe, top_neighbours
-from ..profiles import SIZES
+from ..profiles import HIKE_EPOCHS, HIKE_PAIRS_PER_EPOCH, SIZES
 from ..validate import ConfigError, check_bert_dir, check_kg_dir
 from . import System, SystemConfig, register
 from .cross_encoder import BertEncoder, SmallEncoder
@@ -80,8 +80,8 @@ class HikeConfig(SystemConfig):
     kg_dir: str | None = None  # KG folder (TSV format of clirlib.data.kg); None: the benchmark's own
     encoder: str = "small"  # small | bert
     bert_path: str | None = None
-    epochs: int = 15
-    pairs_per_epoch: int = 1600
+    epochs: int = HIKE_EPOCHS  # the HIKE paper's schedule (profiles)
+    pairs_per_epoch: int = HIKE_PAIRS_PER_EPOCH
     batch_size: int = 32
     lr_encoder: float | None = None  # None: 1e-3 small, 1e-5 bert
     lr: float = 1e-3

@@ -42,7 +42,8 @@ from ..languages import DEBIAN_INFO, QUERIES_FILE, WIKICLIR_LANGUAGES, language_
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
 from ..text import tokenize
 from ...validate import check_seed
-from .index import Description, IndexFiles, description, find_index_files, paragraphs, relation_names
+from .index import (TABLE_LANGS, Description, IndexFiles, description, find_index_files, paragraphs,
+                    relation_names)
 
 PACKAGE_FIELDS = frozenset({"Package", "Source", "Depends", "Recommends", "Description-md5"})
 EMBEDDING_DIM = 64
@@ -404,7 +405,7 @@ STATS_COLUMNS = ("lang", "queries", "documents", "sr_per_query", "sr_median", "c
                  "query_tokens_in_mr", "translations_merged", "queries_without_sr")
 
 
-def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = ("fr", "it", "de"), n_nr: int = N_NR):
+def stats_table(out: str | Path, langs: list[str] | tuple[str, ...] = TABLE_LANGS, n_nr: int = N_NR):
     """Table 1 for the built languages under ``out`` (from their ``debian-<lang>.json``):
     queries (with an MR document), documents, SR per query (mean, median), candidates per
     query with ``n_nr`` NR documents (NaN where some query's collection has fewer), the share
