@@ -30,7 +30,7 @@ from . import cli_reproduce, cli_train, env, paths, profiles, systems
 from .atomic import WriteError, describe
 from .cli_train import OPTION_OF_FIELD
 from .labels import N_NR
-from .metrics import METRIC_NAMES
+from .metrics import METRIC_NAMES, SELECT_METRIC
 from .profiles import LANGS
 from .validate import ConfigError, check_seed
 
@@ -178,8 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="queries to read (default: the profile's; on real data the first 25,000 usable)")
     t.add_argument("--n-nr", type=int, default=N_NR,
                    help=f"sampled NR documents per query (default {N_NR}, the paper's)")
-    t.add_argument("--select-metric", default="NDCG@5", choices=list(METRIC_NAMES),
-                   help="the dev metric whose best epoch is kept (default NDCG@5)")
+    t.add_argument("--select-metric", default=SELECT_METRIC, choices=list(METRIC_NAMES),
+                   help=f"the dev metric whose best epoch is kept (default {SELECT_METRIC})")
     t.add_argument("--lstm-readout", default="final", choices=sorted(LSTM_READOUTS),
                    help="DSSM-LSTM read-out: final = forward state after the last token + backward state after "
                         "the first (default); paper = the paper's words: forward LSTM's first state + backward's last")
