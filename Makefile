@@ -22,9 +22,16 @@ PROFILE    ?= default
 # an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...).
 DATA       ?=
 # FORCE=1 retrains every experiment instead of reading the shipped records (records/) and
-# the results/ cache; an interrupted FORCE=1 run started again resumes.
+# the results/ cache; an interrupted FORCE=1 run started again resumes. CLIRLIB_FORCE=1 in the
+# environment does the same, and FORCE=0 does not turn it off. make reproduce checks it before
+# anything is built (only there: a FORCE of another tool's in the environment leaves other targets be).
 FORCE      ?= 0
-# JOBS: notebooks run at once (default: 2 reading records, 1 with FORCE=1, where each notebook's
+ifneq ($(filter reproduce,$(MAKECMDGOALS)),)
+ifneq ($(filter-out 0 1,$(FORCE)),)
+$(error FORCE must be 0 or 1, got '$(FORCE)')
+endif
+endif
+# JOBS: notebooks run at once (default: 2 reading records, 1 with FORCE=1 or CLIRLIB_FORCE=1, where each notebook's
 # training uses both cores; JOBS=1 for a retrain without FORCE, e.g. after a change of settings).
 JOBS       ?=
 # make verify: how many shipped records to retrain, the seed of the draw, and STUDY=curves to
@@ -78,7 +85,6 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 reproduce: $(STAMP) ## Run every notebook headless (PROFILE, DATA, FORCE, JOBS, EXECUTOR, ADDRESS) and write figures/ and tables/
-	$(if $(filter-out 0 1,$(FORCE)),$(error FORCE must be 0 or 1, got '$(FORCE)'))
 	$(PY) -m clirlib reproduce --profile $(PROFILE) $(if $(DATA),--data "$(DATA)") $(if $(filter 1,$(FORCE)),--force) $(if $(JOBS),--jobs $(JOBS)) $(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(ADDRESS),--address $(ADDRESS)) --kernel $(KERNEL)
 
 verify: $(STAMP) ## Retrain N shipped records drawn with SEED and compare every metric (OK / OKISH / FAIL)

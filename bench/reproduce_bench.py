@@ -41,7 +41,8 @@ def section(opts) -> dict:
         shutil.copy2(ROOT / "README.md", home / "README.md")  # reproduce regenerates its claims table
         untimed_records(home)
         log(f"make reproduce PROFILE={profile} from an empty cache (CLIRLIB_HOME={home}) ...")
-        env = dict(os.environ, CLIRLIB_HOME=str(home), CLIRLIB_PROGRESS="0")
+        # FORCE=0 and serial whatever the caller exported: the copied-in records are not to be retrained
+        env = dict(os.environ, CLIRLIB_HOME=str(home), CLIRLIB_PROGRESS="0", CLIRLIB_FORCE="0", CLIRLIB_EXECUTOR="serial")
         t0 = time.perf_counter()
         busy = [other_running()]
         out_lines: list[str] = []

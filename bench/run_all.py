@@ -125,8 +125,9 @@ def parse(argv=None) -> argparse.Namespace:
     opts = ap.parse_args(argv)
     try:
         quick, reproduce, _ = (env.bench_switch(name) for name in env.BENCH_SWITCHES)
-    except ValueError as e:
-        ap.error(str(e))
+    except ValueError as e:  # one line, as clirlib's command line reports it (no usage dump)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     opts.quick, opts.reproduce = opts.quick or quick, opts.reproduce or reproduce
     return opts
 

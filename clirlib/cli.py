@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "wiki-clir/) or an ir_datasets id (irds:wikiclir/<lang>, irds:clirmatrix/...)")
     r.add_argument("--force", action="store_true",
                    help="retrain instead of reading the shipped records (records/) and the results/ cache "
-                        "(default: CLIRLIB_FORCE)")
+                        "(default: CLIRLIB_FORCE, which no option turns off)")
     r.add_argument("--kernel", default="clirlib", help="the Jupyter kernel that runs the notebooks (make venv installs it)")
     r.add_argument("--executor", default=None, choices=list(env.EXECUTOR_NAMES),
                    help="train the grids' runs in the notebook (serial) or as Ray tasks (ray); "
@@ -224,9 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--notebooks", nargs="+", metavar="PREFIX",
                    help="run only the notebooks whose names start with these prefixes (e.g. 06 07)")
     r.add_argument("--jobs", type=int, default=None,
-                   help="notebooks run at once (default: 2, one per core, reading records; 1 with --force, "
-                        "where each notebook's training uses the cores)")
+                   help="notebooks run at once (default: 2, one per core, reading records; 1 with --force or "
+                        "CLIRLIB_FORCE=1, where each notebook's training uses the cores)")
     r.set_defaults(func=cli_reproduce.reproduce)
+
+    cv = sub.add_parser("curves", help="train (or read) the learning curves' runs (notebook 16) into the cache")
+    cv.add_argument("--profile", default="default", choices=list(profiles.NAMES),
+                    help="whose curves (default: default; docs/profiles.md)")
+    cv.add_argument("--labels", nargs="+", metavar="LABEL", help="systems, as notebook 16 names them (default: all)")
+    cv.add_argument("--sizes", nargs="+", type=int, help="training sizes (default: the profile's)")
+    cv.add_argument("--seeds", nargs="+", type=int, help="model seeds (default: the profile's)")
+    cv.add_argument("--workers", type=int, help="runs at once for the pooled systems (default: CLIRLIB_SYSTEM_WORKERS, "
+                                                "else 2); the records are the same either way")
+    cv.add_argument("--force", action="store_true", help="retrain instead of reading the cache (default: CLIRLIB_FORCE)")
+    cv.set_defaults(func=cli_train.curves_command)
 
     rec = sub.add_parser("records",
                          help="shipped run records: pack them from the cache, prune unread ones, or verify a sample")
@@ -293,8 +304,8 @@ def _boolean(text: str) -> bool:
 
 
 def _option_type(hint: typing.Any, default: typing.Any):
-    """The parser of a registered config field's option: its annotation (``X | None`` read as X),
-    else its default's type; bool, int, float or str (anything else is read as str)."""
+    """The parser of a registered config field's option: its annotation if that is bool, int, float
+    or str (``X | None`` read as X), else its default's type if that is one of them, else str."""
     kinds = (bool, int, float, str)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]

@@ -67,7 +67,7 @@ def check_options_apply(args: argparse.Namespace) -> frozenset[str]:
                                     f"e5head, not --system {args.system}")
     if "lstm_readout" in given and args.encoder != "lstm":
         raise ConfigError("--lstm-readout", f"applies to --encoder lstm only, not {args.encoder}")
-    if "temperature" in given and getattr(args, "loss", None) != "infonce":  # the config cannot tell a typed 0.05
+    if args.system == "e5head" and "temperature" in given and args.loss != "infonce":  # the config cannot tell a typed 0.05
         raise ConfigError("--temperature", f"applies to --loss infonce only, not {args.loss}")
     return own
 
@@ -170,3 +170,22 @@ def write_out(path: str, result: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, json.dumps(result, indent=1, sort_keys=True))
     print(f"wrote {path}")
+
+
+def curves_command(args: argparse.Namespace) -> int:
+    """``python -m clirlib curves``: the learning curves' runs (``studies.curves.run``) from the
+    cache or trained, then their table; labels and numbers checked first, in one line."""
+    from .studies import curves  # torch-heavy, as above
+
+    unknown = [label for label in args.labels or () if label not in curves.ORDER]
+    if unknown:
+        raise ConfigError("--labels", f"unknown system {unknown[0]!r}; choose from "
+                                      f"{', '.join(repr(label) for label in curves.ORDER)}")
+    for option, values, least in (("--sizes", args.sizes, 1), ("--seeds", args.seeds, 0),
+                                  ("--workers", None if args.workers is None else [args.workers], 1)):
+        if any(v < least for v in values or ()):
+            raise ConfigError(option, f"expected numbers >= {least}, got {' '.join(map(str, values))}")
+    labelled = curves.run(args.profile, args.labels, args.sizes, args.seeds, force=args.force or None,
+                          workers=args.workers)
+    print(curves.frame(labelled).to_string(index=False))
+    return 0

@@ -181,10 +181,19 @@ def system_workers() -> int:
 
 
 def ir_datasets_home() -> Path:
-    """ir_datasets' cache folder: ``IR_DATASETS_HOME`` (``~`` expanded, as :func:`check` reads it)
-    or, unset or empty as every variable here, ``~/.ir_datasets`` (an empty value was the working folder)."""
-    value = os.environ.get(IR_DATASETS_HOME, "").strip()
-    return Path(value).expanduser() if value else Path.home() / ".ir_datasets"
+    """ir_datasets' cache folder, read exactly as ir_datasets reads it (``IR_DATASETS_HOME`` as
+    given, else ``~/.ir_datasets``), so that clirlib looks where ``ir_datasets export`` writes;
+    :func:`check` refuses the values ir_datasets would read otherwise than meant."""
+    return Path(os.environ.get(IR_DATASETS_HOME, Path.home() / ".ir_datasets"))
+
+
+def _literal_folder(name: str) -> None:
+    """A folder variable that its reader takes literally (ir_datasets: no trimming, no ``~``):
+    an empty value would be the working folder, ``~/x`` a folder named ``~``."""
+    value = os.environ.get(name)
+    if value is not None and (not value.strip() or value != value.strip() or value.startswith("~")):
+        raise ValueError(f"environment variable {name}={value!r}: ir_datasets reads it as written (an empty "
+                         f"value is the working folder, ~ is not expanded); unset it or give a full path")
 
 
 def quiet_children() -> None:
@@ -274,6 +283,7 @@ def check() -> None:
         raise ValueError(f"environment variable {unknown[0]} is not one clirlib reads (a misspelling?); "
                          f"its variables: {', '.join(KNOWN)}")
     _folder(HOME)
+    _literal_folder(IR_DATASETS_HOME)
     _folder(IR_DATASETS_HOME)
     force()
     force_since()

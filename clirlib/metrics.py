@@ -406,7 +406,7 @@ def candidate_names(names: Sequence[str]) -> tuple[str, ...]:
     names = tuple(names)
     for name in names:
         if name not in METRICS:
-            raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+            raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(CANDIDATE_METRICS)}")
         if name not in CANDIDATE_METRICS:
             raise ValueError(f"metric {name!r} is a whole-collection metric (clirlib.retrieval's "
                              f"COLLECTION_METRICS), not one of candidate lists; choose one of "

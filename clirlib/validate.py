@@ -194,7 +194,7 @@ def check_config(cfg) -> None:
 
 def check_n_queries(value: Any, low: int = MIN_QUERIES) -> None:
     """A number of queries: an integer >= ``low``; the default ``MIN_QUERIES`` is the fewest a
-    3:1:1 split leaves a dev and a test query of (a reader given explicit sizes needs 1)."""
+    3:1:1 split leaves a dev and a test query of (the readers, which select queries, take ``low=1``)."""
     why = " so that the 3:1:1 split leaves at least one dev and one test query" if low >= MIN_QUERIES else ""
     if _number("n_queries", value, integer=True) < low:
         raise ConfigError("n_queries", f"must be >= {low}{why}, got {value}")

@@ -237,9 +237,16 @@ def test_reproduce_reads_force_and_executor_from_the_environment_where_not_typed
         monkeypatch.delenv(name, raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    args = cli.build_parser().parse_args(["reproduce", *typed])
-    cli_reproduce.settings_from_env(args)
-    assert (args.force, args.executor) == expected
+    seen = []
+
+    def stop(args):  # reproduce's first step after reading the settings: record them, go no further
+        seen.append((args.force, args.executor))
+        raise ValueError("stopped here")
+
+    monkeypatch.setattr(cli_reproduce, "precheck", lambda notebooks, **kw: notebooks)
+    monkeypatch.setattr(cli_reproduce, "_check_address", stop)
+    assert cli.main(["reproduce", "--profile", "ci", *typed]) == 2
+    assert seen == [expected]
 
 
 def test_train_says_when_the_data_has_fewer_queries_than_asked(capsys):
@@ -331,3 +338,24 @@ def test_the_train_options_choices_are_the_systems_own_lists():
     helps = {a.dest: a.help for a in cli.build_parser().train_parser._actions}
     assert f"(default {e5head.E5HeadConfig.dim})" in helps["dim"]  # the e5 head's defaults, restated in the help
     assert f"(default {e5head.E5HeadConfig.temperature})" in helps["temperature"]
+
+
+def _make_n(*variables: str) -> subprocess.CompletedProcess:
+    """``make -n reproduce VARIABLES`` in the checkout: the commands make would run, none run (``-o``:
+    the venv's stamp is taken as made, so that reproduce's own line is the last one printed)."""
+    from clirlib import paths
+
+    env = {"PATH": "/usr/bin:/bin"}
+    return subprocess.run(["make", "-n", "-o", ".venv/.installed", "reproduce", *variables], cwd=paths.ROOT,
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.mark.skipif(not __import__("shutil").which("make"), reason="make is not installed")
+def test_make_reproduce_passes_its_variables_as_typed():
+    # FORCE=true used to run without --force (silently no retrain); it is refused before anything is built
+    p = _make_n("FORCE=true")
+    assert p.returncode != 0 and "FORCE must be 0 or 1, got 'true'" in p.stderr and not p.stdout, (p.stdout, p.stderr)
+    # DATA with a space stays one argument; without EXECUTOR, reproduce reads CLIRLIB_EXECUTOR (no --executor)
+    line = _make_n("DATA=a b", "FORCE=1").stdout.strip().splitlines()[-1]
+    assert '--data "a b"' in line and "--force" in line and "--executor" not in line, line
+    assert "--executor ray" in _make_n("EXECUTOR=ray").stdout

@@ -50,13 +50,18 @@ def test_threads_and_paths(monkeypatch, tmp_path):
         assert env.home(tmp_path / "default") == (tmp_path / "default").resolve()
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
     assert env.ir_datasets_home() == tmp_path
-    # empty is unset (it was Path('.'), the working folder) and ~ is expanded, as check() reads it
-    monkeypatch.setenv("HOME", str(tmp_path / "me"))
-    for unset in ("", "  "):
-        monkeypatch.setenv("IR_DATASETS_HOME", unset)
-        assert env.ir_datasets_home() == tmp_path / "me" / ".ir_datasets"
-    monkeypatch.setenv("IR_DATASETS_HOME", " ~/irds ")
-    assert env.ir_datasets_home() == tmp_path / "me" / "irds"
+    # ir_datasets reads the variable literally (ir_datasets/util/__init__.py: Path(os.environ.get(...))):
+    # an empty value is the working folder and ~ stays a folder named "~". clirlib reads it the same way,
+    # so that it looks where `ir_datasets export` writes, and check() refuses such values in one line.
+    monkeypatch.delenv("CLIRLIB_THREADS")  # its bad value above would fail check() first
+    monkeypatch.setenv("IR_DATASETS_HOME", "~/irds")
+    assert env.ir_datasets_home() == Path("~/irds")
+    for literal in ("", "  ", "~/irds", " /data/irds"):
+        monkeypatch.setenv("IR_DATASETS_HOME", literal)
+        with pytest.raises(ValueError, match=r"IR_DATASETS_HOME=.*: ir_datasets reads it as written"):
+            env.check()
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
+    env.check()  # a full path passes
 
 
 def test_quiet_children_keeps_the_users_choice(monkeypatch):

@@ -107,6 +107,31 @@ def test_a_registered_systems_options_are_typed_by_their_annotations():
         systems.SYSTEMS.pop("toy-typed", None)
 
 
+@dataclass(frozen=True)
+class WarmConfig(systems.SystemConfig):
+    system: str = "toy-warm"
+    weight: float = 1.0  # DocumentLength's scoring reads it
+    temperature: float = 1.0  # a field named as the e5 head's: the shared --temperature option sets it
+
+
+class Warm(DocumentLength):
+    name = "toy-warm"
+    Config = WarmConfig
+
+
+def test_a_registered_systems_temperature_is_not_the_e5_heads(tmp_path, monkeypatch, capsys):
+    # the e5 head's rule (--temperature only with --loss infonce) refused every other system's temperature
+    systems.register(Warm)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    out = tmp_path / "warm.json"
+    try:
+        assert cli.main(["train", "--system", "toy-warm", "--temperature", "0.5", "--data", "ci", "--lang", "fr",
+                         "--quiet", "--out", str(out)]) == 0, capsys.readouterr().err
+    finally:
+        systems.SYSTEMS.pop("toy-warm", None)
+    assert json.loads(out.read_text())["config"]["temperature"] == 0.5
+
+
 def test_extra_metrics_are_checked_when_the_system_is_registered():
     # before, an unknown name (a bare KeyError) or R@10 (the registry's R family has no way on candidate
     # lists) failed only after fit; now registering says so

@@ -24,7 +24,6 @@ DSSM-LSTM" are decided there on the benchmark's 1,000 test queries (:data:`TABLE
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Iterable
 
 import numpy as np
@@ -297,36 +296,3 @@ def table3_runs(profile: str, n: int, force: bool | None = None, workers: int | 
                                 workers=workers)
     records: dict[int, dict[str, Any]] = dict(zip(order, got))
     return [records[i] for i in range(len(configs))]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Train (or read) the curves' runs: ``python -m clirlib.studies.curves --profile default``.
-    The main command line's rules: the environment checked first, no abbreviated options, one line
-    on bad input."""
-    from .. import env
-    from ..cli import _Parser, error_line
-
-    prog = "python -m clirlib.studies.curves"
-    ap = _Parser(prog=prog, description="train the learning curves' runs (notebook 16) into the cache")
-    ap.add_argument("--profile", default="default", choices=list(profiles.NAMES))
-    ap.add_argument("--labels", nargs="+", choices=list(ORDER), help="systems (default: all)")
-    ap.add_argument("--sizes", nargs="+", type=int, help="training sizes (default: the profile's)")
-    ap.add_argument("--seeds", nargs="+", type=int, help="model seeds (default: the profile's)")
-    ap.add_argument("--workers", type=int, default=1, help="runs at once (default 1)")
-    try:
-        env.check()
-        args = ap.parse_args(argv)
-        for option, values, least in (("--sizes", args.sizes, 1), ("--seeds", args.seeds, 0),
-                                      ("--workers", [args.workers], 1)):
-            if any(v < least for v in values or ()):
-                raise ValueError(f"{option}: expected numbers >= {least}, got {' '.join(map(str, values))}")
-        labelled = run(args.profile, args.labels, args.sizes, args.seeds, workers=args.workers)
-    except (ValueError, OSError) as e:
-        print(f"{prog}: error: {error_line(e)}", file=sys.stderr)
-        return 2
-    print(frame(labelled).to_string(index=False))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
