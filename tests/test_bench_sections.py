@@ -208,14 +208,28 @@ def test_bench_scripts_read_variables_through_clirlib_env(monkeypatch, tmp_path)
 
     import common
 
+    def environ(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    def pythonpath(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value == "PYTHONPATH"
+
     for path in sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call):
+            if isinstance(node, ast.Call):  # os.environ.get(X), os.getenv(X)
+                f = node.func
+                reads = (isinstance(f, ast.Attribute) and f.attr == "get" and environ(f.value)) or (
+                    isinstance(f, ast.Attribute) and f.attr == "getenv")
+                name = node.args[0] if node.args else None
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):  # os.environ[X] read
+                reads, name = environ(node.value), node.slice
+            elif isinstance(node, ast.Compare):  # X in os.environ
+                reads = any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and any(
+                    environ(c) for c in node.comparators)
+                name = node.left
+            else:
                 continue
-            f = node.func
-            reads = (isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Attribute)
-                     and f.value.attr == "environ") or (isinstance(f, ast.Attribute) and f.attr == "getenv")
-            if reads and not (node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "PYTHONPATH"):
+            if reads and not pythonpath(name):
                 pytest.fail(f"bench/{path.name} line {node.lineno} reads the environment: read it in clirlib.env")
     monkeypatch.setenv("CLIRLIB_HOME", " ")  # empty is unset, as clirlib reads it
     assert common.user_root() == common.ROOT
