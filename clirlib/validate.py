@@ -130,29 +130,36 @@ def check_thresholds(loss: str, thresholds) -> None:
 
 @functools.cache
 def _typed_fields(cls: type) -> tuple[tuple[str, str], ...]:
-    """(field, "bool" | "str" | "str | None") of the config dataclass ``cls``, from its
-    resolved type hints (annotations written as text or as types), read once per class."""
+    """(field, "bool" | "str" | "str | None" | "int" | "float", with " | None" where None is
+    allowed) of the config dataclass ``cls``, from its resolved type hints (annotations written
+    as text or as types), read once per class."""
     hints, out = typing.get_type_hints(cls), []
     for f in dataclasses.fields(cls):
         h = hints[f.name]
-        if h is bool:
-            out.append((f.name, "bool"))
-        elif h is str:
-            out.append((f.name, "str"))
-        elif set(typing.get_args(h)) == {str, type(None)}:  # str | None, Optional[str]
-            out.append((f.name, "str | None"))
+        if h in (bool, str, int, float):
+            out.append((f.name, h.__name__))
+        elif set(typing.get_args(h)) in ({str, type(None)}, {int, type(None)}, {float, type(None)}):  # X | None
+            out.append((f.name, f"{next(a for a in typing.get_args(h) if a is not type(None)).__name__} | None"))
     return tuple(out)
 
 
 def check_types(cfg) -> None:
     """Refuse a config field annotated ``bool`` that is not True or False (``pretrained=1``
-    would key another run than True, ``"no"`` would count as True) and one annotated ``str``
-    (or ``str | None``) that is not a text (a ``Path`` cannot be keyed: ``str(path)``)."""
+    would key another run than True, ``"no"`` would count as True), one annotated ``str``
+    (or ``str | None``) that is not a text (a ``Path`` cannot be keyed: ``str(path)``), one
+    annotated ``int`` that is not an integer and one annotated ``float`` that is not a finite
+    number (a system of the user's gets these checks without writing them; clirlib's own
+    systems check their ranges besides)."""
     for name, kind in _typed_fields(type(cfg)):
         value = getattr(cfg, name)
+        if value is None and kind.endswith(" | None"):
+            continue
         if kind == "bool" and not isinstance(value, bool):
             raise ConfigError(name, f"must be True or False, got {value!r}")
-        if kind != "bool" and not (isinstance(value, str) or (value is None and kind == "str | None")):
+        if kind.startswith(("int", "float")):
+            _number(name, value, integer=kind.startswith("int"))
+            continue
+        if kind != "bool" and not isinstance(value, str):
             hint = " (str(path) for a folder)" if isinstance(value, os.PathLike) else ""
             raise ConfigError(name, f"must be a text{' or None' if kind == 'str | None' else ''}, got "
                                     f"{type(value).__name__} {value!r}{hint}")

@@ -107,6 +107,25 @@ def test_a_registered_systems_options_are_typed_by_their_annotations():
         systems.SYSTEMS.pop("toy-typed", None)
 
 
+@pytest.mark.parametrize("field, value, problem", [
+    # a user's system got only its bool and str fields checked: alpha=nan was keyed and trained
+    ("alpha", float("nan"), "alpha: must be finite, got nan"),
+    ("alpha", "0.5", "alpha: must be a number, got '0.5'"),
+    ("depth", 2.5, "depth: must be an integer, got 2.5"),
+])
+def test_a_registered_systems_numbers_are_checked_by_their_annotations(field, value, problem):
+    from clirlib.validate import ConfigError
+
+    systems.register(Typed)
+    try:
+        with pytest.raises(ConfigError) as err:
+            TypedConfig(**{field: value}).resolved()
+        assert f"{err.value.option}: {err.value.problem}" == problem
+        assert TypedConfig(depth=None, alpha=1).resolved().alpha == 1  # None where allowed; an int is a number
+    finally:
+        systems.SYSTEMS.pop("toy-typed", None)
+
+
 @dataclass(frozen=True)
 class WarmConfig(systems.SystemConfig):
     system: str = "toy-warm"
