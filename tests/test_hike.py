@@ -15,6 +15,7 @@ from clirlib.systems.cross_encoder import BertEncoder, SmallEncoder, pack
 from clirlib.runs.experiments import run
 from clirlib.systems.hike import ALL_METRICS, Hike, HikeConfig
 from clirlib.systems.hike_model import HikeModel, KnowledgeFusion, hinge_loss, language_fusion
+from clirlib.validate import ConfigError
 
 TINY = dict(dataset="ci", lang="fr", epochs=1, pairs_per_epoch=64, batch_size=32, transe_epochs=5)
 
@@ -119,9 +120,16 @@ def test_hike_model_shapes_and_no_entity():
 
 def test_config_validation():
     assert HikeConfig().resolved().lr_encoder == 1e-3
-    assert HikeConfig(encoder="bert").resolved().lr_encoder == 1e-5  # the paper's BERT rate
+    assert HikeConfig(encoder="bert", bert_path="/m").resolved().lr_encoder == 1e-5  # the paper's BERT rate
     with pytest.raises(ValueError, match="unknown kg mode"):
         HikeConfig(kg="sometimes").resolved()
+    # folders the run would not read (a key of their own for the same run), and BERT without its folder
+    # (which failed only once the benchmark was loaded), are refused in the config
+    for fields, message in (({"encoder": "bert"}, "encoder 'bert' needs a local model folder"),
+                            ({"bert_path": "/m"}, "applies to encoder 'bert' only, not 'small'"),
+                            ({"kg": "none", "kg_dir": "/kg"}, "kg mode 'none' reads no KG")):
+        with pytest.raises(ConfigError, match=message):
+            HikeConfig(**fields).resolved()
     with pytest.raises(ValueError, match="unknown HikeConfig field"):
         HikeConfig.from_dict({"kg": "full", "heads": 3})
     assert HikeConfig(seed=1).key() != HikeConfig(seed=2).key()

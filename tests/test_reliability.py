@@ -119,9 +119,10 @@ def test_a_kg_folder_is_part_of_a_hike_key(tmp_path):
     assert experiments.input_digests(cfg) == {f"kg/{n}": _sha(kg / n) for n in ("entities.tsv", "labels.tsv", "triples.tsv")}
     (kg / "triples.tsv").write_text("head\trelation\ttail\nE1\tlinked\tE0\n")
     assert experiments.cache_key(cfg.resolved()) != key
-    # kg mode none reads no KG: no digest, the key of the benchmark run
-    none = systems.config("hike", dataset="ci", kg="none", kg_dir=str(kg))
-    assert experiments.input_tag(none) == ""
+    # kg mode none reads no KG: no digest; a KG folder beside it, which would key the same run apart, is refused
+    assert experiments.input_tag(systems.config("hike", dataset="ci", kg="none")) == ""
+    with pytest.raises(ConfigError, match="kg mode 'none' reads no KG"):
+        systems.config("hike", dataset="ci", kg="none", kg_dir=str(kg)).resolved()
 
 
 def test_digest_memo_follows_size_and_mtime_and_the_disk_memo(tmp_path, monkeypatch):

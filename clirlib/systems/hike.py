@@ -118,6 +118,13 @@ class HikeConfig(SystemConfig):
             raise ValueError(f"unknown kg mode {self.kg!r}; choose one of {', '.join(KG_MODES)}")
         if self.encoder not in ENCODERS:
             raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
+        # a folder that the run would not read would still key another run: refused, as one it needs and lacks
+        if self.encoder == "bert" and self.bert_path is None:
+            raise ConfigError("bert_path", "encoder 'bert' needs a local model folder; clirlib never downloads")
+        if self.encoder != "bert" and self.bert_path is not None:
+            raise ConfigError("bert_path", f"applies to encoder 'bert' only, not {self.encoder!r}")
+        if self.kg == "none" and self.kg_dir is not None:
+            raise ConfigError("kg_dir", "kg mode 'none' reads no KG (the vanilla cross-encoder): leave kg_dir out")
         if self.select_metric not in ALL_METRICS:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(ALL_METRICS)}")
         if self.first_stage is not None and self.first_stage not in FIRST_STAGES:
@@ -312,9 +319,7 @@ class Hike(System):
         """The untrained model for ``dataset``: encoder, linked entities, neighbours and their
         vectors (what ``fit`` starts from; benchmarks time scoring on it)."""
         cfg = self.config
-        if cfg.encoder == "bert":
-            if cfg.bert_path is None:
-                raise ValueError("encoder 'bert' needs bert_path (a local model folder); clirlib never downloads")
+        if cfg.encoder == "bert":  # with its bert_path (HikeConfig.resolved)
             enc = BertEncoder(cfg.bert_path, dataset.q_vocab.itos, dataset.d_vocab.itos)
         else:
             enc = SmallEncoder(len(dataset.q_vocab), len(dataset.d_vocab), q_vectors=dataset.q_vectors,
