@@ -34,6 +34,8 @@ def setup(profile: str, dataset: str | None = "", force: bool = False, *, width:
     ``width``: pandas' display width (characters).
     """
     env.check()  # every environment variable, before any work (one line on a bad value)
+    if not isinstance(force, bool):  # "no" would count as True
+        raise ValueError(f"force must be True or False, got {force!r}")
     settings = profiles.training(profile)
     determinism.configure()
     pd.set_option("display.precision", 3)

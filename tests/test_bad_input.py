@@ -906,3 +906,25 @@ def test_the_command_named_in_an_error_is_the_one_typed(capsys):
                                "(see python -m clirlib train --help)"], err
     rc, err = run_cli(capsys, "--foo", "train")
     assert rc == 2 and err == ["python -m clirlib: error: unrecognized arguments: --foo (see python -m clirlib --help)"]
+
+
+@pytest.mark.parametrize("code", ["", "HEAD", "xyz1234", "abc"])
+def test_records_pack_refuses_a_code_that_is_not_a_commit(capsys, code, monkeypatch):
+    # --code "" silently meant this checkout's commit, and any text was written as the records' code
+    from clirlib.runs import shipped
+
+    monkeypatch.setattr(shipped, "pack", lambda *a, **k: pytest.fail("packed"))
+    rc, err = run_cli(capsys, "records", "pack", "--code", code)
+    assert rc == 2 and err == [f"python -m clirlib records pack: error: --code: expected a commit (7 to 40 "
+                               f"hexadecimal digits), got {code!r}"], err
+
+
+def test_setup_and_the_generator_refuse_what_their_command_lines_refuse():
+    # notebook.setup's force="no" counted as True; generate_benchmark took a seed generate --seed refuses
+    from clirlib.data.synthetic import generate_benchmark
+    from clirlib.notebook import setup
+
+    with pytest.raises(ValueError, match=r"^force must be True or False, got 'no'$"):
+        setup("ci", "", force="no")
+    with pytest.raises(ConfigError, match=r"must be <= 4294967295"):
+        generate_benchmark("ci", seed=2**40)

@@ -36,6 +36,7 @@ from ..domains import domains_file, write_domains
 from ..embeddings import train_embeddings
 from ..languages import WIKICLIR_LANGUAGES
 from ..polyglot import SPECIAL_TOKENS, save_polyglot
+from ...validate import check_seed
 from .concepts import Universe, build_universe, query_ids
 from .kg import entity_id, write_benchmark_kg
 from .lexicon import Lexicon, lexicons
@@ -86,6 +87,7 @@ def generate_benchmark(profile: str = "default", lang: str | None = None, *, see
         raise ValueError(f"unknown benchmark profile {profile!r}; choose one of {', '.join(SIZES)}")
     if lang is not None:
         check_lang(lang)
+    check_seed("seed", seed)  # as generate --seed and a run's data_seed: an integer in [0, 2^32 - 1]
     p = SIZES[profile]
     root = Path(out_dir) if out_dir is not None else default_dir(profile, seed)
     # Folders of killed writers (the PID in their name gone), never a live one's, however old.
