@@ -320,10 +320,13 @@ def check_kg_dir(path: str | os.PathLike, lang: str, *, gold: bool = False, opti
 
 
 def check_bert_dir(path: str | os.PathLike, option: str = "--bert-path") -> Path:
-    """``path`` as a local model folder (a ``config.json`` in it); clirlib never downloads."""
+    """``path`` as a local model folder (a ``config.json`` in it: BERT for HIKE, multilingual-e5
+    for e5); clirlib never downloads."""
     p = Path(path).expanduser()
+    if not p.exists():
+        raise ConfigError(option, f"{path} does not exist (a local model folder; clirlib never downloads)")
     if not p.is_dir():
-        raise ConfigError(option, f"{path} is not a folder (a local BERT model folder; clirlib never downloads)")
+        raise ConfigError(option, f"{path} is not a folder (a local model folder; clirlib never downloads)")
     if not (p / "config.json").is_file():
         raise ConfigError(option, f"{path} has no config.json: not a model folder (clirlib never downloads)")
     return p

@@ -198,7 +198,7 @@ def no_fitting(monkeypatch):
     (["--system", "mdl", "--seed", "-1"], "--seed: must be >= 0"),
     # HIKE's inputs on disk, checked before any data is read
     (["--system", "hike", "--kg", "/nonexistent/kg"], "--kg: /nonexistent/kg does not exist"),
-    (["--system", "hike", "--bert-path", "/nonexistent/bert"], "--bert-path: /nonexistent/bert is not a folder"),
+    (["--system", "hike", "--bert-path", "/nonexistent/bert"], "--bert-path: /nonexistent/bert does not exist"),
     (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "shuffled"], "--kg-mode: shuffled needs a KG"),
     # HIKE's whole-collection ranking needs a first stage, which needs real text
     (["--system", "hike", "--no-collection"], "--no-collection: applies to --system hike only with --first-stage"),

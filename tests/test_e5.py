@@ -50,6 +50,8 @@ def test_refuses_the_embedded_benchmark_and_a_missing_package(tmp_path, monkeypa
         E5Config(dataset=str(debian)).resolved()
     with pytest.raises(ConfigError, match="no config.json"):
         E5Config(dataset=str(debian), e5_path=str(tmp_path)).resolved()
+    with pytest.raises(ConfigError, match="does not exist"):  # was "holds no config.json"
+        E5Config(dataset=str(debian), e5_path=str(tmp_path / "missing")).resolved()
 
 
 def test_local_model_scores_cosines_and_encodes_each_text_once(tmp_path, monkeypatch, debian):

