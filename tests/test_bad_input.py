@@ -200,6 +200,8 @@ def no_fitting(monkeypatch):
     (["--system", "hike", "--kg", "/nonexistent/kg"], "--kg: /nonexistent/kg does not exist"),
     (["--system", "hike", "--bert-path", "/nonexistent/bert"], "--bert-path: /nonexistent/bert does not exist"),
     (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "shuffled"], "--kg-mode: shuffled needs a KG"),
+    # typed, full was turned into none with a note, as the default is (the vanilla cross-encoder)
+    (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "full"], "--kg-mode: full needs a KG"),
     # HIKE's whole-collection ranking needs a first stage, which needs real text
     (["--system", "hike", "--no-collection"], "--no-collection: applies to --system hike only with --first-stage"),
     (["--system", "hike", "--first-stage", "e5"], "--first-stage: e5 cannot read the embedded benchmark"),

@@ -246,7 +246,8 @@ class Hike(System):
         """``--kg``, ``--kg-mode``, ``--bert-path`` (both folders checked); without a KG on
         real data HIKE runs as the vanilla cross-encoder (``kg='none'``), and says so."""
         mode, real = args.kg_mode, args.data not in SIZES
-        if args.kg is None and real and mode not in ("full", "none"):
+        typed = "kg_mode" in getattr(args, "given", ())  # full is also the default, which real data turns to none
+        if args.kg is None and real and mode != "none" and (mode != "full" or typed):
             raise ConfigError("--kg-mode", f"{mode} needs a KG on real data: give --kg DIR (without one HIKE is "
                                            "the vanilla cross-encoder, --kg-mode none)")
         if args.kg is None and real and mode != "none":
