@@ -177,14 +177,15 @@ def curves_command(args: argparse.Namespace) -> int:
     cache or trained, then their table; labels and numbers checked first, in one line."""
     from .studies import curves  # torch-heavy, as above
 
-    unknown = [label for label in args.labels or () if label not in curves.ORDER]
-    if unknown:
-        raise ConfigError("--labels", f"unknown system {unknown[0]!r}; choose from "
-                                      f"{', '.join(repr(label) for label in curves.ORDER)}")
-    for option, values, least in (("--sizes", args.sizes, 1), ("--seeds", args.seeds, 0),
-                                  ("--workers", None if args.workers is None else [args.workers], 1)):
-        if any(v < least for v in values or ()):
-            raise ConfigError(option, f"expected numbers >= {least}, got {' '.join(map(str, values))}")
+    grid = curves.settings(args.profile)
+    for option, asked, known in (("--labels", args.labels, curves.ORDER), ("--sizes", args.sizes, grid["sizes"]),
+                                 ("--seeds", args.seeds, grid["seeds"])):
+        unknown = [a for a in asked or () if a not in known]
+        if unknown:
+            raise ConfigError(option, f"{unknown[0]!r} is not in profile {args.profile!r}'s grid; choose from "
+                                      f"{', '.join(repr(k) if option == '--labels' else str(k) for k in known)}")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers", f"expected at least 1, got {args.workers}")
     labelled = curves.run(args.profile, args.labels, args.sizes, args.seeds, force=args.force or None,
                           workers=args.workers)
     print(curves.frame(labelled).to_string(index=False))

@@ -148,8 +148,9 @@ def check_types(cfg) -> None:
     would key another run than True, ``"no"`` would count as True), one annotated ``str``
     (or ``str | None``) that is not a text (a ``Path`` cannot be keyed: ``str(path)``), one
     annotated ``int`` that is not an integer and one annotated ``float`` that is not a finite
-    number (a system of the user's gets these checks without writing them; clirlib's own
-    systems check their ranges besides)."""
+    number (``inf`` too: a field with no limit is annotated ``float | None``, None for none).
+    A system of the user's gets these checks without writing them; clirlib's own systems
+    check their ranges besides."""
     for name, kind in _typed_fields(type(cfg)):
         value = getattr(cfg, name)
         if value is None and kind.endswith(" | None"):

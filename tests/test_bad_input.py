@@ -201,6 +201,7 @@ def no_fitting(monkeypatch):
     (["--system", "hike", "--bert-path", "/nonexistent/bert"], "--bert-path: /nonexistent/bert does not exist"),
     (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "shuffled"], "--kg-mode: shuffled needs a KG"),
     # typed, full was turned into none with a note, as the default is (the vanilla cross-encoder)
+    (["--system", "hike", "--kg", "/nonexistent/kg", "--kg-mode", "none"], "--kg: --kg-mode none reads no KG"),
     (["--system", "hike", "--data", "/nonexistent/wikiclir", "--kg-mode", "full"], "--kg-mode: full needs a KG"),
     # HIKE's whole-collection ranking needs a first stage, which needs real text
     (["--system", "hike", "--no-collection"], "--no-collection: applies to --system hike only with --first-stage"),
@@ -918,7 +919,14 @@ def test_records_pack_refuses_a_code_that_is_not_a_commit(capsys, code, monkeypa
     monkeypatch.setattr(shipped, "pack", lambda *a, **k: pytest.fail("packed"))
     rc, err = run_cli(capsys, "records", "pack", "--code", code)
     assert rc == 2 and err == [f"python -m clirlib records pack: error: --code: expected a commit (7 to 40 "
-                               f"hexadecimal digits), got {code!r}"], err
+                               f"hexadecimal digits, then +modified as provenance writes a checkout with changes), "
+                               f"got {code!r}"], err
+    packed = []
+    monkeypatch.setattr(shipped, "_locked", lambda folder: __import__("contextlib").nullcontext())  # no lock file
+    monkeypatch.setattr(shipped, "_pack_local", lambda *a: packed.append(a[-1]) or {})
+    for commit in ("0ef366a", "0ef366a+modified"):  # provenance's own forms pass
+        shipped.pack_local("ci", code=commit)
+    assert packed == ["0ef366a", "0ef366a+modified"]
 
 
 def test_setup_and_the_generator_refuse_what_their_command_lines_refuse():

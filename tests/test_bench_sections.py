@@ -200,37 +200,53 @@ def test_bench_switches_are_read_through_clirlib_env(monkeypatch, capsys):
         ray_identity.section(None)
 
 
-def test_bench_scripts_read_variables_through_clirlib_env(monkeypatch, tmp_path):
-    # clirlib.env is the one reader of the variables (CLIRLIB_THREADS was int()-ed in mdl_bench,
-    # CLIRLIB_HOME re-read in common): a bench script may copy the environment for a child, and read
-    # PYTHONPATH to extend it, but reads no setting itself
+def _environment_reads(source: str) -> list[int]:
+    """Lines of ``source`` that read a variable (``os.environ.get(X)``, ``os.getenv(X)``,
+    ``os.environ[X]``, ``X in os.environ``) other than PYTHONPATH; copying the environment for a
+    child (``dict(os.environ, ...)``) and setting a variable are not reads."""
     import ast
-
-    import common
 
     def environ(node) -> bool:
         return isinstance(node, ast.Attribute) and node.attr == "environ"
 
-    def pythonpath(node) -> bool:
-        return isinstance(node, ast.Constant) and node.value == "PYTHONPATH"
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):  # os.environ.get(X), os.getenv(X)
+            f = node.func
+            reads = isinstance(f, ast.Attribute) and ((f.attr == "get" and environ(f.value)) or f.attr == "getenv")
+            name = node.args[0] if node.args else None
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):  # os.environ[X] read
+            reads, name = environ(node.value), node.slice
+        elif isinstance(node, ast.Compare):  # X in os.environ
+            reads = any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and any(
+                environ(c) for c in node.comparators)
+            name = node.left
+        else:
+            continue
+        if reads and not (isinstance(name, ast.Constant) and name.value == "PYTHONPATH"):
+            lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("source, reads", [
+    ('os.environ.get("CLIRLIB_THREADS", "2")', True), ('os.getenv("X")', True), ('os.environ["X"]', True),
+    ('"X" in os.environ', True), ('"X" not in os.environ', True),
+    ('dict(os.environ, CLIRLIB_HOME="h")', False), ('os.environ.get("PYTHONPATH", "")', False),
+    ('os.environ["CLIRLIB_HOME"] = "h"', False),  # setting one for a child is not reading it
+])
+def test_the_environment_read_check_finds_each_form(source, reads):
+    assert bool(_environment_reads(source)) is reads
+
+
+def test_bench_scripts_read_variables_through_clirlib_env(monkeypatch, tmp_path):
+    # clirlib.env is the one reader of the variables (CLIRLIB_THREADS was int()-ed in mdl_bench,
+    # CLIRLIB_HOME re-read in common): a bench script may copy the environment for a child, and read
+    # PYTHONPATH to extend it, but reads no setting itself
+    import common
 
     for path in sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):  # os.environ.get(X), os.getenv(X)
-                f = node.func
-                reads = (isinstance(f, ast.Attribute) and f.attr == "get" and environ(f.value)) or (
-                    isinstance(f, ast.Attribute) and f.attr == "getenv")
-                name = node.args[0] if node.args else None
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):  # os.environ[X] read
-                reads, name = environ(node.value), node.slice
-            elif isinstance(node, ast.Compare):  # X in os.environ
-                reads = any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and any(
-                    environ(c) for c in node.comparators)
-                name = node.left
-            else:
-                continue
-            if reads and not pythonpath(name):
-                pytest.fail(f"bench/{path.name} line {node.lineno} reads the environment: read it in clirlib.env")
+        for line in _environment_reads(path.read_text()):
+            pytest.fail(f"bench/{path.name} line {line} reads the environment: read it in clirlib.env")
     monkeypatch.setenv("CLIRLIB_HOME", " ")  # empty is unset, as clirlib reads it
     assert common.user_root() == common.ROOT
     monkeypatch.setenv("CLIRLIB_HOME", str(tmp_path))

@@ -343,10 +343,12 @@ def test_run_hands_the_pool_the_largest_training_sets_first(monkeypatch):
 
 @pytest.mark.parametrize("argv, line", [
     # `python -m clirlib.studies.curves`, the module's own command line before, gave a traceback for the
-    # first two, trained on the abbreviation and ignored a misspelt CLIRLIB_ variable (test below)
-    (["--seeds", "-1"], "--seeds: expected numbers >= 0, got -1"),
-    (["--sizes", "24", "0"], "--sizes: expected numbers >= 1, got 24 0"),
-    (["--labels", "SOSL"], "--labels: unknown system 'SOSL'; choose from 'SOSL, average pooling', "),
+    # first one and an error naming no option for the next two, trained on the abbreviation and ignored a
+    # misspelt CLIRLIB_ variable (test below)
+    (["--seeds", "-1"], "--seeds: -1 is not in profile 'default''s grid; choose from 0, 1, 2"),
+    (["--sizes", "360", "5"], "--sizes: 5 is not in profile 'default''s grid; choose from 360, 1000, 3000"),
+    (["--labels", "SOSL"], "--labels: 'SOSL' is not in profile 'default''s grid; choose from 'SOSL, average pooling', "),
+    (["--workers", "0"], "--workers: expected at least 1, got 0"),
     (["--prof", "ci"], "unrecognized arguments: --prof ci (see python -m clirlib curves --help)"),
 ])
 def test_the_curves_command_refuses_bad_input_in_one_line(capsys, argv, line):

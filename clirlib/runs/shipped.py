@@ -619,8 +619,9 @@ def pack_local(profile: str = "default", folder: Path | None = None, code: str |
     checkout's). ``folder``: by default ``records/``, ``records/ci/`` for ``ci``
     (``paths.CI_RECORDS_DIR``: kept apart so that no other test reads them) and
     ``records/<name>/`` for a study benchmark (``paths.STUDY_RECORDS``: ``curves``)."""
-    if code is not None and not re.fullmatch(r"[0-9a-f]{7,40}", code):  # "" used to mean this checkout's commit
-        raise ValueError(f"--code: expected a commit (7 to 40 hexadecimal digits), got {code!r}")
+    if code is not None and not re.fullmatch(r"[0-9a-f]{7,40}(\+modified)?", code):  # "" meant this checkout's
+        raise ValueError(f"--code: expected a commit (7 to 40 hexadecimal digits, then +modified as provenance "
+                         f"writes a checkout with changes), got {code!r}")
     own_folder = profile == "ci" or profile in paths.STUDY_RECORDS
     if folder is None:
         folder = (paths.CI_RECORDS_DIR if profile == "ci" else study_folder(profile) if own_folder

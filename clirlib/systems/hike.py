@@ -124,7 +124,8 @@ class HikeConfig(SystemConfig):
         if self.encoder != "bert" and self.bert_path is not None:
             raise ConfigError("bert_path", f"applies to encoder 'bert' only, not {self.encoder!r}")
         if self.kg == "none" and self.kg_dir is not None:
-            raise ConfigError("kg_dir", "kg mode 'none' reads no KG (the vanilla cross-encoder): leave kg_dir out")
+            raise ConfigError("kg_dir", "kg mode 'none' reads no KG (the vanilla cross-encoder): leave kg_dir "
+                                        "(--kg) out")
         if self.select_metric not in ALL_METRICS:
             raise ValueError(f"unknown select_metric {self.select_metric!r}; choose one of {', '.join(ALL_METRICS)}")
         if self.first_stage is not None and self.first_stage not in FIRST_STAGES:
@@ -247,6 +248,8 @@ class Hike(System):
         real data HIKE runs as the vanilla cross-encoder (``kg='none'``), and says so."""
         mode, real = args.kg_mode, args.data not in SIZES
         typed = "kg_mode" in getattr(args, "given", ())  # full is also the default, which real data turns to none
+        if args.kg is not None and mode == "none":  # before the note and the folder's check: nothing runs
+            raise ConfigError("--kg", "--kg-mode none reads no KG: leave --kg out, or choose another --kg-mode")
         if args.kg is None and real and mode != "none" and (mode != "full" or typed):
             raise ConfigError("--kg-mode", f"{mode} needs a KG on real data: give --kg DIR (without one HIKE is "
                                            "the vanilla cross-encoder, --kg-mode none)")
