@@ -91,23 +91,31 @@ def _number(name: str, value: Any, *, integer: bool = False) -> float:
     return float(value)
 
 
-def threshold_values(thresholds: Any) -> tuple[float, ...]:
-    """``thresholds`` (a sequence of numbers) as a tuple of floats; a text or a single number
-    raises naming the option (``"0.1"`` was read character by character: "could not convert
-    string to float: '.'")."""
+def _not_a_sequence(thresholds: Any) -> ConfigError:
+    return ConfigError("thresholds", f"must be a sequence of numbers, e.g. (0.2, 0.7), got {thresholds!r}")
+
+
+def _sequence(thresholds: Any) -> tuple:
+    """``thresholds`` as a tuple; a text or a single number raises (``"0.1"`` was read character
+    by character: "could not convert string to float: '.'")."""
     if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Iterable):
-        raise ConfigError("thresholds", f"must be a sequence of numbers, e.g. (0.2, 0.7), got {thresholds!r}")
+        raise _not_a_sequence(thresholds)
+    return tuple(thresholds)
+
+
+def threshold_values(thresholds: Any) -> tuple[float, ...]:
+    """``thresholds`` (a sequence of numbers) as a tuple of floats; anything else raises naming
+    the option."""
+    ts = _sequence(thresholds)
     try:
-        return tuple(float(t) for t in thresholds)
+        return tuple(float(t) for t in ts)
     except (TypeError, ValueError):
-        raise ConfigError("thresholds", f"must be a sequence of numbers, e.g. (0.2, 0.7), got {thresholds!r}") from None
+        raise _not_a_sequence(thresholds) from None
 
 
 def check_thresholds(loss: str, thresholds) -> None:
     """Count and order of ``thresholds`` for ``loss`` (see the module docstring)."""
-    if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Iterable):
-        threshold_values(thresholds)  # its one-line error
-    ts = tuple(thresholds)
+    ts = _sequence(thresholds)
     for t in ts:
         _number("thresholds", t)
     if loss in THRESHOLD_LOSSES:

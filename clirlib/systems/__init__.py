@@ -117,11 +117,10 @@ def register(cls: type["System"]) -> type["System"]:
         raise ValueError(f"two systems are named {cls.name!r}")
     from ..metrics import CANDIDATE_METRICS  # here, not after a fit: a name that cannot be computed would fail only then
 
-    usable = CANDIDATE_METRICS
-    bad = [m for m in cls.extra_metrics if m not in usable]
+    bad = [m for m in cls.extra_metrics if m not in CANDIDATE_METRICS]
     if bad:
         raise ValueError(f"system {cls.name!r}: extra_metrics {bad} are not measures of metrics.METRICS that "
-                         f"candidate lists can be scored by ({', '.join(usable)})")
+                         f"candidate lists can be scored by ({', '.join(CANDIDATE_METRICS)})")
     SYSTEMS[cls.name] = cls
     return cls
 
